@@ -1,0 +1,45 @@
+// The one error type of decodebench: every failure that reaches the user carries an exit code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace decodebench {
+
+/// Process exit codes, documented in the README and in `decodebench --help`.
+enum class ExitCode : int {
+  kOk = 0,              ///< success (compare: no regression)
+  kRuntime = 1,         ///< runtime failure (compare: a regression was found)
+  kUsage = 2,           ///< bad flags, invalid shape, malformed or unsupported GGUF, schema mismatch
+  kResources = 3,       ///< no CUDA device, driver too old, not enough host or device memory
+  kVerification = 4,    ///< GPU argmax or logits disagree with the CPU
+  kContextUnusable = 5  ///< the CUDA context is unusable after a capture failure
+};
+
+/// An error with a message naming the input, the broken rule and where (flag, file offset, tensor),
+/// and the exit code that `app/` maps it to. Thrown by every layer; caught only in `app/main.cpp`.
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  [[nodiscard]] ExitCode code() const noexcept { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+/// Shorthand for a usage or input error (exit 2).
+[[nodiscard]] inline Error usage_error(const std::string& message) {
+  return Error(ExitCode::kUsage, message);
+}
+
+/// Shorthand for a resource error (exit 3).
+[[nodiscard]] inline Error resource_error(const std::string& message) {
+  return Error(ExitCode::kResources, message);
+}
+
+/// Shorthand for a runtime failure (exit 1).
+[[nodiscard]] inline Error runtime_error(const std::string& message) {
+  return Error(ExitCode::kRuntime, message);
+}
+
+}  // namespace decodebench

@@ -1,0 +1,129 @@
+// GGUF v2/v3 reader over a read-only memory mapping (format: gguf-facts.md §1).
+// Everything is validated in the constructor, before any use; tensors are views into the mapping.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace decodebench::gguf {
+
+/// Metadata value type ids (gguf-facts.md §1.2).
+enum class ValueType : uint32_t {
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
+};
+
+/// "UINT32", "STRING", ...
+const char* value_type_name(ValueType t);
+
+/// One metadata value. Scalars are widened: unsigned → `u`, signed → `i`, floats → `f`.
+/// Arrays hold their elements (arrays of arrays are refused, as ggml does).
+struct Value {
+  ValueType type = ValueType::kUint8;
+  ValueType elem_type = ValueType::kUint8;  ///< for arrays
+  uint64_t u = 0;
+  int64_t i = 0;
+  double f = 0.0;
+  bool b = false;
+  std::string s;
+  std::vector<Value> array;
+};
+
+/// A metadata key/value record and the file offset where it starts.
+struct KeyValue {
+  std::string key;
+  Value value;
+  uint64_t offset = 0;
+};
+
+/// A tensor-info record. dims[0] is the innermost (contiguous) axis; missing dims are 1.
+struct TensorInfo {
+  std::string name;
+  uint32_t n_dims = 0;
+  int64_t dims[4] = {1, 1, 1, 1};
+  uint32_t type_id = 0;        ///< ggml type id (any known id; support is checked by the loader)
+  uint64_t offset = 0;         ///< relative to the data section
+  uint64_t file_offset = 0;    ///< absolute position of the tensor's bytes in the file
+  uint64_t bytes = 0;          ///< byte size from dims and the type's block geometry
+  uint64_t info_offset = 0;    ///< file offset of this tensor-info record (for error messages)
+
+  [[nodiscard]] int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+};
+
+/// Name of any ggml type id known to the reader ("Q4_K", "IQ2_XXS", ...), or "type#N".
+std::string ggml_type_name(uint32_t type_id);
+
+/// A validated, memory-mapped GGUF file.
+///
+/// Construction maps the file, parses header, metadata and tensor infos, and checks every rule of
+/// gguf-facts.md §1 (counts and lengths within the file, n_dims <= 4, known type id, rows a
+/// multiple of the block size, tensors inside the data section, aligned, in bounds, not
+/// overlapping, unique names <= 63 bytes, big-endian files refused).
+/// Throws decodebench::Error with ExitCode::kUsage naming the file offset and the rule.
+/// The mapping lives as long as the Reader (share it through std::shared_ptr to keep views alive).
+class Reader {
+ public:
+  explicit Reader(const std::string& path);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] uint32_t version() const { return version_; }
+  [[nodiscard]] uint64_t file_size() const { return size_; }
+  [[nodiscard]] uint64_t alignment() const { return alignment_; }
+  [[nodiscard]] uint64_t data_offset() const { return data_offset_; }
+
+  [[nodiscard]] const std::vector<KeyValue>& metadata() const { return metadata_; }
+  [[nodiscard]] const std::vector<TensorInfo>& tensors() const { return tensors_; }
+
+  /// The record for `key`, or nullptr.
+  [[nodiscard]] const KeyValue* find(std::string_view key) const;
+  /// The tensor named `name`, or nullptr.
+  [[nodiscard]] const TensorInfo* find_tensor(std::string_view name) const;
+  /// Pointer to the first byte of a tensor's data inside the mapping.
+  [[nodiscard]] const uint8_t* tensor_data(const TensorInfo& t) const;
+
+  // Typed getters: std::nullopt when the key is absent; Error (exit 2) naming the key when it has
+  // an incompatible type. Integer getters accept any integer width (and reject negatives for
+  // get_uint); get_float accepts FLOAT32/FLOAT64 and integers.
+  [[nodiscard]] std::optional<uint64_t> get_uint(std::string_view key) const;
+  [[nodiscard]] std::optional<int64_t> get_int(std::string_view key) const;
+  [[nodiscard]] std::optional<double> get_float(std::string_view key) const;
+  [[nodiscard]] std::optional<bool> get_bool(std::string_view key) const;
+  [[nodiscard]] std::optional<std::string> get_string(std::string_view key) const;
+  /// Array getters return an empty vector when the key is absent.
+  [[nodiscard]] std::vector<std::string> get_string_array(std::string_view key) const;
+  [[nodiscard]] std::vector<double> get_float_array(std::string_view key) const;
+  [[nodiscard]] std::vector<int64_t> get_int_array(std::string_view key) const;
+
+ private:
+  void parse();
+
+  std::string path_;
+  const uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+  int fd_ = -1;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<KeyValue> metadata_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace decodebench::gguf

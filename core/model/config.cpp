@@ -1,0 +1,42 @@
+#include "core/model/config.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace decodebench {
+
+namespace {
+void require(bool ok, const std::string& rule) {
+  if (!ok) throw usage_error("invalid model shape: " + rule);
+}
+}  // namespace
+
+void validate(const ModelConfig& c) {
+  require(c.n_layers > 0, "layers must be > 0 (got " + std::to_string(c.n_layers) + ")");
+  require(c.hidden > 0, "hidden must be > 0 (got " + std::to_string(c.hidden) + ")");
+  require(c.n_heads > 0, "heads must be > 0 (got " + std::to_string(c.n_heads) + ")");
+  require(c.n_kv_heads > 0, "kv-heads must be > 0 (got " + std::to_string(c.n_kv_heads) + ")");
+  require(c.n_heads % c.n_kv_heads == 0,
+          "heads (" + std::to_string(c.n_heads) + ") must be divisible by kv-heads (" +
+              std::to_string(c.n_kv_heads) + ")");
+  require(c.head_dim > 0, "head-dim must be > 0 (got " + std::to_string(c.head_dim) + ")");
+  require(c.head_dim % 2 == 0,
+          "head-dim must be even for RoPE (got " + std::to_string(c.head_dim) + ")");
+  require(c.rope_dim > 0 && c.rope_dim % 2 == 0 && c.rope_dim <= c.head_dim,
+          "rope dimension must be even and in (0, head-dim] (got " + std::to_string(c.rope_dim) +
+              ")");
+  require(c.ffn > 0, "ffn must be > 0 (got " + std::to_string(c.ffn) + ")");
+  require(c.vocab >= 2, "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")");
+  require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
+  require(c.context_length > 0,
+          "context length must be > 0 (got " + std::to_string(c.context_length) + ")");
+  require(c.rope_theta > 0.0, "rope-theta must be > 0");
+  require(c.rms_eps > 0.0, "rms-eps must be > 0");
+}
+
+const char* rope_style_name(RopeStyle style) {
+  return style == RopeStyle::kAdjacent ? "adjacent" : "half-split";
+}
+
+}  // namespace decodebench

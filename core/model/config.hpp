@@ -1,0 +1,47 @@
+// Model hyperparameters shared by synthetic and GGUF models.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace decodebench {
+
+/// How RoPE pairs the values of a head (gguf-facts.md §5).
+enum class RopeStyle {
+  kAdjacent,   ///< ggml NORM: pairs (x[2i], x[2i+1]); llama-architecture GGUF files
+  kHalfSplit,  ///< ggml NEOX: pairs (x[i], x[i + n_rot/2]); qwen2, qwen3, synthetic models
+};
+
+/// Shape and numerics of a decoder-only transformer (Llama/Qwen2/Qwen3 family).
+/// Sizes are element counts; `hidden` = D, `ffn` = F, heads Hq/Hkv, `head_dim` = dk = dv.
+struct ModelConfig {
+  std::string architecture = "synthetic";  ///< "synthetic", "llama", "qwen2", "qwen3"
+  int64_t n_layers = 0;
+  int64_t hidden = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t ffn = 0;
+  int64_t vocab = 0;
+  int64_t context_length = 0;  ///< trained context limit; positions beyond it are refused
+  int64_t rope_dim = 0;        ///< rotated values per head (n_rot); <= head_dim
+  double rope_theta = 10000.0;
+  double rms_eps = 1e-6;
+  RopeStyle rope_style = RopeStyle::kHalfSplit;
+  bool tied_embeddings = false;  ///< LM head = token embedding matrix
+  bool qkv_bias = false;         ///< Q/K/V projections carry a bias (qwen2)
+  bool qk_norm = false;          ///< per-head RMSNorm of Q and K before RoPE (qwen3)
+
+  [[nodiscard]] int64_t q_dim() const { return n_heads * head_dim; }
+  [[nodiscard]] int64_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+/// Checks the shape rules (positive sizes, hidden % heads, heads % kv_heads, even head_dim,
+/// vocab >= 2, rope_dim even and <= head_dim, eps > 0, theta > 0).
+/// Throws decodebench::Error (exit 2) naming the first broken rule.
+void validate(const ModelConfig& config);
+
+/// "half-split" / "adjacent".
+const char* rope_style_name(RopeStyle style);
+
+}  // namespace decodebench

@@ -1,0 +1,28 @@
+// Shape presets: bench-configs/presets/NAME.json, embedded in the binary at build time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace decodebench {
+
+/// One embedded preset file: its name (file stem) and its JSON text.
+struct EmbeddedPreset {
+  const char* name;
+  const char* json;
+};
+
+/// The presets compiled into the binary (generated from bench-configs/presets/ by CMake).
+const std::vector<EmbeddedPreset>& embedded_presets();
+
+/// Names of the embedded presets, sorted.
+std::vector<std::string> preset_names();
+
+/// The JSON of preset `name_or_path`: an embedded preset name, or a path to a .json file.
+/// Throws decodebench::Error (exit 2) for an unknown name (listing the known ones) or a file that
+/// cannot be read or parsed.
+nlohmann::json load_preset(const std::string& name_or_path);
+
+}  // namespace decodebench

@@ -1,0 +1,121 @@
+#include "tests/support/support.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace decodebench::testing {
+
+std::filesystem::path source_dir() { return DECODEBENCH_SOURCE_DIR; }
+std::filesystem::path decodebench_bin() { return DECODEBENCH_BIN; }
+std::string python() { return DECODEBENCH_PYTHON; }
+
+TempDir::TempDir() {
+  std::random_device rd;
+  const auto base = std::filesystem::temp_directory_path();
+  for (int i = 0; i < 100; ++i) {
+    auto candidate = base / ("decodebench-test-" + std::to_string(rd()));
+    if (std::filesystem::create_directory(candidate)) {
+      path_ = candidate;
+      return;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary folder");
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
+                          const std::vector<std::string>& env) {
+  TempDir dir;
+  const auto out_path = dir / "stdout";
+  const auto err_path = dir / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (const auto& e : env) env_strings.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> c_args;
+  for (auto& a : args) c_args.push_back(a.data());
+  c_args.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  CommandResult result;
+  if (rc != 0) {
+    result.err = "posix_spawn failed for " + argv[0];
+    return result;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  return result;
+}
+
+CommandResult run_decodebench(const std::vector<std::string>& args, int timeout_s,
+                              const std::vector<std::string>& env) {
+  std::vector<std::string> argv{decodebench_bin().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, timeout_s, env);
+}
+
+bool python_has_module(const std::string& module, std::string* reason) {
+  if (python().empty()) {
+    *reason = "no Python interpreter found at configure time";
+    return false;
+  }
+  const auto r = run_command({python(), "-c", "import " + module}, 60);
+  if (r.exit_code != 0) {
+    *reason = "import " + module + " failed: " + r.err.substr(0, 200);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace decodebench::testing

@@ -1,0 +1,68 @@
+// Helpers shared by the test executables: temporary folders, running commands (the decodebench
+// binary, Python fixture writers) and locating the source tree.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace decodebench::testing {
+
+/// The repository root (for scripts/, bench-configs/, ../shared/).
+std::filesystem::path source_dir();
+/// Path of the built decodebench executable.
+std::filesystem::path decodebench_bin();
+/// The Python interpreter found by CMake ("" when none).
+std::string python();
+
+/// A fresh folder under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
+    return path_ / name;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Outcome of a child process.
+struct CommandResult {
+  int exit_code = -1;   ///< exit status when the process exited normally
+  int signal = 0;       ///< terminating signal, 0 when it exited normally
+  std::string out;      ///< everything written to stdout
+  std::string err;      ///< everything written to stderr
+};
+
+/// Runs `argv` (argv[0] is the program path) with stdin from /dev/null and `timeout_s` seconds
+/// at most (then SIGKILL, reported through `signal`). Extra environment entries "K=V" are added.
+CommandResult run_command(const std::vector<std::string>& argv, int timeout_s = 300,
+                          const std::vector<std::string>& env = {});
+
+/// Runs the decodebench binary with `args`.
+CommandResult run_decodebench(const std::vector<std::string>& args, int timeout_s = 300,
+                              const std::vector<std::string>& env = {});
+
+/// True when `python()` can `import <module>`; `reason` explains otherwise.
+bool python_has_module(const std::string& module, std::string* reason);
+
+/// Reads a whole file (throws std::runtime_error when it cannot).
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace decodebench::testing
+
+/// Skips the current test with the reason when the Python `gguf` package (fixture writer) is missing.
+#define DB_REQUIRE_PYTHON_GGUF()                                                         \
+  do {                                                                                   \
+    std::string db_reason_;                                                              \
+    if (!::decodebench::testing::python_has_module("gguf", &db_reason_))                 \
+      GTEST_SKIP() << "Python package 'gguf' unavailable (" << db_reason_                \
+                   << "); run scripts/setup or pip install gguf numpy";                  \
+  } while (0)
