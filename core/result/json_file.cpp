@@ -1,0 +1,60 @@
+#include "core/result/json_file.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.hpp"
+
+namespace decodebench {
+
+namespace {
+std::filesystem::path parent_of(const std::string& path) {
+  std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+}
+}  // namespace
+
+void check_json_destination(const std::string& path) {
+  if (path == "-") return;
+  if (path.empty()) throw usage_error("--json: empty path");
+  const auto dir = parent_of(path);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw usage_error("--json: folder '" + dir.string() + "' does not exist (for '" + path + "')");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw usage_error("--json: '" + path + "' is a folder, not a file");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw usage_error("--json: folder '" + dir.string() + "' is not writable");
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  const std::string text = doc.dump(2) + "\n";
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  check_json_destination(path);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw usage_error("--json: cannot write '" + tmp + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw usage_error("--json: cannot rename '" + tmp + "' to '" + path + "'");
+  }
+}
+
+}  // namespace decodebench

@@ -1,0 +1,20 @@
+// Writing result files so that a failed run never leaves a half-written file behind.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace decodebench {
+
+/// Writes `doc` (pretty-printed, 2-space indent) to `path` through a temporary file in the same
+/// folder that is renamed over `path` (POSIX rename is atomic), so readers see the old file or the
+/// whole new one. `path` "-" writes to stdout. Throws decodebench::Error (exit 2) naming the path
+/// when the folder does not exist or is not writable, and removes the temporary file.
+void write_json_file(const std::string& path, const nlohmann::json& doc);
+
+/// Checks early (before a long run) that `path` can be written: its folder exists and is writable.
+/// "-" is always fine. Throws decodebench::Error (exit 2) naming the path otherwise.
+void check_json_destination(const std::string& path);
+
+}  // namespace decodebench
