@@ -1,23 +1,74 @@
 #include "app/cli.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 
+#include "app/commands/doctor.hpp"
+#include "app/commands/inspect.hpp"
+#include "app/commands/run.hpp"
+#include "build_info.hpp"
 #include "core/error.hpp"
+
+#ifdef DECODEBENCH_HAVE_CUDA
+#include "cuda/provider.hpp"
+#endif
 
 namespace decodebench::app {
 
+namespace {
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
+    "2 usage or input error · 3 insufficient resources (no CUDA device, memory) · "
+    "4 verification failed · 5 CUDA context unusable after a capture failure";
+}  // namespace
+
 int main_entry(int argc, char** argv) {
+#ifdef DECODEBENCH_HAVE_CUDA
+  cuda::install_provider();
+#endif
   CLI::App app{"decodebench: measures the per-token decode step of a decoder-only transformer"};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", std::string("decodebench ") + build_info::kVersion + " (" +
+                                        build_info::kGitSha + ")");
+  app.require_subcommand(0, 1);
+  // A flag given twice takes its last value, so wrappers can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+  RunFlags root_flags;
+  add_run_flags(app, root_flags);
+  RunFlags run_flags;
+  CLI::App* run = app.add_subcommand("run", "Decode a model and time each step (the default)");
+  add_run_flags(*run, run_flags);
+
+  int exit_code = 0;  // set by subcommand callbacks
+  setup_inspect(app);
+  setup_doctor(app, &exit_code);
+  setup_bandwidth(app, &exit_code);
+
+  bool verbose = false;
   try {
     app.parse(argc, argv);
+    RunFlags& flags = run->parsed() ? run_flags : root_flags;
+    verbose = flags.verbose;
+    if (app.get_subcommands().empty() || run->parsed()) return run_command(flags);
+    return exit_code;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::fprintf(stderr, "decodebench: error: %s\n", e.what());
     return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "decodebench: error: out of host memory\n");
+    return static_cast<int>(ExitCode::kResources);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "decodebench: internal error: %s\n", e.what());
+    if (verbose) std::fprintf(stderr, "(please report this with the command line)\n");
+    return static_cast<int>(ExitCode::kRuntime);
   }
-  return 0;
 }
 
 }  // namespace decodebench::app

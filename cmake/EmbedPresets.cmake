@@ -7,7 +7,7 @@ string(APPEND body "#include \"core/model/preset.hpp\"\n\nnamespace decodebench 
 string(APPEND body "const std::vector<EmbeddedPreset>& embedded_presets() {\n")
 string(APPEND body "  static const std::vector<EmbeddedPreset> presets = {\n")
 foreach(f ${files})
-  get_filename_component(name ${f} NAME_WE)
+  get_filename_component(name ${f} NAME_WLE)
   file(READ ${f} content)
   string(APPEND body "    {\"${name}\", R\"decodebench_json(${content})decodebench_json\"},\n")
 endforeach()

@@ -25,16 +25,16 @@ enum class ExecMode { kEager, kGraph };
 
 /// What happened when a backend was asked for a mode; for graph mode, the capture outcome.
 struct ExecReport {
-  ExecMode mode = ExecMode::kEager;       ///< the mode the following steps run in
+  ExecMode mode = ExecMode::kEager;  ///< the mode the following steps run in
   bool capture_attempted = false;
   bool captured = false;
-  std::string capture_mode;               ///< thread_local | global | relaxed
-  std::string failed_call;                ///< API call that failed during capture ("" when none)
-  std::string error_name;                 ///< e.g. cudaErrorStreamCaptureUnsupported
+  std::string capture_mode;  ///< thread_local | global | relaxed
+  std::string failed_call;   ///< API call that failed during capture ("" when none)
+  std::string error_name;    ///< e.g. cudaErrorStreamCaptureUnsupported
   std::string error_message;
-  std::string recovery;                   ///< "", "recovered" (context healthy, eager fallback)
-  double capture_ms = 0.0;                ///< time to capture and instantiate, ms
-  int64_t graph_nodes = 0;                ///< nodes in the instantiated graph
+  std::string recovery;     ///< "", "recovered" (context healthy, eager fallback)
+  double capture_ms = 0.0;  ///< time to capture and instantiate, ms
+  int64_t graph_nodes = 0;  ///< nodes in the instantiated graph
 };
 
 /// A model placed on a device with its KV cache and workspace preallocated.

@@ -8,11 +8,11 @@ namespace decodebench {
 
 /// Process exit codes, documented in the README and in `decodebench --help`.
 enum class ExitCode : int {
-  kOk = 0,              ///< success (compare: no regression)
-  kRuntime = 1,         ///< runtime failure (compare: a regression was found)
-  kUsage = 2,           ///< bad flags, invalid shape, malformed or unsupported GGUF, schema mismatch
-  kResources = 3,       ///< no CUDA device, driver too old, not enough host or device memory
-  kVerification = 4,    ///< GPU argmax or logits disagree with the CPU
+  kOk = 0,            ///< success (compare: no regression)
+  kRuntime = 1,       ///< runtime failure (compare: a regression was found)
+  kUsage = 2,         ///< bad flags, invalid shape, malformed or unsupported GGUF, schema mismatch
+  kResources = 3,     ///< no CUDA device, driver too old, not enough host or device memory
+  kVerification = 4,  ///< GPU argmax or logits disagree with the CPU
   kContextUnusable = 5  ///< the CUDA context is unusable after a capture failure
 };
 

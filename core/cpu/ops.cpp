@@ -15,14 +15,6 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
 }
 
-std::vector<double> rope_inv_freq(int64_t rope_dim, double theta) {
-  std::vector<double> inv(static_cast<size_t>(rope_dim / 2));
-  for (int64_t i = 0; i < rope_dim / 2; ++i) {
-    inv[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rope_dim));
-  }
-  return inv;
-}
-
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos,
           const double* inv_freq, RopeStyle style) {
   const int64_t half = rope_dim / 2;

@@ -16,13 +16,10 @@ class ThreadPool;
 /// y[i] = x[i] / sqrt(mean(x²) + eps) · w[i], for i < n. `y` may alias `x`.
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 
-/// RoPE inverse frequencies (Su et al. 2021, RoFormer eq. 15): inv_freq[i] = theta^(-2i/rope_dim),
-/// i < rope_dim/2, computed in double. The GPU uses this same table.
-std::vector<double> rope_inv_freq(int64_t rope_dim, double theta);
-
 /// Rotates the first `rope_dim` values of each of `n_heads` heads (head_dim apart) in place for
-/// position `pos`: angle_i = pos·inv_freq[i] (double), pair (a, b) → (a·cos − b·sin, a·sin + b·cos).
-/// Pairs are adjacent (x[2i], x[2i+1]) or half-split (x[i], x[i + rope_dim/2]) per `style`.
+/// position `pos` (inv_freq from rope_inv_freq(ModelConfig)): angle_i = pos·inv_freq[i] (double),
+/// pair (a, b) → (a·cos − b·sin, a·sin + b·cos). Pairs are adjacent (x[2i], x[2i+1]) or half-split
+/// (x[i], x[i + rope_dim/2]) per `style`.
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, int64_t pos,
           const double* inv_freq, RopeStyle style);
 

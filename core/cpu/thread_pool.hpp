@@ -11,8 +11,8 @@
 namespace decodebench::cpu {
 
 /// Runs `fn(begin, end)` over contiguous chunks of [0, n) on `threads` threads (the caller's thread
-/// takes the first chunk). Chunk boundaries depend only on n and the thread count, and every index is
-/// handled by exactly one call, so per-index results do not depend on scheduling.
+/// takes the first chunk). Chunk boundaries depend only on n and the thread count, and every index
+/// is handled by exactly one call, so per-index results do not depend on scheduling.
 class ThreadPool {
  public:
   /// `threads` >= 1; 1 means everything runs on the calling thread.

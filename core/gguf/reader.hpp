@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,11 +57,11 @@ struct TensorInfo {
   std::string name;
   uint32_t n_dims = 0;
   int64_t dims[4] = {1, 1, 1, 1};
-  uint32_t type_id = 0;        ///< ggml type id (any known id; support is checked by the loader)
-  uint64_t offset = 0;         ///< relative to the data section
-  uint64_t file_offset = 0;    ///< absolute position of the tensor's bytes in the file
-  uint64_t bytes = 0;          ///< byte size from dims and the type's block geometry
-  uint64_t info_offset = 0;    ///< file offset of this tensor-info record (for error messages)
+  uint32_t type_id = 0;      ///< ggml type id (any known id; support is checked by the loader)
+  uint64_t offset = 0;       ///< relative to the data section
+  uint64_t file_offset = 0;  ///< absolute position of the tensor's bytes in the file
+  uint64_t bytes = 0;        ///< byte size from dims and the type's block geometry
+  uint64_t info_offset = 0;  ///< file offset of this tensor-info record (for error messages)
 
   [[nodiscard]] int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
 };
@@ -68,13 +69,34 @@ struct TensorInfo {
 /// Name of any ggml type id known to the reader ("Q4_K", "IQ2_XXS", ...), or "type#N".
 std::string ggml_type_name(uint32_t type_id);
 
+/// Block geometry of a ggml tensor type: `block_elems` consecutive values of dims[0] are stored in
+/// `block_bytes` bytes (gguf-facts.md §2.2, §2.4).
+struct GgmlTypeTraits {
+  const char* name;      ///< GGUF/ggml spelling: "F32", "Q4_K", "IQ2_XXS", ...
+  uint32_t block_elems;  ///< values per block (1 for plain types)
+  uint32_t block_bytes;  ///< bytes per block
+};
+
+/// Geometry of every ggml type id the reader knows (0..42 without the removed ids 4, 5, 31-33,
+/// 36-38), or nullptr for an unknown or removed id. Q8_1 uses ggml's 36-byte block.
+const GgmlTypeTraits* ggml_type_traits(uint32_t type_id);
+
+/// Upper bound on the total number of metadata array elements in one file. Each element becomes
+/// a `Value` (~100 bytes), so this caps the memory a file can make the reader allocate
+/// (real vocabularies hold ~1.5M elements in all).
+inline constexpr uint64_t kMaxMetadataArrayElements = uint64_t{1} << 24;
+
 /// A validated, memory-mapped GGUF file.
 ///
 /// Construction maps the file, parses header, metadata and tensor infos, and checks every rule of
 /// gguf-facts.md §1 (counts and lengths within the file, n_dims <= 4, known type id, rows a
 /// multiple of the block size, tensors inside the data section, aligned, in bounds, not
-/// overlapping, unique names <= 63 bytes, big-endian files refused).
-/// Throws decodebench::Error with ExitCode::kUsage naming the file offset and the rule.
+/// overlapping, unique names <= 63 bytes, big-endian files refused). Counts and lengths are bounded
+/// by the bytes left in the file before anything is allocated, and metadata arrays are only
+/// materialised once the whole file has been validated (at most kMaxMetadataArrayElements in all).
+/// Throws decodebench::Error with ExitCode::kUsage naming the file offset and the rule
+/// ("PATH: offset N: RULE"); a missing or non-regular file is kUsage too, a failed mmap or
+/// exhausted memory kResources.
 /// The mapping lives as long as the Reader (share it through std::shared_ptr to keep views alive).
 class Reader {
  public:
@@ -124,6 +146,7 @@ class Reader {
   uint64_t data_offset_ = 0;
   std::vector<KeyValue> metadata_;
   std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;  ///< name -> index in tensors_
 };
 
 }  // namespace decodebench::gguf

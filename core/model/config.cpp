@@ -1,5 +1,6 @@
 #include "core/model/config.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -17,15 +18,15 @@ void validate(const ModelConfig& c) {
   require(c.hidden > 0, "hidden must be > 0 (got " + std::to_string(c.hidden) + ")");
   require(c.n_heads > 0, "heads must be > 0 (got " + std::to_string(c.n_heads) + ")");
   require(c.n_kv_heads > 0, "kv-heads must be > 0 (got " + std::to_string(c.n_kv_heads) + ")");
-  require(c.n_heads % c.n_kv_heads == 0,
-          "heads (" + std::to_string(c.n_heads) + ") must be divisible by kv-heads (" +
-              std::to_string(c.n_kv_heads) + ")");
+  require(c.n_heads % c.n_kv_heads == 0, "heads (" + std::to_string(c.n_heads) +
+                                             ") must be divisible by kv-heads (" +
+                                             std::to_string(c.n_kv_heads) + ")");
   require(c.head_dim > 0, "head-dim must be > 0 (got " + std::to_string(c.head_dim) + ")");
   require(c.head_dim % 2 == 0,
           "head-dim must be even for RoPE (got " + std::to_string(c.head_dim) + ")");
-  require(c.rope_dim > 0 && c.rope_dim % 2 == 0 && c.rope_dim <= c.head_dim,
-          "rope dimension must be even and in (0, head-dim] (got " + std::to_string(c.rope_dim) +
-              ")");
+  require(
+      c.rope_dim > 0 && c.rope_dim % 2 == 0 && c.rope_dim <= c.head_dim,
+      "rope dimension must be even and in (0, head-dim] (got " + std::to_string(c.rope_dim) + ")");
   require(c.ffn > 0, "ffn must be > 0 (got " + std::to_string(c.ffn) + ")");
   require(c.vocab >= 2, "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")");
   require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
@@ -33,6 +34,19 @@ void validate(const ModelConfig& c) {
           "context length must be > 0 (got " + std::to_string(c.context_length) + ")");
   require(c.rope_theta > 0.0, "rope-theta must be > 0");
   require(c.rms_eps > 0.0, "rms-eps must be > 0");
+  require(c.rope_freq_divisors.empty() ||
+              static_cast<int64_t>(c.rope_freq_divisors.size()) == c.rope_dim / 2,
+          "rope_freqs must hold rope_dim/2 values");
+}
+
+std::vector<double> rope_inv_freq(const ModelConfig& c) {
+  std::vector<double> inv(static_cast<size_t>(c.rope_dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i) {
+    inv[i] =
+        std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(c.rope_dim));
+    if (!c.rope_freq_divisors.empty()) inv[i] /= static_cast<double>(c.rope_freq_divisors[i]);
+  }
+  return inv;
 }
 
 const char* rope_style_name(RopeStyle style) {

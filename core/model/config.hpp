@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace decodebench {
 
@@ -31,6 +32,8 @@ struct ModelConfig {
   bool tied_embeddings = false;  ///< LM head = token embedding matrix
   bool qkv_bias = false;         ///< Q/K/V projections carry a bias (qwen2)
   bool qk_norm = false;          ///< per-head RMSNorm of Q and K before RoPE (qwen3)
+  /// Per-frequency divisors ff_i (GGUF `rope_freqs.weight`, Llama 3 scaling); empty = all 1.
+  std::vector<float> rope_freq_divisors;
 
   [[nodiscard]] int64_t q_dim() const { return n_heads * head_dim; }
   [[nodiscard]] int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -40,6 +43,10 @@ struct ModelConfig {
 /// vocab >= 2, rope_dim even and <= head_dim, eps > 0, theta > 0).
 /// Throws decodebench::Error (exit 2) naming the first broken rule.
 void validate(const ModelConfig& config);
+
+/// The RoPE inverse-frequency table both backends use: inv_freq[i] = theta^(-2i/rope_dim) / ff_i
+/// for i < rope_dim/2 (RoFormer, Su et al. 2021, eq. 15; ff_i from rope_freq_divisors), in double.
+std::vector<double> rope_inv_freq(const ModelConfig& config);
 
 /// "half-split" / "adjacent".
 const char* rope_style_name(RopeStyle style);

@@ -20,12 +20,12 @@ struct TensorTypeStats {
 
 /// Facts about a model for the JSON `model` section.
 struct ModelInfo {
-  std::string source;       ///< "synthetic" or "gguf"
-  std::string path;         ///< GGUF file path ("" for synthetic)
-  std::string name;         ///< general.name, or the preset/shape description
-  std::string file_type;    ///< general.file_type name for GGUF, storage dtype for synthetic
-  int64_t parameters = 0;   ///< weight values (tied LM head counted once)
-  int64_t weight_bytes = 0; ///< bytes of all weight tensors (tied LM head counted once)
+  std::string source;        ///< "synthetic" or "gguf"
+  std::string path;          ///< GGUF file path ("" for synthetic)
+  std::string name;          ///< general.name, or the preset/shape description
+  std::string file_type;     ///< general.file_type name for GGUF, storage dtype for synthetic
+  int64_t parameters = 0;    ///< weight values (tied LM head counted once)
+  int64_t weight_bytes = 0;  ///< bytes of all weight tensors (tied LM head counted once)
   /// Weight bytes one decode step reads: every layer tensor, the final norm, the LM head, and one
   /// embedding row.
   int64_t bytes_per_token = 0;

@@ -19,8 +19,8 @@ nlohmann::json load_preset(const std::string& name_or_path) {
   for (const auto& p : embedded_presets()) {
     if (name_or_path == p.name) return nlohmann::json::parse(p.json);
   }
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                               name_or_path.ends_with(".json");
+  const bool looks_like_path =
+      name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (looks_like_path) {
     std::ifstream in(name_or_path);
     if (!in) throw usage_error("--preset: cannot read preset file '" + name_or_path + "'");

@@ -1,10 +1,9 @@
 // Shape presets: bench-configs/presets/NAME.json, embedded in the binary at build time.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace decodebench {
 

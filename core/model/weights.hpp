@@ -10,8 +10,8 @@
 
 namespace decodebench {
 
-/// A 2-D weight of `rows` × `cols` stored row-major in `type` (GGUF dims {cols, rows}: ne0 = cols is
-/// contiguous). A 1-D tensor (norm weight, bias) has rows = 1. An absent optional tensor has
+/// A 2-D weight of `rows` × `cols` stored row-major in `type` (GGUF dims {cols, rows}: ne0 = cols
+/// is contiguous). A 1-D tensor (norm weight, bias) has rows = 1. An absent optional tensor has
 /// data == nullptr.
 struct TensorView {
   std::string name;
@@ -32,20 +32,20 @@ struct TensorView {
 
 /// The tensors of one transformer layer. Matrices map `cols` inputs to `rows` outputs.
 struct LayerWeights {
-  TensorView attn_norm;      ///< [hidden] F32
-  TensorView wq, wk, wv;     ///< [q_dim × hidden], [kv_dim × hidden] ×2
-  TensorView bq, bk, bv;     ///< optional biases [q_dim], [kv_dim], F32
-  TensorView q_norm, k_norm; ///< optional per-head norms [head_dim], F32 (qwen3)
-  TensorView wo;             ///< [hidden × q_dim]
-  TensorView ffn_norm;       ///< [hidden] F32
-  TensorView w_gate, w_up;   ///< [ffn × hidden]
-  TensorView w_down;         ///< [hidden × ffn]
+  TensorView attn_norm;       ///< [hidden] F32
+  TensorView wq, wk, wv;      ///< [q_dim × hidden], [kv_dim × hidden] ×2
+  TensorView bq, bk, bv;      ///< optional biases [q_dim], [kv_dim], F32
+  TensorView q_norm, k_norm;  ///< optional per-head norms [head_dim], F32 (qwen3)
+  TensorView wo;              ///< [hidden × q_dim]
+  TensorView ffn_norm;        ///< [hidden] F32
+  TensorView w_gate, w_up;    ///< [ffn × hidden]
+  TensorView w_down;          ///< [hidden × ffn]
 };
 
 /// All tensors of a model. `output` is the LM head [vocab × hidden]; for tied embeddings it views
 /// the same bytes as `token_embd`.
 struct ModelWeights {
-  TensorView token_embd;   ///< [vocab × hidden]
+  TensorView token_embd;  ///< [vocab × hidden]
   std::vector<LayerWeights> layers;
   TensorView output_norm;  ///< [hidden] F32
   TensorView output;       ///< [vocab × hidden]

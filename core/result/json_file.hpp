@@ -1,9 +1,8 @@
 // Writing result files so that a failed run never leaves a half-written file behind.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace decodebench {
 

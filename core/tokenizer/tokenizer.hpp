@@ -34,6 +34,14 @@ class Tokenizer {
   /// byte sequence is kept as bytes.
   [[nodiscard]] virtual std::string decode(std::span<const int32_t> ids) const = 0;
 
+  /// The bytes one token contributes to the text, without decode()'s whole-text adjustment
+  /// (SentencePiece drops the leading space of the decoded text). For streaming generated text:
+  /// append pieces and hold back an incomplete UTF-8 sequence. "" for control tokens and ids out
+  /// of range.
+  [[nodiscard]] virtual std::string token_piece(int32_t id) const {
+    return decode(std::span<const int32_t>(&id, 1));
+  }
+
   /// The stored text of one token (for reports), or "" for an id out of range.
   [[nodiscard]] virtual std::string token_text(int32_t id) const = 0;
 

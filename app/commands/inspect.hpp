@@ -1,0 +1,15 @@
+// `decodebench inspect FILE [--json PATH|-]`: reports what a GGUF file holds
+// (core/gguf/inspect.hpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace decodebench::app {
+
+/// Adds the `inspect` subcommand to `app`. Its callback reads and validates FILE, prints the
+/// terminal report to stdout (unless `--json -` sends the JSON document there instead) and writes
+/// the JSON document when --json is given. It throws decodebench::Error: exit 2 for a missing,
+/// malformed or unsupported file or an unwritable --json destination.
+void setup_inspect(CLI::App& app);
+
+}  // namespace decodebench::app

@@ -1,0 +1,149 @@
+#include "app/commands/run.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "app/report/terminal.hpp"
+#include "core/result/json_file.hpp"
+#include "core/runner.hpp"
+
+namespace decodebench::app {
+
+void add_run_flags(CLI::App& app, RunFlags& f) {
+  RunOptions& o = f.options;
+  const std::string model = "Model";
+  app.add_option("--preset", o.preset,
+                 "Synthetic shape preset: a name (qwen2.5-7b [default], qwen2.5-0.5b, llama-3-8b, "
+                 "smollm2-135m) or a path to a preset .json")
+      ->group(model);
+  app.add_option("--model", o.model_path, "GGUF model file (llama, qwen2, qwen3)")->group(model);
+  const std::string shape = "Synthetic shape (override the preset)";
+  app.add_option("--layers", o.layers, "Transformer layers")->group(shape);
+  app.add_option("--hidden", o.hidden, "Hidden size D")->group(shape);
+  app.add_option("--heads", o.heads, "Query heads")->group(shape);
+  app.add_option("--kv-heads", o.kv_heads, "Key/value heads (GQA); divides --heads")->group(shape);
+  app.add_option("--head-dim", o.head_dim, "Head dimension (even); default hidden/heads")
+      ->group(shape);
+  app.add_option("--ffn", o.ffn, "FFN inner size")->group(shape);
+  app.add_option("--vocab", o.vocab, "Vocabulary size (>= 2)")->group(shape);
+  app.add_option("--context", o.context_length, "Context limit in positions")->group(shape);
+  app.add_option("--rope-theta", o.rope_theta, "RoPE base theta")->group(shape);
+  app.add_option("--rms-eps", o.rms_eps, "RMSNorm epsilon")->group(shape);
+  f.tied = app.add_flag("--tied-embeddings")
+               ->description("LM head shares the embedding matrix")
+               ->group(shape);
+  f.untied = app.add_flag("--untied")->description("Separate LM head matrix")->group(shape);
+  f.qkv_bias = app.add_flag("--qkv-bias")
+                   ->description("Q/K/V projections carry a bias (Qwen2)")
+                   ->group(shape);
+  f.no_qkv_bias = app.add_flag("--no-qkv-bias")->description("No Q/K/V bias")->group(shape);
+  app.add_option("--dtype", o.dtype, "Weight storage: f32 | f16 | bf16 (default bf16)")
+      ->group(shape);
+  app.add_option("--seed", o.seed, "Seed of the synthetic weights and prompt (default 0)")
+      ->group(shape);
+
+  const std::string decode = "Prompt and decode";
+  app.add_option("--prompt-tokens", o.prompt_tokens,
+                 "Prompt length filled by prefill before timing (default 32; ids from --seed)")
+      ->group(decode);
+  app.add_option("--prompt-ids", o.prompt_ids, "Explicit prompt token ids, e.g. 1,2,3")
+      ->group(decode);
+  app.add_option("--prompt", o.prompt, "Prompt text (GGUF models; encoded by its tokenizer)")
+      ->group(decode);
+  app.add_option("--tokens", o.tokens, "Decode steps timed (default 64)")->group(decode);
+  app.add_option("--warmup", o.warmup, "Untimed decode steps before timing (default 4)")
+      ->group(decode);
+  f.ignore_eos = app.add_flag("--ignore-eos")
+                     ->description("Do not stop at an end-of-generation token")
+                     ->group(decode);
+  f.stateless = app.add_flag("--stateless")
+                    ->description(
+                        "Debug: every step at position 0 with seq_len 1 (isolates KV-cache "
+                        "and position bugs)")
+                    ->group(decode);
+
+  const std::string exec = "Execution";
+  app.add_option("--backend", o.backend, "auto | cpu | cuda (default auto: cuda when a GPU exists)")
+      ->group(exec);
+  app.add_option("--threads", o.threads, "CPU threads (default: all hardware threads)")
+      ->group(exec);
+  app.add_option("--graph", o.graph,
+                 "CUDA graph: auto (graph, else eager with a warning) | on | off | both (eager and "
+                 "graph on identical inputs, tokens compared)")
+      ->group(exec);
+  app.add_option("--capture-mode", o.capture_mode,
+                 "Stream capture mode: thread_local (default) | global | relaxed")
+      ->group(exec);
+  app.add_option("--inject-capture-fault", o.inject_capture_fault,
+                 "Make an illegal call inside the capture to exercise recovery: alloc | "
+                 "legacy-sync | host-sync | event-query | device-sync")
+      ->group(exec);
+  f.phase_timing = app.add_flag("--phase-timing")
+                       ->description(
+                           "Per-token phases (h2d, launch, wait, argmax) with CUDA-event GPU "
+                           "time; adds synchronisation, measured and reported")
+                       ->group(exec);
+
+  const std::string verify = "Verification";
+  f.verify_argmax = app.add_flag("--verify-argmax")
+                        ->description(
+                            "Every step: download the logits and check the argmax on the CPU "
+                            "(mismatch: exit 4)")
+                        ->group(verify);
+  app.add_option("--verify", o.verify,
+                 "Compare GPU logits with the CPU backend for the first N steps (default N 8)")
+      ->expected(0, 1)
+      ->default_str("8")
+      ->group(verify);
+  f.keep_going = app.add_flag("--keep-going")
+                     ->description(
+                         "Continue after a verification failure (exit 4 at "
+                         "the end)")
+                     ->group(verify);
+
+  const std::string out = "Output";
+  app.add_option("--json", o.json_path, "Write the result JSON to PATH ('-' = stdout)")->group(out);
+  app.add_flag("-q,--quiet", f.quiet, "Print nothing but errors")->group(out);
+  app.add_flag("-v,--verbose", f.verbose, "Print progress and error details")->group(out);
+}
+
+namespace {
+void bind_flags(RunFlags& f) {
+  RunOptions& o = f.options;
+  if (f.tied->count() && f.untied->count()) {
+    throw usage_error("--tied-embeddings and --untied are exclusive");
+  }
+  if (f.tied->count()) o.tied_embeddings = true;
+  if (f.untied->count()) o.tied_embeddings = false;
+  if (f.qkv_bias->count() && f.no_qkv_bias->count()) {
+    throw usage_error("--qkv-bias and --no-qkv-bias are exclusive");
+  }
+  if (f.qkv_bias->count()) o.qkv_bias = true;
+  if (f.no_qkv_bias->count()) o.qkv_bias = false;
+  if (f.ignore_eos->count()) o.ignore_eos = true;
+  if (f.stateless->count()) o.stateless = true;
+  if (f.phase_timing->count()) o.phase_timing = true;
+  if (f.verify_argmax->count()) o.verify_argmax = true;
+  if (f.keep_going->count()) o.keep_going = true;
+}
+}  // namespace
+
+int run_command(RunFlags& f) {
+  bind_flags(f);
+  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  const RunConfig config = resolve_run_config(f.options, static_cast<int>(hw));
+  if (!config.json_path.empty()) check_json_destination(config.json_path);
+  // With --json - the report goes to stderr so that stdout holds only the JSON document.
+  FILE* report_stream = config.json_path == "-" ? stderr : stdout;
+  ProgressFn progress;
+  if (f.verbose) progress = [](const std::string& s) { spdlog::info("{}", s); };
+  const RunReport report = execute_run(config, progress);
+  if (!f.quiet) print_run_report(report, report_stream, isatty(fileno(report_stream)) != 0);
+  if (!config.json_path.empty()) write_json_file(config.json_path, result_json(report));
+  return static_cast<int>(report.exit_code);
+}
+
+}  // namespace decodebench::app

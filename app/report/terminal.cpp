@@ -1,0 +1,148 @@
+#include "app/report/terminal.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace decodebench::app {
+
+namespace {
+
+std::string bytes_text(int64_t b) {
+  const double v = static_cast<double>(b);
+  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f} MB", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f} kB", v / 1e3);
+  return fmt::format("{} B", b);
+}
+
+std::string count_text(int64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e9) return fmt::format("{:.2f} B", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f} M", v / 1e6);
+  return fmt::format("{}", n);
+}
+
+// Microseconds from nanoseconds, 1 decimal.
+std::string us(double ns) { return fmt::format("{:.1f}", ns / 1000.0); }
+
+std::string ids_text(const std::vector<int32_t>& ids, size_t from, size_t count) {
+  std::string s;
+  for (size_t i = from; i < std::min(ids.size(), from + count); ++i) {
+    s += (s.empty() ? "" : " ") + std::to_string(ids[i]);
+  }
+  return s;
+}
+
+std::string one_line(std::string text, size_t max_chars) {
+  for (char& ch : text) {
+    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
+  }
+  if (text.size() > max_chars) text = text.substr(0, max_chars) + "…";
+  return text;
+}
+
+}  // namespace
+
+void print_run_report(const RunReport& r, FILE* out, bool color) {
+  (void)color;
+  const ModelConfig& c = r.model_config;
+  const ModelInfo& m = r.model_info;
+  fmt::print(out, "decodebench · {} backend · {}\n", r.backend, r.device);
+  const std::string what = m.source == "gguf"
+                               ? fmt::format("{} ({}, {})", m.path, c.architecture, m.file_type)
+                               : fmt::format("{} {}", m.name, m.file_type);
+  fmt::print(out, "model    {}\n", what);
+  fmt::print(out,
+             "         {} layers · hidden {} · heads {}/{} · head_dim {} · ffn {} · vocab {} · "
+             "{} parameters · {} weights · {} read per token\n",
+             c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
+             count_text(m.parameters), bytes_text(m.weight_bytes), bytes_text(m.bytes_per_token));
+  fmt::print(out, "prompt   {} tokens · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
+             r.prompt_ids.size(), r.load_ns / 1e9, r.setup_ns / 1e9, r.prefill_ns / 1e6);
+  fmt::print(out, "\n{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (TPOT, µs)\n", "run",
+             "tokens/s", "mean", "median", "p90", "p99", "min", "max", "stddev");
+  for (const auto& p : r.passes) {
+    const Summary& s = p.tpot_ns;
+    fmt::print(out, "{:<16} {:>10.1f} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+               p.pass.spec.label, p.tokens_per_s, us(s.mean), us(s.median), us(s.p90), us(s.p99),
+               us(s.min), us(s.max), us(s.stddev));
+  }
+  for (const auto& p : r.passes) {
+    if (p.phases.empty()) continue;
+    fmt::print(out, "\nphases of '{}' (µs)  {:>9} {:>9} {:>9} {:>9} {:>9}\n", p.pass.spec.label,
+               "median", "mean", "p90", "p99", "max");
+    for (const char* name : {"h2d", "launch", "wait", "argmax", "total"}) {
+      const auto it = p.phases.find(name);
+      if (it == p.phases.end()) continue;
+      const Summary& s = it->second;
+      fmt::print(out, "  {:<20} {:>9} {:>9} {:>9} {:>9} {:>9}\n", name, us(s.median), us(s.mean),
+                 us(s.p90), us(s.p99), us(s.max));
+    }
+    const auto gpu = p.phases.find("gpu_ms");
+    if (gpu != p.phases.end()) {
+      fmt::print(out, "  {:<20} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", "gpu (events)",
+                 gpu->second.median * 1e3, gpu->second.mean * 1e3, gpu->second.p90 * 1e3,
+                 gpu->second.p99 * 1e3, gpu->second.max * 1e3);
+    }
+  }
+  if (r.phase_timing_overhead_ns) {
+    fmt::print(out, "phase-timing overhead: {:+.1f} µs per token (median with − without)\n",
+               *r.phase_timing_overhead_ns / 1000.0);
+  }
+  const PassReport& main_pass = r.passes.front();
+  if (r.measured_bandwidth_gbps > 0) {
+    fmt::print(out,
+               "\nroofline {} per token · {:.0f} GB/s achieved ({}) · {:.0f} GB/s measured "
+               "streaming read · efficiency {:.1f}%\n",
+               bytes_text(main_pass.roofline.bytes_per_token), main_pass.roofline.achieved_gbps,
+               main_pass.pass.spec.label, r.measured_bandwidth_gbps,
+               100.0 * main_pass.roofline.efficiency);
+  }
+  if (r.graph_matches_eager) {
+    const PassReport* eager = nullptr;
+    const PassReport* graph = nullptr;
+    for (const auto& p : r.passes) {
+      if (p.pass.spec.label == "eager") eager = &p;
+      if (p.pass.spec.label == "graph") graph = &p;
+    }
+    if (eager && graph && eager->tpot_ns.median > 0 && graph->tpot_ns.median > 0) {
+      fmt::print(out, "graph vs eager: tokens {} · speed-up {:.2f}× (median TPOT)\n",
+                 *r.graph_matches_eager ? "identical" : "DIFFERENT",
+                 eager->tpot_ns.median / graph->tpot_ns.median);
+    }
+  }
+  const auto& ids = main_pass.pass.ids;
+  fmt::print(out, "\nids      first: {}", ids_text(ids, 0, 8));
+  if (ids.size() > 8)
+    fmt::print(out, " · last: {}", ids_text(ids, ids.size() - std::min<size_t>(8, ids.size()), 8));
+  fmt::print(out, "\n");
+  for (const auto& p : r.passes) {
+    if (p.pass.argmax_checked > 0) {
+      fmt::print(out, "verify   {}: argmax checked on {} steps, {} mismatches\n", p.pass.spec.label,
+                 p.pass.argmax_checked, p.pass.argmax_mismatches.size());
+    }
+    if (!p.pass.logits_checks.empty()) {
+      double worst_abs = 0, worst_rel = 0;
+      int agree = 0;
+      for (const auto& lc : p.pass.logits_checks) {
+        worst_abs = std::max(worst_abs, lc.max_abs_error);
+        worst_rel = std::max(worst_rel, lc.max_rel_error);
+        agree += lc.argmax_agrees ? 1 : 0;
+      }
+      fmt::print(out,
+                 "verify   {} vs cpu logits over {} steps: max abs error {:.3g}, max rel error "
+                 "{:.3g}, argmax agrees on {}/{}\n",
+                 p.pass.spec.label, p.pass.logits_checks.size(), worst_abs, worst_rel, agree,
+                 p.pass.logits_checks.size());
+    }
+  }
+  if (!r.generated_text.empty()) {
+    fmt::print(out, "text     {}\n", one_line(r.generated_text, 400));
+  }
+  for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);
+  std::fflush(out);
+}
+
+}  // namespace decodebench::app

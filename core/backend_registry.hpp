@@ -1,0 +1,51 @@
+// How core reaches the CUDA backend without including CUDA: the cuda/ library installs a provider
+// at start-up (app/main wires it when built with CUDA); a CPU-only build has none.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/model/model.hpp"
+#include "core/run_config.hpp"
+
+namespace decodebench {
+
+/// Construction options of a CUDA backend.
+struct CudaBackendOptions {
+  int64_t max_positions = 0;  ///< KV-cache capacity
+  CaptureMode capture_mode = CaptureMode::kThreadLocal;
+  CaptureFault inject_fault = CaptureFault::kNone;
+  int device = 0;
+};
+
+/// Entry points of the CUDA backend.
+class CudaProvider {
+ public:
+  virtual ~CudaProvider() = default;
+  /// True when a usable device exists; otherwise `reason` says why (no device, driver too old...).
+  virtual bool available(std::string* reason) = 0;
+  /// Uploads the model and preallocates everything. Throws decodebench::Error: exit 3 when the
+  /// device lacks memory (naming device, free and needed bytes).
+  virtual std::unique_ptr<Backend> create(const Model& model,
+                                          const CudaBackendOptions& options) = 0;
+  /// The `environment.gpu` JSON: name, compute capability, driver/runtime versions, memory, clocks.
+  virtual nlohmann::json environment() = 0;
+  /// Streaming read bandwidth of the device, GB/s (10^9 bytes/s), measured now.
+  virtual double measure_read_bandwidth_gbps() = 0;
+  /// Streaming read bandwidth over a buffer of `bytes`, median of `iterations` reads, GB/s.
+  virtual double measure_read_bandwidth_gbps(size_t bytes, int iterations) = 0;
+  /// The `decodebench doctor` report (see cuda/doctor.hpp); throws Error (exit 5) only when the
+  /// context cannot run anything.
+  virtual nlohmann::json doctor() = 0;
+};
+
+/// Installs the provider (called once from app/main when built with CUDA).
+void set_cuda_provider(std::unique_ptr<CudaProvider> provider);
+
+/// The installed provider, or nullptr in a CPU-only build.
+CudaProvider* cuda_provider();
+
+}  // namespace decodebench

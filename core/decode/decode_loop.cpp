@@ -1,0 +1,140 @@
+#include "core/decode/decode_loop.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "core/cpu/ops.hpp"
+#include "core/error.hpp"
+
+namespace decodebench {
+
+std::vector<std::pair<int32_t, float>> top_k(const std::vector<float>& logits, int k) {
+  std::vector<int32_t> idx(logits.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
+  const size_t n = std::min<size_t>(static_cast<size_t>(k), idx.size());
+  // NaN sorts first, as it wins the argmax.
+  const auto greater = [&](int32_t a, int32_t b) {
+    const float x = logits[a], y = logits[b];
+    if (std::isnan(x) != std::isnan(y)) return std::isnan(x);
+    if (x != y && !std::isnan(x)) return x > y;
+    return a < b;
+  };
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(), greater);
+  std::vector<std::pair<int32_t, float>> out;
+  for (size_t i = 0; i < n; ++i) out.emplace_back(idx[i], logits[idx[i]]);
+  return out;
+}
+
+namespace {
+
+int64_t ns_between(std::chrono::steady_clock::time_point a,
+                   std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+
+float margin_of(const std::vector<float>& logits) {
+  const auto top = top_k(logits, 2);
+  return top.size() < 2 ? 0.0f : top[0].second - top[1].second;
+}
+
+void check_argmax(PassResult& r, const PassSpec& spec, std::vector<float>& logits, int64_t step,
+                  int64_t pos, int32_t id) {
+  const int32_t cpu_id = cpu::argmax(logits.data(), static_cast<int64_t>(logits.size()));
+  ++r.argmax_checked;
+  if (cpu_id == id) return;
+  ArgmaxMismatch m;
+  m.step = step;
+  m.position = pos;
+  m.backend_id = id;
+  m.cpu_id = cpu_id;
+  m.backend_logit = id >= 0 && id < static_cast<int32_t>(logits.size()) ? logits[id] : NAN;
+  m.cpu_logit = logits[cpu_id];
+  m.margin = margin_of(logits);
+  m.top10 = top_k(logits, 10);
+  r.argmax_mismatches.push_back(m);
+  if (!spec.keep_going) {
+    std::string top;
+    for (const auto& [tid, v] : m.top10) top += " " + std::to_string(tid) + ":" + std::to_string(v);
+    throw Error(ExitCode::kVerification,
+                "argmax mismatch at step " + std::to_string(step) + " (position " +
+                    std::to_string(pos) + "): " + spec.label + " chose " + std::to_string(id) +
+                    " (logit " + std::to_string(m.backend_logit) + "), CPU argmax of the same " +
+                    "logits is " + std::to_string(cpu_id) + " (logit " +
+                    std::to_string(m.cpu_logit) + "), margin to runner-up " +
+                    std::to_string(m.margin) + "; top 10:" + top +
+                    " (use --keep-going to continue)");
+  }
+}
+
+LogitsCheck compare_logits(const std::vector<float>& got, const std::vector<float>& ref,
+                           int64_t step, int32_t got_id, int32_t ref_id) {
+  LogitsCheck c;
+  c.step = step;
+  double max_ref = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    if (!(d <= c.max_abs_error)) c.max_abs_error = std::isnan(d) ? INFINITY : d;
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(ref[i])));
+  }
+  c.max_rel_error = max_ref > 0 ? c.max_abs_error / max_ref : c.max_abs_error;
+  c.backend_id = got_id;
+  c.reference_id = ref_id;
+  c.argmax_agrees = got_id == ref_id;
+  const auto ref_top = top_k(ref, 2);
+  c.reference_top = ref_top.empty() ? 0.0f : ref_top[0].second;
+  c.reference_margin = margin_of(ref);
+  c.backend_margin = margin_of(got);
+  return c;
+}
+
+}  // namespace
+
+PassResult run_pass(Backend& backend, const PassSpec& spec) {
+  PassResult r;
+  r.spec = spec;
+  r.exec = backend.set_exec_mode(spec.mode);
+  const auto pos_of = [&](int64_t i) { return spec.stateless ? 0 : spec.start_pos + i; };
+
+  int32_t token = spec.first_token;
+  for (int64_t i = 0; i < spec.warmup; ++i) token = backend.step(token, pos_of(i), nullptr);
+
+  std::vector<float> logits, ref_logits;
+  const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
+  r.ids.reserve(static_cast<size_t>(spec.tokens + 1));
+  r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
+  token = spec.first_token;
+  r.ids.push_back(token);
+  const auto wall0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < spec.tokens; ++i) {
+    const int64_t pos = pos_of(i);
+    StepPhases phases;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int32_t next = backend.step(token, pos, spec.phase_timing ? &phases : nullptr);
+    const auto t1 = std::chrono::steady_clock::now();
+    r.samples_ns.push_back(ns_between(t0, t1));
+    if (spec.phase_timing) r.phases.push_back(phases);
+    // Verification happens outside the timed interval.
+    if (spec.verify_argmax) {
+      backend.logits(logits);
+      check_argmax(r, spec, logits, i, pos, next);
+    }
+    if (check_reference && i < spec.verify_tokens) {
+      const int32_t ref_id = spec.reference->step(token, pos, nullptr);
+      backend.logits(logits);
+      spec.reference->logits(ref_logits);
+      r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next, ref_id));
+    }
+    r.ids.push_back(next);
+    token = next;
+    if (spec.is_end_of_generation && spec.is_end_of_generation(next)) {
+      r.stopped_at_end_of_generation = true;
+      break;
+    }
+  }
+  r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());
+  return r;
+}
+
+}  // namespace decodebench

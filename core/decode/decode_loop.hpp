@@ -1,0 +1,81 @@
+// The decode loop: warm-up, then N timed greedy decode steps on a Backend, with optional
+// verification of every step against the CPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace decodebench {
+
+/// What one pass over the decode steps does.
+struct PassSpec {
+  std::string label;  ///< "eager", "graph", "cpu", ...
+  ExecMode mode = ExecMode::kEager;
+  int32_t first_token = 0;    ///< token fed to the first step (the prefill's argmax)
+  int64_t start_pos = 0;      ///< position of the first step (the prompt length)
+  int64_t tokens = 0;         ///< timed steps
+  int64_t warmup = 0;         ///< untimed steps before timing, from the same start
+  bool stateless = false;     ///< every step at position 0 (debug: isolates KV/position bugs)
+  bool phase_timing = false;  ///< ask the backend for per-phase times
+  std::function<bool(int32_t)> is_end_of_generation;  ///< stop early when true (may be empty)
+  bool verify_argmax = false;    ///< download logits each step and compare with a CPU argmax
+  bool keep_going = false;       ///< continue after an argmax mismatch
+  int64_t verify_tokens = 0;     ///< compare logits with `reference` for the first N steps
+  Backend* reference = nullptr;  ///< CPU backend with the same prompt prefilled
+};
+
+/// An argmax mismatch: the backend's id vs the CPU argmax of the backend's own logits.
+struct ArgmaxMismatch {
+  int64_t step = 0;
+  int64_t position = 0;
+  int32_t backend_id = 0;
+  int32_t cpu_id = 0;
+  float backend_logit = 0;  ///< logit of backend_id
+  float cpu_logit = 0;      ///< logit of cpu_id
+  float margin = 0;         ///< top logit minus the runner-up
+  std::vector<std::pair<int32_t, float>> top10;
+};
+
+/// Logits of one step compared with the CPU reference backend.
+struct LogitsCheck {
+  int64_t step = 0;
+  double max_abs_error = 0;
+  double max_rel_error = 0;  ///< max_abs_error / max |reference logit|
+  int32_t backend_id = 0;
+  int32_t reference_id = 0;
+  bool argmax_agrees = true;
+  float reference_margin = 0;  ///< reference top-1 minus top-2 logit
+  float reference_top = 0;     ///< reference top-1 logit
+  float backend_margin = 0;    ///< backend top-1 minus top-2 logit
+};
+
+/// Everything one pass produced.
+struct PassResult {
+  PassSpec spec;
+  ExecReport exec;
+  std::vector<int32_t> ids;         ///< the input token and each step's output: tokens + 1 ids
+  std::vector<int64_t> samples_ns;  ///< per timed step, steady clock around Backend::step
+  std::vector<StepPhases> phases;   ///< per timed step when phase timing was on
+  int64_t wall_ns = 0;              ///< whole timed loop
+  bool stopped_at_end_of_generation = false;
+  int64_t argmax_checked = 0;
+  std::vector<ArgmaxMismatch> argmax_mismatches;
+  std::vector<LogitsCheck> logits_checks;
+};
+
+/// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed
+/// steps from `start_pos`, then `tokens` timed steps from `start_pos` again (the warm-up's KV
+/// entries are overwritten, so the tokens do not depend on the warm-up).
+/// Throws decodebench::Error with ExitCode::kVerification on an argmax mismatch unless
+/// `keep_going`; backend errors propagate.
+PassResult run_pass(Backend& backend, const PassSpec& spec);
+
+/// The ids of the `k` largest logits, largest first (ties → lower id first).
+std::vector<std::pair<int32_t, float>> top_k(const std::vector<float>& logits, int k);
+
+}  // namespace decodebench

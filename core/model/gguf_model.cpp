@@ -1,0 +1,270 @@
+#include "core/model/gguf_model.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/gguf/reader.hpp"
+#include "core/quant/dequant.hpp"
+
+namespace decodebench {
+
+std::string file_type_name(int64_t t) {
+  switch (t) {
+    case 0:
+      return "ALL_F32";
+    case 1:
+      return "MOSTLY_F16";
+    case 2:
+      return "MOSTLY_Q4_0";
+    case 3:
+      return "MOSTLY_Q4_1";
+    case 7:
+      return "MOSTLY_Q8_0";
+    case 8:
+      return "MOSTLY_Q5_0";
+    case 9:
+      return "MOSTLY_Q5_1";
+    case 10:
+      return "MOSTLY_Q2_K";
+    case 11:
+      return "MOSTLY_Q3_K_S";
+    case 12:
+      return "MOSTLY_Q3_K_M";
+    case 13:
+      return "MOSTLY_Q3_K_L";
+    case 14:
+      return "MOSTLY_Q4_K_S";
+    case 15:
+      return "MOSTLY_Q4_K_M";
+    case 16:
+      return "MOSTLY_Q5_K_S";
+    case 17:
+      return "MOSTLY_Q5_K_M";
+    case 18:
+      return "MOSTLY_Q6_K";
+    case 32:
+      return "MOSTLY_BF16";
+    default:
+      return "type#" + std::to_string(t);
+  }
+}
+
+namespace {
+
+// Keeps the mapping and the F32 copies of small tensors alive as long as the Model.
+struct GgufStorage {
+  std::shared_ptr<gguf::Reader> reader;
+  std::vector<std::vector<float>> f32_copies;
+};
+
+class Binder {
+ public:
+  Binder(const gguf::Reader& r, GgufStorage& storage) : r_(r), storage_(storage) {}
+
+  // A matrix of `rows` × `cols` (GGUF dims {cols, rows}); nullopt-like empty view when optional
+  // and absent.
+  TensorView matrix(const std::string& name, int64_t rows, int64_t cols, bool required = true) {
+    const gguf::TensorInfo* t = r_.find_tensor(name);
+    if (!t) {
+      if (required) throw usage_error(r_.path() + ": missing tensor '" + name + "'");
+      return {};
+    }
+    check_type(*t);
+    if (t->n_dims > 2 || t->dims[0] != cols || t->dims[1] != rows) {
+      throw usage_error(r_.path() + ": tensor '" + name + "' has GGUF dims " + dims_text(*t) +
+                        ", expected {" + std::to_string(cols) + ", " + std::to_string(rows) +
+                        "} from the hyperparameters");
+    }
+    TensorView v;
+    v.name = name;
+    v.type = static_cast<WeightType>(t->type_id);
+    v.data = r_.tensor_data(*t);
+    v.rows = rows;
+    v.cols = cols;
+    return v;
+  }
+
+  // A 1-D tensor of `n` values, always presented as F32.
+  TensorView vector(const std::string& name, int64_t n, bool required = true) {
+    const gguf::TensorInfo* t = r_.find_tensor(name);
+    if (!t) {
+      if (required) throw usage_error(r_.path() + ": missing tensor '" + name + "'");
+      return {};
+    }
+    check_type(*t);
+    if (t->elements() != n || t->dims[0] != n) {
+      throw usage_error(r_.path() + ": tensor '" + name + "' has GGUF dims " + dims_text(*t) +
+                        ", expected {" + std::to_string(n) + "}");
+    }
+    TensorView v;
+    v.name = name;
+    v.type = WeightType::kF32;
+    v.rows = 1;
+    v.cols = n;
+    const auto type = static_cast<WeightType>(t->type_id);
+    if (type == WeightType::kF32) {
+      v.data = r_.tensor_data(*t);
+    } else {
+      std::vector<float> copy(static_cast<size_t>(n));
+      quant::dequantize_row(type, r_.tensor_data(*t), copy.data(), n);
+      storage_.f32_copies.push_back(std::move(copy));
+      v.data = storage_.f32_copies.back().data();
+    }
+    return v;
+  }
+
+ private:
+  void check_type(const gguf::TensorInfo& t) const {
+    if (!is_supported_weight_type(t.type_id)) {
+      throw usage_error(r_.path() + ": unsupported tensor type " + gguf::ggml_type_name(t.type_id) +
+                        " in tensor " + t.name +
+                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+                        "Q6_K)");
+    }
+  }
+  static std::string dims_text(const gguf::TensorInfo& t) {
+    std::string s = "{";
+    for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
+    return s + "}";
+  }
+
+  const gguf::Reader& r_;
+  GgufStorage& storage_;
+};
+
+int64_t require_uint(const gguf::Reader& r, const std::string& key) {
+  const auto v = r.get_uint(key);
+  if (!v) throw usage_error(r.path() + ": missing metadata key '" + key + "'");
+  return static_cast<int64_t>(*v);
+}
+
+// A per-layer array must be uniform for decodebench's fixed-shape kernels.
+int64_t uint_or_uniform_array(const gguf::Reader& r, const std::string& key,
+                              std::optional<int64_t> fallback) {
+  const gguf::KeyValue* kv = r.find(key);
+  if (kv && kv->value.type == gguf::ValueType::kArray) {
+    const auto values = r.get_int_array(key);
+    if (values.empty()) throw usage_error(r.path() + ": metadata key '" + key + "' is empty");
+    for (int64_t v : values) {
+      if (v != values[0]) {
+        throw usage_error(r.path() + ": metadata key '" + key +
+                          "' varies per layer, which decodebench does not support");
+      }
+    }
+    return values[0];
+  }
+  if (kv) return static_cast<int64_t>(*r.get_uint(key));
+  if (fallback) return *fallback;
+  throw usage_error(r.path() + ": missing metadata key '" + key + "'");
+}
+
+}  // namespace
+
+Model load_gguf_model(const std::string& path) {
+  auto storage = std::make_shared<GgufStorage>();
+  storage->reader = std::make_shared<gguf::Reader>(path);
+  const gguf::Reader& r = *storage->reader;
+
+  const auto arch = r.get_string("general.architecture");
+  if (!arch) throw usage_error(path + ": missing metadata key 'general.architecture'");
+  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
+    throw usage_error(path + ": unsupported architecture '" + *arch +
+                      "' (supported: " + kSupportedArchitectures + ")");
+  }
+  const std::string a = *arch + ".";
+  Model m;
+  ModelConfig& c = m.config;
+  c.architecture = *arch;
+  c.n_layers = require_uint(r, a + "block_count");
+  c.hidden = require_uint(r, a + "embedding_length");
+  c.ffn = uint_or_uniform_array(r, a + "feed_forward_length", std::nullopt);
+  c.n_heads = uint_or_uniform_array(r, a + "attention.head_count", std::nullopt);
+  c.n_kv_heads = uint_or_uniform_array(r, a + "attention.head_count_kv", c.n_heads);
+  if (c.n_heads <= 0) throw usage_error(path + ": attention.head_count must be > 0");
+  c.head_dim = static_cast<int64_t>(
+      r.get_uint(a + "attention.key_length").value_or(static_cast<uint64_t>(c.hidden / c.n_heads)));
+  const auto value_length = r.get_uint(a + "attention.value_length");
+  if (value_length && static_cast<int64_t>(*value_length) != c.head_dim) {
+    throw usage_error(path + ": attention.value_length (" + std::to_string(*value_length) +
+                      ") differs from key_length (" + std::to_string(c.head_dim) +
+                      "), which decodebench does not support");
+  }
+  c.rope_dim = static_cast<int64_t>(
+      r.get_uint(a + "rope.dimension_count").value_or(static_cast<uint64_t>(c.head_dim)));
+  c.rope_theta = r.get_float(a + "rope.freq_base").value_or(10000.0);
+  const auto eps = r.get_float(a + "attention.layer_norm_rms_epsilon");
+  if (!eps)
+    throw usage_error(path + ": missing metadata key '" + a + "attention.layer_norm_rms_epsilon'");
+  c.rms_eps = *eps;
+  c.context_length = require_uint(r, a + "context_length");
+  const auto scaling = r.get_string(a + "rope.scaling.type");
+  const double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
+  if ((scaling && *scaling != "none" &&
+       !(*scaling == "linear" && (factor == 0.0 || factor == 1.0))) ||
+      (!scaling && factor != 0.0 && factor != 1.0)) {
+    throw usage_error(path + ": RoPE scaling '" + scaling.value_or("linear") + "' with factor " +
+                      std::to_string(factor) + " is not supported");
+  }
+  c.rope_style = *arch == "llama" ? RopeStyle::kAdjacent : RopeStyle::kHalfSplit;
+  c.qkv_bias = *arch == "qwen2";
+  c.qk_norm = *arch == "qwen3";
+
+  const gguf::TensorInfo* embd = r.find_tensor("token_embd.weight");
+  if (!embd) throw usage_error(path + ": missing tensor 'token_embd.weight'");
+  c.vocab = embd->dims[1];
+  c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
+  validate(c);
+
+  Binder b(r, *storage);
+  ModelWeights& w = m.weights;
+  w.token_embd = b.matrix("token_embd.weight", c.vocab, c.hidden);
+  if (const gguf::TensorInfo* freqs = r.find_tensor("rope_freqs.weight")) {
+    const TensorView f = b.vector("rope_freqs.weight", c.rope_dim / 2);
+    c.rope_freq_divisors.assign(f.f32(), f.f32() + f.cols);
+    (void)freqs;
+  }
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    L.attn_norm = b.vector(p + "attn_norm.weight", c.hidden);
+    L.wq = b.matrix(p + "attn_q.weight", c.q_dim(), c.hidden);
+    L.wk = b.matrix(p + "attn_k.weight", c.kv_dim(), c.hidden);
+    L.wv = b.matrix(p + "attn_v.weight", c.kv_dim(), c.hidden);
+    // qwen2 requires the biases; llama may carry them (rare).
+    L.bq = b.vector(p + "attn_q.bias", c.q_dim(), c.qkv_bias);
+    L.bk = b.vector(p + "attn_k.bias", c.kv_dim(), c.qkv_bias);
+    L.bv = b.vector(p + "attn_v.bias", c.kv_dim(), c.qkv_bias);
+    if (L.bq.present() != L.bk.present() || L.bq.present() != L.bv.present()) {
+      throw usage_error(path + ": layer " + std::to_string(l) +
+                        " has some but not all of attn_q/k/v.bias");
+    }
+    if (c.qk_norm) {
+      L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
+    L.wo = b.matrix(p + "attn_output.weight", c.hidden, c.q_dim());
+    L.ffn_norm = b.vector(p + "ffn_norm.weight", c.hidden);
+    L.w_gate = b.matrix(p + "ffn_gate.weight", c.ffn, c.hidden);
+    L.w_up = b.matrix(p + "ffn_up.weight", c.ffn, c.hidden);
+    L.w_down = b.matrix(p + "ffn_down.weight", c.hidden, c.ffn);
+  }
+  if (!w.layers.empty() && w.layers[0].bq.present()) c.qkv_bias = true;
+  w.output_norm = b.vector("output_norm.weight", c.hidden);
+  w.output = c.tied_embeddings ? w.token_embd : b.matrix("output.weight", c.vocab, c.hidden);
+
+  m.info.source = "gguf";
+  m.info.path = path;
+  m.info.name = r.get_string("general.name").value_or("");
+  const auto ft = r.get_uint("general.file_type");
+  m.info.file_type = ft ? file_type_name(static_cast<int64_t>(*ft)) : "unknown";
+  compute_model_info(m);
+  m.tokenizer = Tokenizer::from_gguf(r);
+  m.storage = storage;
+  return m;
+}
+
+}  // namespace decodebench

@@ -1,0 +1,163 @@
+#include "core/model/synthetic.hpp"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "core/cpu/thread_pool.hpp"
+#include "core/error.hpp"
+#include "core/quant/dequant.hpp"
+
+namespace decodebench {
+
+namespace {
+
+uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// FNV-1a of the tensor name: a stable stream key per tensor.
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char ch : name) {
+    h ^= ch;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+// Owns every synthetic tensor's bytes.
+struct SyntheticStorage {
+  std::vector<std::unique_ptr<uint8_t[]>> buffers;
+};
+
+enum class Init { kMatrix, kNorm, kSignedNorm, kBias, kEmbedding };
+
+class Builder {
+ public:
+  Builder(WeightType dtype, uint64_t seed, cpu::ThreadPool& pool, SyntheticStorage& storage)
+      : dtype_(dtype), seed_(seed), pool_(pool), storage_(storage) {}
+
+  // Generates `rows` × `cols` values; matrices in the model dtype, vectors in F32.
+  TensorView make(const std::string& name, int64_t rows, int64_t cols, Init init, float scale) {
+    const bool vector = init == Init::kNorm || init == Init::kSignedNorm || init == Init::kBias;
+    const WeightType type = vector ? WeightType::kF32 : dtype_;
+    TensorView t;
+    t.name = name;
+    t.type = type;
+    t.rows = rows;
+    t.cols = cols;
+    const int64_t rb = row_bytes(type, cols);
+    auto buffer = std::make_unique<uint8_t[]>(static_cast<size_t>(rb * rows));
+    uint8_t* base = buffer.get();
+    const uint64_t key = mix64(seed_ ^ name_hash(name));
+    pool_.parallel_for(
+        rows,
+        [&](int64_t begin, int64_t end) {
+          std::vector<float> row(static_cast<size_t>(cols));
+          for (int64_t r = begin; r < end; ++r) {
+            for (int64_t c = 0; c < cols; ++c) {
+              const float u = synthetic_uniform(key, static_cast<uint64_t>(r * cols + c));
+              row[c] = init == Init::kNorm ? 1.0f + 0.1f * u : scale * u;
+            }
+            quant::quantize_row(type, row.data(), base + r * rb, cols);
+          }
+        },
+        64);
+    t.data = base;
+    storage_.buffers.push_back(std::move(buffer));
+    return t;
+  }
+
+ private:
+  WeightType dtype_;
+  uint64_t seed_;
+  cpu::ThreadPool& pool_;
+  SyntheticStorage& storage_;
+};
+
+}  // namespace
+
+float synthetic_uniform(uint64_t key, uint64_t index) {
+  const uint64_t bits = mix64(key + mix64(index));
+  // 24 random bits → [0, 1) exactly representable, then → [-1, 1).
+  return static_cast<float>(bits >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+int64_t synthetic_weight_bytes(const ModelConfig& c, WeightType dtype) {
+  const int64_t per_layer = row_bytes(dtype, c.hidden) * (c.q_dim() + 2 * c.kv_dim()) +
+                            row_bytes(dtype, c.q_dim()) * c.hidden +
+                            row_bytes(dtype, c.hidden) * 2 * c.ffn +
+                            row_bytes(dtype, c.ffn) * c.hidden +
+                            4 * (2 * c.hidden + (c.qkv_bias ? c.q_dim() + 2 * c.kv_dim() : 0));
+  const int64_t embd = row_bytes(dtype, c.hidden) * c.vocab;
+  return c.n_layers * per_layer + embd * (c.tied_embeddings ? 1 : 2) + 4 * c.hidden;
+}
+
+Model make_synthetic_model(const ModelConfig& config, WeightType dtype, uint64_t seed,
+                           cpu::ThreadPool& pool) {
+  validate(config);
+  if (dtype != WeightType::kF32 && dtype != WeightType::kF16 && dtype != WeightType::kBF16) {
+    throw usage_error(std::string("synthetic models support dtype f32, f16, bf16 (got ") +
+                      weight_traits(dtype).name + ")");
+  }
+  auto storage = std::make_shared<SyntheticStorage>();
+  Builder b(dtype, seed, pool, *storage);
+  Model m;
+  m.config = config;
+  const ModelConfig& c = config;
+  const auto fan = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
+  // Residual branches scaled by 1/sqrt(2·layers) (GPT-2, Radford et al. 2019) keep the residual
+  // stream's variance O(1) at any depth, so the current token's embedding stays visible.
+  const float branch = 1.0f / std::sqrt(2.0f * static_cast<float>(c.n_layers));
+  ModelWeights& w = m.weights;
+  w.token_embd = b.make("token_embd.weight", c.vocab, c.hidden, Init::kEmbedding, std::sqrt(3.0f));
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    L.attn_norm = b.make(p + "attn_norm.weight", 1, c.hidden, Init::kNorm, 0.0f);
+    L.wq = b.make(p + "attn_q.weight", c.q_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
+    L.wk = b.make(p + "attn_k.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
+    L.wv = b.make(p + "attn_v.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
+    if (c.qkv_bias) {
+      L.bq = b.make(p + "attn_q.bias", 1, c.q_dim(), Init::kBias, 0.1f);
+      L.bk = b.make(p + "attn_k.bias", 1, c.kv_dim(), Init::kBias, 0.1f);
+      L.bv = b.make(p + "attn_v.bias", 1, c.kv_dim(), Init::kBias, 0.1f);
+    }
+    L.wo = b.make(p + "attn_output.weight", c.hidden, c.q_dim(), Init::kMatrix,
+                  branch * fan(c.q_dim()));
+    L.ffn_norm = b.make(p + "ffn_norm.weight", 1, c.hidden, Init::kNorm, 0.0f);
+    L.w_gate = b.make(p + "ffn_gate.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden));
+    L.w_up = b.make(p + "ffn_up.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden));
+    L.w_down = b.make(p + "ffn_down.weight", c.hidden, c.ffn, Init::kMatrix, branch * fan(c.ffn));
+  }
+  // Signed final-norm weights: with a tied LM head, logit(t) = E[t]·norm(x) would otherwise favour
+  // the input token itself (E[t] dominates x), and greedy decoding would repeat it forever.
+  w.output_norm = b.make("output_norm.weight", 1, c.hidden, Init::kSignedNorm, 1.0f);
+  if (c.tied_embeddings) {
+    w.output = w.token_embd;
+  } else {
+    w.output = b.make("output.weight", c.vocab, c.hidden, Init::kMatrix, 4.0f * fan(c.hidden));
+  }
+  m.storage = storage;
+  m.info.source = "synthetic";
+  m.info.file_type = weight_traits(dtype).name;
+  compute_model_info(m);
+  return m;
+}
+
+std::vector<int32_t> synthetic_prompt(int64_t n, int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  const uint64_t key = mix64(seed ^ 0x70726F6D7074ull);  // "prompt"
+  for (int64_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<int32_t>(mix64(key + mix64(static_cast<uint64_t>(i))) %
+                                  static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+}  // namespace decodebench

@@ -1,0 +1,212 @@
+// The result document of a run (layout: docs/result.schema.json).
+#include <string>
+
+#include "build_info.hpp"
+#include "core/runner.hpp"
+
+namespace decodebench {
+
+namespace {
+
+nlohmann::json tool_json() {
+  return {{"name", "decodebench"},
+          {"version", build_info::kVersion},
+          {"git_sha", build_info::kGitSha},
+          {"build_type", build_info::kBuildType},
+          {"compiler", build_info::kCompiler},
+#ifdef DECODEBENCH_HAVE_CUDA
+          {"cuda", true},
+#else
+          {"cuda", false},
+#endif
+          {"cuda_compiler", build_info::kCudaCompiler}};
+}
+
+nlohmann::json shape_json(const ModelConfig& c) {
+  return {{"architecture", c.architecture},
+          {"layers", c.n_layers},
+          {"hidden", c.hidden},
+          {"heads", c.n_heads},
+          {"kv_heads", c.n_kv_heads},
+          {"head_dim", c.head_dim},
+          {"ffn", c.ffn},
+          {"vocab", c.vocab},
+          {"context_length", c.context_length},
+          {"rope_dim", c.rope_dim},
+          {"rope_theta", c.rope_theta},
+          {"rope_style", rope_style_name(c.rope_style)},
+          {"rms_eps", c.rms_eps},
+          {"tied_embeddings", c.tied_embeddings},
+          {"qkv_bias", c.qkv_bias},
+          {"qk_norm", c.qk_norm}};
+}
+
+nlohmann::json model_json(const RunReport& r) {
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& [name, s] : r.model_info.tensor_types) {
+    types[name] = {{"count", s.count}, {"bytes", s.bytes}};
+  }
+  return {{"source", r.model_info.source},
+          {"path", r.model_info.path},
+          {"name", r.model_info.name},
+          {"architecture", r.model_config.architecture},
+          {"file_type", r.model_info.file_type},
+          {"parameters", r.model_info.parameters},
+          {"weight_bytes", r.model_info.weight_bytes},
+          {"bytes_per_token", r.model_info.bytes_per_token},
+          {"tensor_types", types},
+          {"shape", shape_json(r.model_config)},
+          {"tokenizer", r.tokenizer_kind}};
+}
+
+// The configuration key that `compare` matches runs by.
+nlohmann::json run_key(const RunReport& r, const PassReport& p) {
+  const std::string model =
+      r.model_info.source == "gguf" ? "gguf:" + r.model_info.path : "synthetic:" + r.config.preset;
+  const ModelConfig& c = r.model_config;
+  const std::string shape = std::to_string(c.n_layers) + "x" + std::to_string(c.hidden) + "/h" +
+                            std::to_string(c.n_heads) + "kv" + std::to_string(c.n_kv_heads) +
+                            "/ffn" + std::to_string(c.ffn) + "/v" + std::to_string(c.vocab);
+  const std::string gpu = r.gpu_environment.is_object() && r.gpu_environment.contains("name")
+                              ? r.gpu_environment["name"].get<std::string>()
+                              : r.device;
+  nlohmann::json key = {{"model", model},
+                        {"shape", shape},
+                        {"dtype", r.model_info.file_type},
+                        {"backend", r.backend},
+                        {"graph", p.pass.spec.label},
+                        {"batch", 1},
+                        {"device", gpu}};
+  std::string id;
+  for (const char* k : {"model", "shape", "dtype", "backend", "graph", "batch", "device"}) {
+    id += (id.empty() ? "" : "|") + std::string(k) + "=" +
+          (key[k].is_string() ? key[k].get<std::string>() : key[k].dump());
+  }
+  key["id"] = id;
+  return key;
+}
+
+nlohmann::json exec_json(const ExecReport& e, const std::string& label) {
+  nlohmann::json failure = nullptr;
+  if (e.capture_attempted && !e.captured) {
+    failure = {{"call", e.failed_call}, {"error", e.error_name}, {"message", e.error_message}};
+  }
+  return {{"mode", label},
+          {"executed", e.mode == ExecMode::kGraph ? "graph" : "eager"},
+          {"capture_attempted", e.capture_attempted},
+          {"captured", e.captured},
+          {"capture_mode", e.capture_mode},
+          {"failure", failure},
+          {"recovery", e.recovery},
+          {"capture_ms", e.capture_ms},
+          {"graph_nodes", e.graph_nodes}};
+}
+
+nlohmann::json verification_json(const PassResult& p) {
+  nlohmann::json mismatches = nlohmann::json::array();
+  for (const auto& m : p.argmax_mismatches) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [id, v] : m.top10) top.push_back({{"id", id}, {"logit", v}});
+    mismatches.push_back({{"step", m.step},
+                          {"position", m.position},
+                          {"backend_id", m.backend_id},
+                          {"cpu_id", m.cpu_id},
+                          {"backend_logit", m.backend_logit},
+                          {"cpu_logit", m.cpu_logit},
+                          {"margin", m.margin},
+                          {"top10", top}});
+  }
+  nlohmann::json logits = nlohmann::json::array();
+  for (const auto& c : p.logits_checks) {
+    logits.push_back({{"step", c.step},
+                      {"max_abs_error", c.max_abs_error},
+                      {"max_rel_error", c.max_rel_error},
+                      {"backend_id", c.backend_id},
+                      {"reference_id", c.reference_id},
+                      {"argmax_agrees", c.argmax_agrees},
+                      {"reference_top", c.reference_top},
+                      {"reference_margin", c.reference_margin},
+                      {"backend_margin", c.backend_margin}});
+  }
+  return {
+      {"argmax_checked", p.argmax_checked}, {"argmax_mismatches", mismatches}, {"logits", logits}};
+}
+
+nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
+  nlohmann::json phases = nullptr;
+  nlohmann::json phase_samples = nullptr;
+  if (!p.phases.empty()) {
+    phases = nlohmann::json::object();
+    for (const auto& [name, s] : p.phases) phases[name] = to_json(s);
+    phase_samples = nlohmann::json::object();
+    const auto& ph = p.pass.phases;
+    auto column = [&](auto field) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& x : ph) a.push_back(field(x));
+      return a;
+    };
+    phase_samples["h2d"] = column([](const StepPhases& x) { return x.h2d_ns; });
+    phase_samples["launch"] = column([](const StepPhases& x) { return x.launch_ns; });
+    phase_samples["wait"] = column([](const StepPhases& x) { return x.wait_ns; });
+    phase_samples["argmax"] = column([](const StepPhases& x) { return x.argmax_ns; });
+    phase_samples["total"] = column([](const StepPhases& x) { return x.total_ns; });
+    phase_samples["gpu_ms"] = column([](const StepPhases& x) { return x.gpu_ms; });
+  }
+  nlohmann::json roofline = {{"bytes_per_token", p.roofline.bytes_per_token},
+                             {"achieved_gbps", p.roofline.achieved_gbps},
+                             {"measured_gbps", p.roofline.measured_gbps},
+                             {"efficiency", p.roofline.efficiency}};
+  return {{"key", run_key(r, p)},
+          {"label", p.pass.spec.label},
+          {"graph", exec_json(p.pass.exec, p.pass.spec.label)},
+          {"results",
+           {{"tokens", p.pass.ids},
+            {"timed_steps", p.pass.samples_ns.size()},
+            {"warmup_steps", p.pass.spec.warmup},
+            {"start_position", p.pass.spec.start_pos},
+            {"stateless", p.pass.spec.stateless},
+            {"stopped_at_end_of_generation", p.pass.stopped_at_end_of_generation},
+            {"wall_ns", p.pass.wall_ns},
+            {"samples_ns", p.pass.samples_ns},
+            {"stats", {{"tpot_ns", to_json(p.tpot_ns)}, {"tokens_per_s", p.tokens_per_s}}},
+            {"phases", phases},
+            {"phase_samples", phase_samples}}},
+          {"verification", verification_json(p.pass)},
+          {"roofline", roofline}};
+}
+
+}  // namespace
+
+nlohmann::json result_json(const RunReport& r) {
+  nlohmann::json env = r.host_environment;
+  env["gpu"] = r.gpu_environment;
+  nlohmann::json config = nlohmann::json::object();
+  for (const auto& p : r.config.params) {
+    config[p.name] = {{"value", p.value}, {"origin", origin_name(p.origin)}};
+  }
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& p : r.passes) runs.push_back(pass_json(r, p));
+  nlohmann::json checks = {
+      {"graph_matches_eager",
+       r.graph_matches_eager ? nlohmann::json(*r.graph_matches_eager) : nlohmann::json(nullptr)},
+      {"phase_timing_overhead_ns", r.phase_timing_overhead_ns
+                                       ? nlohmann::json(*r.phase_timing_overhead_ns)
+                                       : nlohmann::json(nullptr)}};
+  return {
+      {"schema_version", kResultSchemaVersion},
+      {"tool", tool_json()},
+      {"environment", env},
+      {"config", config},
+      {"model", model_json(r)},
+      {"backend", {{"name", r.backend}, {"device", r.device}}},
+      {"prompt", {{"ids", r.prompt_ids}, {"text", r.config.prompt_text}}},
+      {"timing", {{"load_ns", r.load_ns}, {"setup_ns", r.setup_ns}, {"prefill_ns", r.prefill_ns}}},
+      {"generated_text", r.generated_text},
+      {"runs", runs},
+      {"checks", checks},
+      {"bandwidth_gbps", r.measured_bandwidth_gbps},
+      {"warnings", r.warnings},
+      {"exit_code", static_cast<int>(r.exit_code)}};
+}
+
+}  // namespace decodebench

@@ -1,0 +1,329 @@
+#include "core/run_config.hpp"
+
+#include <charconv>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/model/preset.hpp"
+
+namespace decodebench {
+
+const char* origin_name(Origin origin) {
+  switch (origin) {
+    case Origin::kDefault:
+      return "default";
+    case Origin::kPreset:
+      return "preset";
+    case Origin::kFlag:
+      return "flag";
+    case Origin::kModelFile:
+      return "model";
+  }
+  return "?";
+}
+
+const char* backend_kind_name(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::kAuto:
+      return "auto";
+    case BackendKind::kCpu:
+      return "cpu";
+    case BackendKind::kCuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+const char* graph_mode_name(GraphMode mode) {
+  switch (mode) {
+    case GraphMode::kAuto:
+      return "auto";
+    case GraphMode::kOn:
+      return "on";
+    case GraphMode::kOff:
+      return "off";
+    case GraphMode::kBoth:
+      return "both";
+  }
+  return "?";
+}
+
+const char* capture_mode_name(CaptureMode mode) {
+  switch (mode) {
+    case CaptureMode::kThreadLocal:
+      return "thread_local";
+    case CaptureMode::kGlobal:
+      return "global";
+    case CaptureMode::kRelaxed:
+      return "relaxed";
+  }
+  return "?";
+}
+
+const char* capture_fault_name(CaptureFault fault) {
+  switch (fault) {
+    case CaptureFault::kNone:
+      return "none";
+    case CaptureFault::kAlloc:
+      return "alloc";
+    case CaptureFault::kLegacySync:
+      return "legacy-sync";
+    case CaptureFault::kHostSync:
+      return "host-sync";
+    case CaptureFault::kEventQuery:
+      return "event-query";
+    case CaptureFault::kDeviceSync:
+      return "device-sync";
+  }
+  return "?";
+}
+
+namespace {
+
+// Looks `text` up among `names` (parallel to `values`); Error naming the flag and the choices.
+template <typename T, size_t N>
+T parse_choice(const std::string& flag, const std::string& text, const char* const (&names)[N],
+               const T (&values)[N]) {
+  std::string choices;
+  for (size_t i = 0; i < N; ++i) {
+    if (text == names[i]) return values[i];
+    choices += (i ? "|" : "") + std::string(names[i]);
+  }
+  throw usage_error(flag + ": invalid value '" + text + "' (expected " + choices + ")");
+}
+
+// Collects resolved values with their origins, in the order they are resolved.
+class Resolver {
+ public:
+  explicit Resolver(const nlohmann::json* preset) : preset_(preset) {}
+
+  // Resolves `name` from flag > preset key > default.
+  template <typename T>
+  T get(const std::string& name, const std::optional<T>& flag, const char* preset_key, T fallback) {
+    if (flag) return record(name, *flag, Origin::kFlag);
+    if (preset_ && preset_key && preset_->contains(preset_key)) {
+      try {
+        return record(name, preset_->at(preset_key).get<T>(), Origin::kPreset);
+      } catch (const nlohmann::json::exception& e) {
+        throw usage_error("preset key '" + std::string(preset_key) +
+                          "' has the wrong type: " + e.what());
+      }
+    }
+    return record(name, fallback, Origin::kDefault);
+  }
+
+  template <typename T>
+  T record(const std::string& name, T value, Origin origin) {
+    params.push_back({name, nlohmann::json(value), origin});
+    return value;
+  }
+
+  std::vector<ResolvedParam> params;
+
+ private:
+  const nlohmann::json* preset_;
+};
+
+}  // namespace
+
+WeightType parse_dtype(const std::string& name) {
+  static const char* const kNames[] = {"f32", "f16", "bf16"};
+  static const WeightType kValues[] = {WeightType::kF32, WeightType::kF16, WeightType::kBF16};
+  return parse_choice("--dtype", name, kNames, kValues);
+}
+
+std::vector<int32_t> parse_id_list(const std::string& text, const std::string& flag) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t value = -1;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0 ||
+        value > INT32_MAX) {
+      throw usage_error(flag + ": element " + std::to_string(ids.size() + 1) + " ('" + item +
+                        "') is not a token id (a non-negative integer)");
+    }
+    ids.push_back(static_cast<int32_t>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
+  RunConfig c;
+  if (o.model_path && o.preset) {
+    throw usage_error("--model and --preset are exclusive: a GGUF model brings its own shape");
+  }
+  nlohmann::json preset_json;
+  const bool synthetic = !o.model_path;
+  if (synthetic) {
+    c.preset = o.preset.value_or(kDefaultPreset);
+    preset_json = load_preset(c.preset);
+  }
+  Resolver r(synthetic ? &preset_json : nullptr);
+
+  if (!synthetic) {
+    c.model_path = r.record("model", *o.model_path, Origin::kFlag);
+    const bool shape_flag = o.layers || o.hidden || o.heads || o.kv_heads || o.head_dim || o.ffn ||
+                            o.vocab || o.rope_theta || o.rms_eps || o.tied_embeddings ||
+                            o.qkv_bias || o.context_length || o.dtype;
+    if (shape_flag) {
+      throw usage_error(
+          "shape flags (--layers, --hidden, --heads, --kv-heads, --head-dim, --ffn, --vocab, "
+          "--rope-theta, --rms-eps, --tied-embeddings/--untied, --qkv-bias, --context, --dtype) "
+          "describe a synthetic model and cannot be combined with --model");
+    }
+    if (o.prompt_ids && o.prompt) throw usage_error("--prompt and --prompt-ids are exclusive");
+  } else {
+    r.record("preset", c.preset, o.preset ? Origin::kFlag : Origin::kDefault);
+    if (o.prompt) {
+      throw usage_error(
+          "--prompt needs a tokenizer: use it with --model FILE.gguf "
+          "(synthetic models take --prompt-ids or --prompt-tokens)");
+    }
+    ModelConfig& s = c.shape;
+    s.architecture = "synthetic";
+    s.n_layers = r.get<int64_t>("layers", o.layers, "layers", 0);
+    s.hidden = r.get<int64_t>("hidden", o.hidden, "hidden", 0);
+    s.n_heads = r.get<int64_t>("heads", o.heads, "heads", 0);
+    s.n_kv_heads = r.get<int64_t>("kv_heads", o.kv_heads, "kv_heads", s.n_heads);
+    // head_dim follows hidden/heads unless given; a preset's head_dim is dropped when the user
+    // changes hidden or heads without giving --head-dim.
+    if (o.head_dim) {
+      s.head_dim = r.record("head_dim", *o.head_dim, Origin::kFlag);
+    } else {
+      if (s.n_heads <= 0)
+        throw usage_error("--heads must be > 0 (got " + std::to_string(s.n_heads) + ")");
+      if (s.hidden % s.n_heads != 0) {
+        throw usage_error("invalid model shape: hidden (" + std::to_string(s.hidden) +
+                          ") must be divisible by heads (" + std::to_string(s.n_heads) +
+                          ") unless --head-dim is given");
+      }
+      const bool derived = o.hidden || o.heads || !preset_json.contains("head_dim");
+      s.head_dim = derived ? r.record("head_dim", s.hidden / s.n_heads, Origin::kDefault)
+                           : r.get<int64_t>("head_dim", std::nullopt, "head_dim", 0);
+    }
+    s.rope_dim = s.head_dim;
+    s.ffn = r.get<int64_t>("ffn", o.ffn, "ffn", 0);
+    s.vocab = r.get<int64_t>("vocab", o.vocab, "vocab", 0);
+    s.context_length = r.get<int64_t>("context_length", o.context_length, "context_length", 4096);
+    s.rope_theta = r.get<double>("rope_theta", o.rope_theta, "rope_theta", 10000.0);
+    s.rms_eps = r.get<double>("rms_eps", o.rms_eps, "rms_eps", 1e-6);
+    s.tied_embeddings = r.get<bool>("tied_embeddings", o.tied_embeddings, "tied_embeddings", false);
+    s.qkv_bias = r.get<bool>("qkv_bias", o.qkv_bias, "qkv_bias", false);
+    s.rope_style = RopeStyle::kHalfSplit;
+    validate(s);
+    const std::string dtype = r.get<std::string>("dtype", o.dtype, nullptr, "bf16");
+    c.dtype = parse_dtype(dtype);
+  }
+  c.seed = r.get<uint64_t>("seed", o.seed, nullptr, 0);
+
+  // Prompt.
+  if (o.prompt_ids) {
+    if (o.prompt_tokens) throw usage_error("--prompt-ids and --prompt-tokens are exclusive");
+    c.prompt_ids = parse_id_list(*o.prompt_ids, "--prompt-ids");
+    r.record("prompt_ids", c.prompt_ids, Origin::kFlag);
+    c.prompt_tokens = static_cast<int64_t>(c.prompt_ids.size());
+    if (synthetic) {
+      for (size_t i = 0; i < c.prompt_ids.size(); ++i) {
+        if (c.prompt_ids[i] >= c.shape.vocab) {
+          throw usage_error("--prompt-ids: element " + std::to_string(i + 1) + " (" +
+                            std::to_string(c.prompt_ids[i]) + ") is outside the vocabulary (" +
+                            std::to_string(c.shape.vocab) + " tokens)");
+        }
+      }
+    }
+  } else if (o.prompt) {
+    c.prompt_text = r.record("prompt", *o.prompt, Origin::kFlag);
+    if (o.prompt_tokens) throw usage_error("--prompt and --prompt-tokens are exclusive");
+  } else {
+    c.prompt_tokens = r.get<int64_t>("prompt_tokens", o.prompt_tokens, nullptr, 32);
+    if (c.prompt_tokens < 1) {
+      throw usage_error("--prompt-tokens must be >= 1 (a decode step needs a previous token; got " +
+                        std::to_string(c.prompt_tokens) + ")");
+    }
+  }
+  c.tokens = r.get<int64_t>("tokens", o.tokens, nullptr, 64);
+  if (c.tokens < 1)
+    throw usage_error("--tokens must be >= 1 (got " + std::to_string(c.tokens) + ")");
+  c.warmup = r.get<int64_t>("warmup", o.warmup, nullptr, 4);
+  if (c.warmup < 0)
+    throw usage_error("--warmup must be >= 0 (got " + std::to_string(c.warmup) + ")");
+  c.ignore_eos = r.get<bool>("ignore_eos", o.ignore_eos, nullptr, false);
+  c.stateless = r.get<bool>("stateless", o.stateless, nullptr, false);
+  if (synthetic && c.prompt_tokens + std::max(c.tokens, c.warmup) > c.shape.context_length &&
+      !c.stateless) {
+    throw usage_error("prompt (" + std::to_string(c.prompt_tokens) + ") + tokens (" +
+                      std::to_string(std::max(c.tokens, c.warmup)) +
+                      ") exceed the context limit of " + std::to_string(c.shape.context_length) +
+                      " positions (--context to raise it)");
+  }
+
+  // Execution.
+  {
+    static const char* const kNames[] = {"auto", "cpu", "cuda"};
+    static const BackendKind kValues[] = {BackendKind::kAuto, BackendKind::kCpu,
+                                          BackendKind::kCuda};
+    c.backend = parse_choice("--backend", r.get<std::string>("backend", o.backend, nullptr, "auto"),
+                             kNames, kValues);
+  }
+  const int64_t threads = r.get<int64_t>("threads", o.threads, nullptr, hardware_threads);
+  if (threads < 1 || threads > 1024) {
+    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(threads) + ")");
+  }
+  c.threads = static_cast<int>(threads);
+  {
+    static const char* const kNames[] = {"auto", "on", "off", "both"};
+    static const GraphMode kValues[] = {GraphMode::kAuto, GraphMode::kOn, GraphMode::kOff,
+                                        GraphMode::kBoth};
+    c.graph = parse_choice("--graph", r.get<std::string>("graph", o.graph, nullptr, "auto"), kNames,
+                           kValues);
+  }
+  {
+    static const char* const kNames[] = {"thread_local", "global", "relaxed"};
+    static const CaptureMode kValues[] = {CaptureMode::kThreadLocal, CaptureMode::kGlobal,
+                                          CaptureMode::kRelaxed};
+    c.capture_mode =
+        parse_choice("--capture-mode",
+                     r.get<std::string>("capture_mode", o.capture_mode, nullptr, "thread_local"),
+                     kNames, kValues);
+  }
+  {
+    static const char* const kNames[] = {"none",      "alloc",       "legacy-sync",
+                                         "host-sync", "event-query", "device-sync"};
+    static const CaptureFault kValues[] = {CaptureFault::kNone,       CaptureFault::kAlloc,
+                                           CaptureFault::kLegacySync, CaptureFault::kHostSync,
+                                           CaptureFault::kEventQuery, CaptureFault::kDeviceSync};
+    c.inject_fault = parse_choice(
+        "--inject-capture-fault",
+        r.get<std::string>("inject_capture_fault", o.inject_capture_fault, nullptr, "none"), kNames,
+        kValues);
+  }
+  c.phase_timing = r.get<bool>("phase_timing", o.phase_timing, nullptr, false);
+  c.verify_argmax = r.get<bool>("verify_argmax", o.verify_argmax, nullptr, false);
+  c.verify_tokens = r.get<int64_t>("verify", o.verify, nullptr, 0);
+  if (c.verify_tokens < 0) throw usage_error("--verify must be >= 0");
+  c.keep_going = r.get<bool>("keep_going", o.keep_going, nullptr, false);
+  c.json_path = r.get<std::string>("json", o.json_path, nullptr, "");
+
+  if (c.backend == BackendKind::kCpu) {
+    if (c.graph == GraphMode::kOn || c.graph == GraphMode::kBoth) {
+      throw usage_error("--graph " + std::string(graph_mode_name(c.graph)) +
+                        " needs the cuda backend (the cpu backend runs eagerly)");
+    }
+    if (c.inject_fault != CaptureFault::kNone) {
+      throw usage_error("--inject-capture-fault needs the cuda backend");
+    }
+  }
+  if (c.inject_fault != CaptureFault::kNone && c.graph == GraphMode::kOff) {
+    throw usage_error("--inject-capture-fault needs graph capture (not --graph off)");
+  }
+  c.params = std::move(r.params);
+  return c;
+}
+
+}  // namespace decodebench

@@ -1,0 +1,325 @@
+#include "core/runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include "core/backend_registry.hpp"
+#include "core/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+#include "core/model/gguf_model.hpp"
+#include "core/model/synthetic.hpp"
+#include "core/result/environment.hpp"
+
+namespace decodebench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ns_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+std::string gib(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+void check_host_memory(int64_t needed, const std::string& what) {
+  const int64_t available = available_host_memory_bytes();
+  if (available >= 0 && needed > available) {
+    throw resource_error("not enough host memory: " + what + " needs " + std::to_string(needed) +
+                         " bytes (" + gib(needed) + "), " + std::to_string(available) + " bytes (" +
+                         gib(available) + ") are available");
+  }
+}
+
+Summary summarize_ns(const std::vector<int64_t>& ns) {
+  std::vector<double> v(ns.begin(), ns.end());
+  return summarize(v);
+}
+
+PassReport make_pass_report(PassResult pass, int64_t bytes_per_token) {
+  PassReport r;
+  r.tpot_ns = summarize_ns(pass.samples_ns);
+  int64_t total = 0;
+  for (int64_t s : pass.samples_ns) total += s;
+  r.tokens_per_s =
+      total > 0 ? static_cast<double>(pass.samples_ns.size()) * 1e9 / static_cast<double>(total)
+                : 0.0;
+  if (!pass.phases.empty()) {
+    const auto series = [&](auto field) {
+      std::vector<double> v;
+      for (const auto& p : pass.phases) v.push_back(static_cast<double>(field(p)));
+      return summarize(v);
+    };
+    r.phases["h2d"] = series([](const StepPhases& p) { return p.h2d_ns; });
+    r.phases["launch"] = series([](const StepPhases& p) { return p.launch_ns; });
+    r.phases["wait"] = series([](const StepPhases& p) { return p.wait_ns; });
+    r.phases["argmax"] = series([](const StepPhases& p) { return p.argmax_ns; });
+    r.phases["total"] = series([](const StepPhases& p) { return p.total_ns; });
+    if (pass.phases.front().gpu_ms >= 0) {
+      r.phases["gpu_ms"] = series([](const StepPhases& p) { return p.gpu_ms; });
+    }
+  }
+  r.roofline.bytes_per_token = bytes_per_token;
+  if (r.tpot_ns.median > 0) {
+    r.roofline.achieved_gbps = static_cast<double>(bytes_per_token) / r.tpot_ns.median;
+  }
+  r.pass = std::move(pass);
+  return r;
+}
+
+std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
+                                    RunReport& report) {
+  std::vector<int32_t> ids;
+  if (!config.prompt_ids.empty()) {
+    ids = config.prompt_ids;
+  } else if (!config.prompt_text.empty()) {
+    if (!model.tokenizer) throw usage_error("--prompt needs a model with a tokenizer");
+    ids = model.tokenizer->encode(config.prompt_text, true);
+    if (ids.empty()) throw usage_error("--prompt encodes to no tokens");
+  } else {
+    ids = synthetic_prompt(config.prompt_tokens, model.config.vocab, config.seed);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= model.config.vocab) {
+      throw usage_error("prompt token " + std::to_string(i + 1) + " (id " + std::to_string(ids[i]) +
+                        ") is outside the vocabulary (" + std::to_string(model.config.vocab) +
+                        " tokens)");
+    }
+  }
+  const int64_t needed = static_cast<int64_t>(ids.size()) + std::max(config.tokens, config.warmup);
+  if (needed > model.config.context_length) {
+    throw usage_error("prompt (" + std::to_string(ids.size()) + " tokens) + " +
+                      std::to_string(std::max(config.tokens, config.warmup)) +
+                      " decode steps exceed the model's context limit of " +
+                      std::to_string(model.config.context_length) + " positions");
+  }
+  (void)report;
+  return ids;
+}
+
+}  // namespace
+
+RunReport execute_run(const RunConfig& config, const ProgressFn& progress) {
+  const auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  RunReport report;
+  report.config = config;
+  report.host_environment = host_environment();
+
+  // Backend choice comes first: it decides how much host memory the run needs.
+  CudaProvider* cuda = cuda_provider();
+  bool use_cuda = false;
+  std::string why_not;
+  if (config.backend == BackendKind::kCuda) {
+    if (!cuda)
+      throw resource_error("--backend cuda: this build has no CUDA backend (built without nvcc)");
+    if (!cuda->available(&why_not)) throw resource_error("--backend cuda: " + why_not);
+    use_cuda = true;
+  } else if (config.backend == BackendKind::kAuto && cuda) {
+    use_cuda = cuda->available(&why_not);
+    if (!use_cuda)
+      report.warnings.push_back("no usable CUDA device (" + why_not + "); using the cpu backend");
+  }
+  const bool want_reference = use_cuda && config.verify_tokens > 0;
+  if (!use_cuda && config.verify_tokens > 0) {
+    report.warnings.push_back(
+        "--verify compares a GPU with the CPU reference; on the cpu backend "
+        "it has nothing to compare and was skipped");
+  }
+  if (!use_cuda && (config.graph == GraphMode::kOn || config.graph == GraphMode::kBoth)) {
+    throw usage_error(std::string("--graph ") + graph_mode_name(config.graph) +
+                      " needs the cuda backend");
+  }
+
+  // Model.
+  const auto t_load = Clock::now();
+  Model model;
+  const int threads = config.threads;
+  if (config.model_path.empty()) {
+    int64_t capacity = 0;
+    if (!config.prompt_ids.empty())
+      capacity = static_cast<int64_t>(config.prompt_ids.size());
+    else
+      capacity = config.prompt_tokens;
+    capacity += std::max(config.tokens, config.warmup);
+    const bool host_workspace = !use_cuda || want_reference;
+    const int64_t weights = synthetic_weight_bytes(config.shape, config.dtype);
+    const int64_t work =
+        host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity) : 0;
+    check_host_memory(weights + work, "the synthetic model (weights " + std::to_string(weights) +
+                                          " bytes + KV cache and workspace " +
+                                          std::to_string(work) + " bytes)");
+    say("generating synthetic weights (" + gib(weights) + ")");
+    cpu::ThreadPool pool(std::max(threads, static_cast<int>(std::thread::hardware_concurrency())));
+    model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
+    model.info.name = config.preset + " shape (synthetic)";
+  } else {
+    say("loading " + config.model_path);
+    model = load_gguf_model(config.model_path);
+  }
+  report.load_ns = ns_since(t_load);
+  report.model_config = model.config;
+  report.model_info = model.info;
+  if (model.tokenizer) report.tokenizer_kind = model.tokenizer->kind();
+
+  report.prompt_ids = resolve_prompt(config, model, report);
+  const int64_t prompt_len = static_cast<int64_t>(report.prompt_ids.size());
+  const int64_t capacity = prompt_len + std::max(config.tokens, config.warmup);
+  if (!config.model_path.empty() && (!use_cuda || want_reference)) {
+    check_host_memory(cpu::CpuBackend::workspace_bytes(model.config, capacity),
+                      "the KV cache and workspace");
+  }
+
+  // Backends.
+  const auto t_setup = Clock::now();
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> reference;
+  if (use_cuda) {
+    CudaBackendOptions options;
+    options.max_positions = capacity;
+    options.capture_mode = config.capture_mode;
+    options.inject_fault = config.inject_fault;
+    say("uploading weights to the GPU");
+    backend = cuda->create(model, options);
+    report.gpu_environment = cuda->environment();
+    if (want_reference) reference = std::make_unique<cpu::CpuBackend>(model, capacity, threads);
+  } else {
+    backend = std::make_unique<cpu::CpuBackend>(model, capacity, threads);
+  }
+  report.setup_ns = ns_since(t_setup);
+  report.backend = backend->name();
+  report.device = backend->device_name();
+
+  // Prefill.
+  say("prefill of " + std::to_string(prompt_len) + " tokens");
+  const auto t_prefill = Clock::now();
+  const int32_t first = backend->prefill(report.prompt_ids);
+  report.prefill_ns = ns_since(t_prefill);
+  if (reference) reference->prefill(report.prompt_ids);
+
+  // Passes.
+  std::vector<std::pair<std::string, ExecMode>> modes;
+  if (!use_cuda) {
+    modes = {{"cpu", ExecMode::kEager}};
+  } else if (config.graph == GraphMode::kOff) {
+    modes = {{"eager", ExecMode::kEager}};
+  } else if (config.graph == GraphMode::kBoth) {
+    modes = {{"eager", ExecMode::kEager}, {"graph", ExecMode::kGraph}};
+  } else {
+    modes = {{"graph", ExecMode::kGraph}};
+  }
+  const bool stop_at_eog = model.tokenizer && !config.ignore_eos;
+  for (const auto& [label, mode] : modes) {
+    for (int with_phases = 0; with_phases <= (config.phase_timing ? 1 : 0); ++with_phases) {
+      PassSpec spec;
+      spec.label = with_phases ? label + "+phases" : label;
+      spec.mode = mode;
+      spec.first_token = first;
+      spec.start_pos = prompt_len;
+      spec.tokens = config.tokens;
+      spec.warmup = config.warmup;
+      spec.stateless = config.stateless;
+      spec.phase_timing = with_phases == 1;
+      if (stop_at_eog) {
+        const Tokenizer* tok = model.tokenizer.get();
+        spec.is_end_of_generation = [tok](int32_t id) { return tok->is_end_of_generation(id); };
+      }
+      spec.verify_argmax = config.verify_argmax;
+      spec.keep_going = config.keep_going;
+      if (!with_phases && reference) {
+        spec.verify_tokens = config.verify_tokens;
+        spec.reference = reference.get();
+      }
+      say(spec.label + ": " + std::to_string(config.warmup) + " warm-up + " +
+          std::to_string(config.tokens) + " timed decode steps");
+      PassResult pass = run_pass(*backend, spec);
+      if (mode == ExecMode::kGraph && !pass.exec.captured) {
+        const std::string why = pass.exec.failed_call + " failed with " + pass.exec.error_name +
+                                " (" + pass.exec.error_message + ")";
+        if (config.graph == GraphMode::kOn) {
+          throw runtime_error("graph capture failed: " + why +
+                              "; the context recovered (use --graph auto to fall back to eager)");
+        }
+        report.warnings.push_back("graph capture failed (" + why + "); " + pass.exec.recovery +
+                                  ", ran eagerly instead");
+      }
+      if (!pass.argmax_mismatches.empty()) report.exit_code = ExitCode::kVerification;
+      report.passes.push_back(make_pass_report(std::move(pass), model.info.bytes_per_token));
+    }
+  }
+
+  // Checks across passes.
+  const PassReport& main_pass = report.passes.front();
+  if (config.graph == GraphMode::kBoth && use_cuda) {
+    const PassReport* eager = nullptr;
+    const PassReport* graph = nullptr;
+    for (const auto& p : report.passes) {
+      if (p.pass.spec.label == "eager") eager = &p;
+      if (p.pass.spec.label == "graph") graph = &p;
+    }
+    if (eager && graph) {
+      report.graph_matches_eager = eager->pass.ids == graph->pass.ids;
+      if (!*report.graph_matches_eager) {
+        size_t i = 0;
+        while (i < eager->pass.ids.size() && i < graph->pass.ids.size() &&
+               eager->pass.ids[i] == graph->pass.ids[i]) {
+          ++i;
+        }
+        const std::string msg = "graph replay and eager produced different tokens from step " +
+                                std::to_string(i) + " on";
+        if (!config.keep_going) throw Error(ExitCode::kVerification, msg);
+        report.warnings.push_back(msg);
+        report.exit_code = ExitCode::kVerification;
+      }
+    }
+  }
+  for (const auto& p : report.passes) {
+    for (const auto& check : p.pass.logits_checks) {
+      if (check.argmax_agrees) continue;
+      const std::string msg = "step " + std::to_string(check.step) + ": " + report.backend +
+                              " argmax " + std::to_string(check.backend_id) +
+                              " differs from the CPU reference's " +
+                              std::to_string(check.reference_id) + " (reference margin " +
+                              std::to_string(check.reference_margin) + ", max abs logit error " +
+                              std::to_string(check.max_abs_error) + ")";
+      report.warnings.push_back(msg);
+      // A near tie (top two logits within 1e-3, relative) is expected rounding, not a failure.
+      if (check.reference_margin > 1e-3 * std::fabs(check.reference_top)) {
+        report.exit_code = ExitCode::kVerification;
+      }
+      break;
+    }
+  }
+  if (config.phase_timing && report.passes.size() >= 2) {
+    report.phase_timing_overhead_ns =
+        report.passes[1].tpot_ns.median - report.passes[0].tpot_ns.median;
+  }
+  if (use_cuda) {
+    say("measuring the streaming read bandwidth");
+    report.measured_bandwidth_gbps = cuda->measure_read_bandwidth_gbps();
+    for (auto& p : report.passes) {
+      p.roofline.measured_gbps = report.measured_bandwidth_gbps;
+      if (p.roofline.measured_gbps > 0) {
+        p.roofline.efficiency = p.roofline.achieved_gbps / p.roofline.measured_gbps;
+      }
+    }
+  }
+  if (main_pass.pass.stopped_at_end_of_generation) {
+    report.warnings.push_back("generation reached an end-of-generation token after " +
+                              std::to_string(main_pass.pass.samples_ns.size()) +
+                              " steps (use --ignore-eos to time all " +
+                              std::to_string(config.tokens) + ")");
+  }
+  if (model.tokenizer) report.generated_text = model.tokenizer->decode(main_pass.pass.ids);
+  return report;
+}
+
+}  // namespace decodebench

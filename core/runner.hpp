@@ -1,0 +1,76 @@
+// One `decodebench run`: RunConfig → Model → Backend → decode passes → RunReport.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/decode/decode_loop.hpp"
+#include "core/error.hpp"
+#include "core/model/model.hpp"
+#include "core/run_config.hpp"
+#include "core/stats/statistics.hpp"
+
+namespace decodebench {
+
+/// Bytes per token against bandwidth: achieved GB/s = bytes_per_token / median step time;
+/// efficiency = achieved / measured streaming-read bandwidth of the same device and invocation.
+struct Roofline {
+  int64_t bytes_per_token = 0;
+  double achieved_gbps = 0;
+  double measured_gbps = 0;  ///< 0 when not measured (CPU backend)
+  double efficiency = 0;     ///< 0 when not measured
+};
+
+/// One pass with its statistics.
+struct PassReport {
+  PassResult pass;
+  Summary tpot_ns;                        ///< per-token latency (time per output token), ns
+  double tokens_per_s = 0;                ///< timed steps / Σ step times
+  std::map<std::string, Summary> phases;  ///< h2d, launch, wait, argmax, total (ns), gpu (ms)
+  Roofline roofline;
+};
+
+/// Everything a run produced, for the terminal report and the result JSON.
+struct RunReport {
+  RunConfig config;
+  ModelConfig model_config;
+  ModelInfo model_info;
+  std::string tokenizer_kind;  ///< "" for synthetic models
+  std::string backend;         ///< "cpu" / "cuda"
+  std::string device;
+  nlohmann::json host_environment;
+  nlohmann::json gpu_environment;  ///< null for the CPU backend
+  std::vector<int32_t> prompt_ids;
+  int64_t load_ns = 0;   ///< model load / generation
+  int64_t setup_ns = 0;  ///< backend construction (upload, allocation)
+  int64_t prefill_ns = 0;
+  std::vector<PassReport> passes;
+  std::string generated_text;               ///< decoded ids of the first timed pass (GGUF models)
+  std::optional<bool> graph_matches_eager;  ///< --graph both
+  std::optional<double> phase_timing_overhead_ns;  ///< median(with phases) − median(without)
+  double measured_bandwidth_gbps = 0;
+  std::vector<std::string> warnings;
+  ExitCode exit_code = ExitCode::kOk;  ///< kVerification when a check failed under --keep-going
+};
+
+/// Progress messages for the terminal (may be empty).
+using ProgressFn = std::function<void(const std::string&)>;
+
+/// Executes a resolved run. Throws decodebench::Error: exit 2 for bad input (model file, prompt
+/// out of vocabulary, context exceeded), 3 when memory is insufficient (both numbers in the
+/// message) or no CUDA device exists for --backend cuda, 4 for a verification failure (unless
+/// --keep-going, then report.exit_code says it).
+RunReport execute_run(const RunConfig& config, const ProgressFn& progress);
+
+/// The result document (docs/result.schema.json) of a run.
+nlohmann::json result_json(const RunReport& report);
+
+/// Version of the result JSON layout; bump on incompatible changes.
+inline constexpr const char* kResultSchemaVersion = "1.0";
+
+}  // namespace decodebench

@@ -1,0 +1,34 @@
+// Summary statistics of a sample series (latencies in ns, throughputs, ...). Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+
+namespace decodebench {
+
+/// Summary of a series. Percentiles use linear interpolation between order statistics
+/// (Hyndman & Fan 1996, definition 7 — numpy's default). `stddev` is the sample standard deviation
+/// (n − 1). The 95% confidence interval of the median is distribution-free: order statistics
+/// j = ⌊n/2 − 0.98·√n⌋ and k = ⌈n/2 + 1 + 0.98·√n⌉ (1-based, clamped to [1, n]), the normal
+/// approximation to the binomial (Conover, Practical Nonparametric Statistics, 3rd ed., §3.2).
+/// An empty series gives count 0 and zeros.
+struct Summary {
+  int64_t count = 0;
+  double mean = 0, median = 0, p90 = 0, p99 = 0, min = 0, max = 0, stddev = 0;
+  double median_ci_low = 0, median_ci_high = 0;
+
+  /// Relative half-width of the median's confidence interval: (high − low) / 2 / median.
+  [[nodiscard]] double median_noise() const;
+};
+
+/// Summarises `values` (any order; not modified).
+Summary summarize(std::span<const double> values);
+
+/// Percentile `p` in [0, 100] of an ascending-sorted, non-empty series (definition 7).
+double percentile_sorted(std::span<const double> sorted, double p);
+
+/// {count, mean, median, p90, p99, min, max, stddev, median_ci95: [low, high]}.
+nlohmann::json to_json(const Summary& s);
+
+}  // namespace decodebench

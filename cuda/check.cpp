@@ -1,0 +1,56 @@
+#include "cuda/check.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace decodebench::cuda {
+namespace {
+
+std::string describe(cudaError_t err, const char* call, const char* file, int line) {
+  std::string msg = "CUDA call failed: ";
+  msg += call;
+  msg += " returned ";
+  msg += cudaGetErrorName(err);
+  msg += " (";
+  msg += cudaGetErrorString(err);
+  msg += ")";
+  // The device is context for multi-GPU hosts; asking for it must not mask the original error.
+  int device = -1;
+  if (cudaGetDevice(&device) == cudaSuccess) {
+    msg += " on device " + std::to_string(device);
+  }
+  msg += " at ";
+  msg += file;
+  msg += ":" + std::to_string(line);
+  return msg;
+}
+
+}  // namespace
+
+ExitCode exit_code_for(cudaError_t err) noexcept {
+  switch (err) {
+    case cudaErrorMemoryAllocation:
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorCompatNotSupportedOnDevice:
+      return ExitCode::kResources;
+    default:
+      return ExitCode::kRuntime;
+  }
+}
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  throw CudaError(exit_code_for(err), describe(err, call, file, line), err, call);
+}
+
+void report_cuda_error(cudaError_t err, const char* call, const char* file, int line) noexcept {
+  try {
+    const std::string msg = describe(err, call, file, line);
+    std::fprintf(stderr, "decodebench: %s\n", msg.c_str());
+  } catch (...) {
+    std::fprintf(stderr, "decodebench: CUDA call failed: %s (%s:%d)\n", call, file, line);
+  }
+}
+
+}  // namespace decodebench::cuda

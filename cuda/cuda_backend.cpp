@@ -1,0 +1,390 @@
+#include "cuda/cuda_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/argmax.cuh"
+#include "cuda/kernels/attention.cuh"
+#include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemv.cuh"
+#include "cuda/kernels/kv_cache.cuh"
+#include "cuda/kernels/rms_norm.cuh"
+#include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/swiglu.cuh"
+
+namespace decodebench::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ns(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+
+constexpr size_t kAlign = 256;  // every tensor starts on a 256-byte boundary (16-byte loads)
+
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Tensors of the model in upload order (a tied LM head is uploaded once).
+template <typename Fn>
+void for_each_tensor(const Model& m, Fn&& fn) {
+  const ModelWeights& w = m.weights;
+  fn(w.token_embd);
+  for (const auto& l : w.layers) {
+    for (const TensorView* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm,
+                                &l.k_norm, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      fn(*t);
+    }
+  }
+  fn(w.output_norm);
+  if (!m.config.tied_embeddings) fn(w.output);
+}
+
+int64_t workspace_floats(const ModelConfig& c) {
+  return 2 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
+}
+
+std::string gib(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+}  // namespace
+
+int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions) {
+  int64_t weights = 0;
+  for_each_tensor(model, [&](const TensorView& t) {
+    if (t.present()) weights += static_cast<int64_t>(align_up(static_cast<size_t>(t.bytes())));
+  });
+  const ModelConfig& c = model.config;
+  const int64_t kv = 2 * c.n_layers * c.kv_dim() * max_positions * 4;
+  const int splits = attention_splits(max_positions);
+  const int64_t scratch = attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4 +
+                          static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1));
+  return weights + kv + workspace_floats(c) * 4 + scratch + (1 << 20);
+}
+
+CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
+    : model_(model), c_(model.config), options_(options), max_positions_(options.max_positions) {
+  if (max_positions_ < 1) throw usage_error("KV-cache capacity must be >= 1 position");
+  DB_CUDA_CHECK(cudaSetDevice(options.device));
+  cudaDeviceProp prop{};
+  DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  device_name_ = prop.name;
+  size_t free_bytes = 0, total_bytes = 0;
+  DB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const int64_t needed = device_bytes_needed(model, max_positions_);
+  if (needed > static_cast<int64_t>(free_bytes)) {
+    throw resource_error("not enough device memory on GPU " + std::to_string(options.device) +
+                         " (" + device_name_ + "): the model needs " + std::to_string(needed) +
+                         " bytes (" + gib(needed) + "), " + std::to_string(free_bytes) +
+                         " bytes (" + gib(static_cast<int64_t>(free_bytes)) + ") are free of " +
+                         gib(static_cast<int64_t>(total_bytes)));
+  }
+  upload_weights();
+  allocate_workspace();
+}
+
+CudaBackend::~CudaBackend() {
+  // Work still queued must finish before the buffers it uses are freed.
+  if (stream_.get()) DB_CUDA_CHECK_NOEXCEPT(cudaStreamSynchronize(stream_.get()));
+}
+
+void CudaBackend::upload_weights() {
+  size_t total = 0;
+  for_each_tensor(model_, [&](const TensorView& t) {
+    if (t.present()) total += align_up(static_cast<size_t>(t.bytes()));
+  });
+  weights_ = DeviceBuffer(total);
+  auto* base = weights_.data<uint8_t>();
+  size_t offset = 0;
+  const auto place = [&](const TensorView& t) -> DeviceTensor {
+    DeviceTensor d;
+    if (!t.present()) return d;
+    DB_CUDA_CHECK(
+        cudaMemcpy(base + offset, t.data, static_cast<size_t>(t.bytes()), cudaMemcpyHostToDevice));
+    d.type = t.type;
+    d.data = base + offset;
+    d.rows = t.rows;
+    d.cols = t.cols;
+    offset += align_up(static_cast<size_t>(t.bytes()));
+    return d;
+  };
+  const ModelWeights& w = model_.weights;
+  token_embd_ = place(w.token_embd);
+  layers_.resize(w.layers.size());
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    const LayerWeights& l = w.layers[i];
+    DeviceLayer& d = layers_[i];
+    d.attn_norm = place(l.attn_norm);
+    d.wq = place(l.wq);
+    d.wk = place(l.wk);
+    d.wv = place(l.wv);
+    d.bq = place(l.bq);
+    d.bk = place(l.bk);
+    d.bv = place(l.bv);
+    d.q_norm = place(l.q_norm);
+    d.k_norm = place(l.k_norm);
+    d.wo = place(l.wo);
+    d.ffn_norm = place(l.ffn_norm);
+    d.w_gate = place(l.w_gate);
+    d.w_up = place(l.w_up);
+    d.w_down = place(l.w_down);
+  }
+  output_norm_ = place(w.output_norm);
+  output_ = c_.tied_embeddings ? token_embd_ : place(w.output);
+}
+
+void CudaBackend::allocate_workspace() {
+  const auto floats = [](int64_t n) { return DeviceBuffer(static_cast<size_t>(n) * 4); };
+  const std::vector<double> inv = rope_inv_freq(c_);
+  inv_freq_ = DeviceBuffer(inv.size() * sizeof(double));
+  DB_CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv.data(), inv.size() * sizeof(double),
+                           cudaMemcpyHostToDevice));
+  const int64_t kv = c_.n_layers * c_.kv_dim() * max_positions_;
+  k_cache_ = floats(kv);
+  v_cache_ = floats(kv);
+  DB_CUDA_CHECK(cudaMemset(k_cache_.data(), 0, k_cache_.bytes()));
+  DB_CUDA_CHECK(cudaMemset(v_cache_.data(), 0, v_cache_.bytes()));
+  x_ = floats(c_.hidden);
+  xn_ = floats(c_.hidden);
+  q_ = floats(c_.q_dim());
+  k_ = floats(c_.kv_dim());
+  v_ = floats(c_.kv_dim());
+  att_ = floats(c_.q_dim());
+  gate_ = floats(c_.ffn);
+  up_ = floats(c_.ffn);
+  act_ = floats(c_.ffn);
+  logits_ = floats(c_.vocab);
+  attn_splits_ = attention_splits(max_positions_);
+  attn_scratch_ = floats(attention_scratch_floats(c_.n_heads, c_.head_dim, attn_splits_));
+  argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
+  d_next_ = DeviceBuffer(sizeof(int32_t));
+  d_inputs_ = DeviceBuffer(sizeof(StepInputs));
+  d_error_flag_ = DeviceBuffer(sizeof(int32_t));
+  DB_CUDA_CHECK(cudaMemset(d_error_flag_.data(), 0, sizeof(int32_t)));
+  h_inputs_ = PinnedBuffer(sizeof(StepInputs));
+  h_next_ = PinnedBuffer(sizeof(int32_t));
+  std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
+  DB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void CudaBackend::enqueue_forward() {
+  cudaStream_t s = stream_.get();
+  const auto* in = d_inputs_.data<StepInputs>();
+  const int32_t* d_token = &in->token;
+  const int32_t* d_pos = &in->pos;
+  const int32_t* d_seq_len = &in->seq_len;
+  const float eps = static_cast<float>(c_.rms_eps);
+  float* x = x_.data<float>();
+  float* xn = xn_.data<float>();
+  const auto gemv = [&](const DeviceTensor& w, const float* in_vec, float* out,
+                        const DeviceTensor* bias, const float* residual) {
+    GemvParams p;
+    p.type = w.type;
+    p.w = w.data;
+    p.rows = w.rows;
+    p.cols = w.cols;
+    p.x = in_vec;
+    p.y = out;
+    p.bias = bias && bias->present() ? bias->f32() : nullptr;
+    p.residual = residual;
+    launch_gemv(p, s);
+  };
+
+  launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s);
+  const int64_t kv_layer = c_.kv_dim() * max_positions_;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const DeviceLayer& L = layers_[l];
+    launch_rms_norm(x, L.attn_norm.f32(), xn, 1, c_.hidden, eps, s);
+    gemv(L.wq, xn, q_.data<float>(), &L.bq, nullptr);
+    gemv(L.wk, xn, k_.data<float>(), &L.bk, nullptr);
+    gemv(L.wv, xn, v_.data<float>(), &L.bv, nullptr);
+    if (L.q_norm.present()) {
+      launch_rms_norm(q_.data<float>(), L.q_norm.f32(), q_.data<float>(), c_.n_heads, c_.head_dim,
+                      eps, s);
+      launch_rms_norm(k_.data<float>(), L.k_norm.f32(), k_.data<float>(), c_.n_kv_heads,
+                      c_.head_dim, eps, s);
+    }
+    launch_rope(q_.data<float>(), k_.data<float>(), c_.n_heads, c_.n_kv_heads, c_.head_dim,
+                c_.rope_dim, d_pos, inv_freq_.data<double>(), c_.rope_style, s);
+    float* kc = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+    float* vc = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+    launch_kv_append(k_.data<float>(), v_.data<float>(), kc, vc, c_.n_kv_heads, c_.head_dim,
+                     max_positions_, d_pos, d_error_flag_.data<int32_t>(), s);
+    AttentionParams ap;
+    ap.q = q_.data<float>();
+    ap.k_cache = kc;
+    ap.v_cache = vc;
+    ap.out = att_.data<float>();
+    ap.n_heads = c_.n_heads;
+    ap.n_kv_heads = c_.n_kv_heads;
+    ap.head_dim = c_.head_dim;
+    ap.capacity = max_positions_;
+    ap.d_seq_len = d_seq_len;
+    ap.scratch = attn_scratch_.data<float>();
+    ap.splits = attn_splits_;
+    launch_attention(ap, s);
+    gemv(L.wo, att_.data<float>(), x, nullptr, x);
+    launch_rms_norm(x, L.ffn_norm.f32(), xn, 1, c_.hidden, eps, s);
+    gemv(L.w_gate, xn, gate_.data<float>(), nullptr, nullptr);
+    gemv(L.w_up, xn, up_.data<float>(), nullptr, nullptr);
+    launch_swiglu(gate_.data<float>(), up_.data<float>(), act_.data<float>(), c_.ffn, s);
+    gemv(L.w_down, act_.data<float>(), x, nullptr, x);
+  }
+  launch_rms_norm(x, output_norm_.f32(), xn, 1, c_.hidden, eps, s);
+  gemv(output_, xn, logits_.data<float>(), nullptr, nullptr);
+}
+
+void CudaBackend::enqueue_argmax() {
+  cudaStream_t s = stream_.get();
+  launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
+                d_next_.data<int32_t>(), s);
+  DB_CUDA_CHECK(
+      cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+}
+
+void CudaBackend::enqueue_step() {
+  enqueue_forward();
+  enqueue_argmax();
+}
+
+int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
+  if (pos < 0 || pos >= max_positions_) {
+    throw usage_error("position " + std::to_string(pos) + " is outside the KV-cache capacity of " +
+                      std::to_string(max_positions_) + " positions");
+  }
+  if (token < 0 || token >= c_.vocab) {
+    throw usage_error("token id " + std::to_string(token) + " is outside the vocabulary (" +
+                      std::to_string(c_.vocab) + " tokens)");
+  }
+  cudaStream_t s = stream_.get();
+  auto* in = h_inputs_.data<StepInputs>();
+  in->token = token;
+  in->pos = static_cast<int32_t>(pos);
+  in->seq_len = static_cast<int32_t>(pos + 1);
+  const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
+  if (phases == nullptr) {
+    DB_CUDA_CHECK(
+        cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
+    if (graph) {
+      graphs_->full.launch(s);
+    } else {
+      enqueue_step();
+    }
+    DB_CUDA_CHECK(cudaStreamSynchronize(s));
+    return *h_next_.data<int32_t>();
+  }
+  // Phase timing: the step is split at its phase boundaries, each closed by a synchronisation.
+  const auto t0 = Clock::now();
+  DB_CUDA_CHECK(
+      cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
+  const auto t1 = Clock::now();
+  DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
+  if (graph) {
+    graphs_->forward.launch(s);
+  } else {
+    enqueue_forward();
+  }
+  const auto t2 = Clock::now();
+  DB_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto t3 = Clock::now();
+  if (graph) {
+    graphs_->argmax.launch(s);
+  } else {
+    enqueue_argmax();
+  }
+  DB_CUDA_CHECK(cudaEventRecord(ev_stop_.get(), s));
+  DB_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto t4 = Clock::now();
+  float gpu_ms = 0;
+  DB_CUDA_CHECK(cudaEventElapsedTime(&gpu_ms, ev_start_.get(), ev_stop_.get()));
+  phases->h2d_ns = ns(t0, t1);
+  phases->launch_ns = ns(t1, t2);
+  phases->wait_ns = ns(t2, t3);
+  phases->argmax_ns = ns(t3, t4);
+  phases->total_ns = ns(t0, t4);
+  phases->gpu_ms = gpu_ms;
+  return *h_next_.data<int32_t>();
+}
+
+void CudaBackend::logits(std::vector<float>& out) {
+  out.resize(static_cast<size_t>(c_.vocab));
+  DB_CUDA_CHECK(cudaMemcpyAsync(out.data(), logits_.data(), out.size() * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_.get()));
+  DB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+ExecReport CudaBackend::capture() {
+  ExecReport report;
+  report.capture_attempted = true;
+  report.capture_mode = capture_mode_name(options_.capture_mode);
+  auto graphs = std::make_unique<StepGraphs>();
+  // The full step carries the injected fault (when asked for); the split graphs are clean.
+  CaptureOutcome full = capture_graph(
+      stream_.get(), options_.capture_mode, options_.inject_fault, [&] { enqueue_forward(); },
+      [&] { enqueue_argmax(); }, attn_scratch_.data());
+  report.capture_ms = full.ms;
+  if (!full.exec.valid()) {
+    report.failed_call = full.failed_call;
+    report.error_name = full.error_name;
+    report.error_message = full.error_message;
+    if (!full.context_healthy) {
+      throw Error(ExitCode::kContextUnusable,
+                  "the CUDA context is unusable after a failed graph capture (" + full.failed_call +
+                      ": " + full.error_name + "; " + full.error_message +
+                      "); restart the process");
+    }
+    report.recovery = "recovered";
+    report.mode = ExecMode::kEager;
+    return report;
+  }
+  CaptureOutcome fwd = capture_graph(
+      stream_.get(), options_.capture_mode, CaptureFault::kNone, [&] { enqueue_forward(); }, [] {},
+      nullptr);
+  CaptureOutcome arg = capture_graph(
+      stream_.get(), options_.capture_mode, CaptureFault::kNone, [&] { enqueue_argmax(); }, [] {},
+      nullptr);
+  if (!fwd.exec.valid() || !arg.exec.valid()) {
+    const CaptureOutcome& bad = fwd.exec.valid() ? arg : fwd;
+    report.failed_call = bad.failed_call;
+    report.error_name = bad.error_name;
+    report.error_message = bad.error_message;
+    report.recovery = bad.context_healthy ? "recovered" : "";
+    if (!bad.context_healthy) {
+      throw Error(ExitCode::kContextUnusable,
+                  "the CUDA context is unusable after a failed graph capture (" + bad.failed_call +
+                      ": " + bad.error_name + ")");
+    }
+    report.mode = ExecMode::kEager;
+    return report;
+  }
+  report.captured = true;
+  report.mode = ExecMode::kGraph;
+  report.graph_nodes = static_cast<int64_t>(full.exec.nodes());
+  graphs->full = std::move(full.exec);
+  graphs->forward = std::move(fwd.exec);
+  graphs->argmax = std::move(arg.exec);
+  graphs_ = std::move(graphs);
+  return report;
+}
+
+ExecReport CudaBackend::set_exec_mode(ExecMode mode) {
+  if (mode == ExecMode::kEager) {
+    mode_ = ExecMode::kEager;
+    ExecReport r;
+    r.capture_mode = capture_mode_name(options_.capture_mode);
+    return r;
+  }
+  if (!graphs_) last_report_ = capture();
+  mode_ = last_report_.mode;
+  return last_report_;
+}
+
+}  // namespace decodebench::cuda

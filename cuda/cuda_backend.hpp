@@ -1,0 +1,98 @@
+// The CUDA backend: weights on the device in their storage type, a preallocated workspace, one
+// non-blocking stream, eager or CUDA-graph execution of the decode step.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/backend_registry.hpp"
+#include "core/model/model.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/graph.hpp"
+
+namespace decodebench::cuda {
+
+/// Per-token inputs of a decode step, in device memory so that a captured graph reads them.
+struct StepInputs {
+  int32_t token;
+  int32_t pos;
+  int32_t seq_len;
+  int32_t pad;
+};
+
+/// A weight tensor on the device.
+struct DeviceTensor {
+  WeightType type = WeightType::kF32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  [[nodiscard]] bool present() const { return data != nullptr; }
+  [[nodiscard]] const float* f32() const { return static_cast<const float*>(data); }
+};
+
+struct DeviceLayer {
+  DeviceTensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm, w_gate, w_up,
+      w_down;
+};
+
+/// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
+///
+/// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches and one
+/// 4-byte D2H on `stream_` with fixed pointers and launch shapes; token, position and seq_len are
+/// read from `d_inputs_`, written by an async H2D before each step. The same functions run eagerly
+/// or under stream capture, so graph replay and eager execution compute identical results.
+class CudaBackend final : public Backend {
+ public:
+  /// Uploads the weights and allocates the workspace. Throws decodebench::Error: exit 3 when the
+  /// device has too little free memory (device name, free and needed bytes in the message).
+  CudaBackend(const Model& model, const CudaBackendOptions& options);
+  ~CudaBackend() override;
+
+  /// Device bytes this model and capacity need (weights + KV cache + workspace).
+  static int64_t device_bytes_needed(const Model& model, int64_t max_positions);
+
+  [[nodiscard]] std::string name() const override { return "cuda"; }
+  [[nodiscard]] std::string device_name() const override { return device_name_; }
+  [[nodiscard]] int64_t max_positions() const override { return max_positions_; }
+  int32_t step(int32_t token, int64_t pos, StepPhases* phases) override;
+  void logits(std::vector<float>& out) override;
+  ExecReport set_exec_mode(ExecMode mode) override;
+
+ private:
+  void upload_weights();
+  void allocate_workspace();
+  void enqueue_forward();
+  void enqueue_argmax();
+  void enqueue_step();
+  ExecReport capture();
+
+  const Model& model_;
+  const ModelConfig& c_;
+  CudaBackendOptions options_;
+  int64_t max_positions_;
+  std::string device_name_;
+
+  CudaStream stream_;
+  DeviceBuffer weights_;  // one arena for every tensor
+  DeviceTensor token_embd_, output_norm_, output_;
+  std::vector<DeviceLayer> layers_;
+
+  DeviceBuffer inv_freq_;           // double[rope_dim / 2]
+  DeviceBuffer k_cache_, v_cache_;  // [layer][kv_head][position][head_dim] f32
+  DeviceBuffer x_, xn_, q_, k_, v_, att_, gate_, up_, act_, logits_;
+  DeviceBuffer attn_scratch_, argmax_scratch_, d_next_, d_inputs_, d_error_flag_;
+  int attn_splits_ = 1;
+  PinnedBuffer h_inputs_, h_next_;
+  CudaEvent ev_start_, ev_stop_;
+
+  ExecMode mode_ = ExecMode::kEager;
+  std::unique_ptr<StepGraphs> graphs_;
+  ExecReport last_report_;
+};
+
+}  // namespace decodebench::cuda

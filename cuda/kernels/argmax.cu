@@ -1,0 +1,137 @@
+// Two-pass argmax. Candidates are ordered by a total order — any NaN beats any number, then the
+// larger value, then the lower index — so every reduction tree gives cpu::argmax's answer
+// (first NaN, else the lowest index of the maximum; -0 == +0 ties go to the lower index).
+#include <climits>
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/argmax.cuh"
+#include "cuda/kernels/common.cuh"
+
+namespace decodebench::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPerThread = 8;
+constexpr int64_t kChunk = int64_t{kThreads} * kPerThread;  ///< values per pass-1 block
+constexpr int kMaxRows = 65535;                             ///< gridDim.y limit
+
+struct Candidate {
+  float v;
+  int32_t i;  ///< INT_MAX: no candidate yet (loses to every real element, -inf included)
+};
+
+__device__ __forceinline__ bool better(Candidate a, Candidate b) {
+  const bool a_nan = isnan(a.v);
+  const bool b_nan = isnan(b.v);
+  if (a_nan != b_nan) return a_nan;
+  if (!a_nan && a.v != b.v) return a.v > b.v;
+  return a.i < b.i;
+}
+
+__device__ __forceinline__ Candidate warp_best(Candidate c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const Candidate other{__shfl_xor_sync(kernels::kFullMask, c.v, o),
+                          __shfl_xor_sync(kernels::kFullMask, c.i, o)};
+    if (better(other, c)) c = other;
+  }
+  return c;
+}
+
+/// Best candidate of the block (valid in thread 0).
+__device__ __forceinline__ Candidate block_best(Candidate c) {
+  __shared__ Candidate warp_c[kThreads / 32];
+  c = warp_best(c);
+  const int t = static_cast<int>(threadIdx.x);
+  if ((t & 31) == 0) warp_c[t >> 5] = c;
+  __syncthreads();
+  if (t < 32) {
+    c = t < kThreads / 32 ? warp_c[t] : Candidate{-INFINITY, INT_MAX};
+    c = warp_best(c);
+  }
+  return c;
+}
+
+/// Pass 1: block (b, r) reduces values [b·kChunk, (b+1)·kChunk) of row r to partial[r][b].
+__global__ void __launch_bounds__(kThreads)
+    argmax_partial_kernel(const float* x, int64_t n, int64_t row_stride, Candidate* partial) {
+  const int64_t row = blockIdx.y;
+  const float* xr = x + row * row_stride;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk + threadIdx.x;
+  float v[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {  // all loads first: several in flight per thread
+    const int64_t idx = base + int64_t{j} * kThreads;
+    v[j] = idx < n ? xr[idx] : -INFINITY;
+  }
+  Candidate c{-INFINITY, INT_MAX};
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t idx = base + int64_t{j} * kThreads;
+    const Candidate cand{v[j], idx < n ? static_cast<int32_t>(idx) : INT_MAX};
+    if (better(cand, c)) c = cand;
+  }
+  c = block_best(c);
+  if (threadIdx.x == 0) partial[row * gridDim.x + blockIdx.x] = c;
+}
+
+/// Pass 2: block r reduces the `nparts` partials of row r to out[r].
+__global__ void __launch_bounds__(kThreads)
+    argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out) {
+  const Candidate* pr = partial + static_cast<int64_t>(blockIdx.x) * nparts;
+  Candidate c{-INFINITY, INT_MAX};
+  for (int p = static_cast<int>(threadIdx.x); p < nparts; p += kThreads) {
+    if (better(pr[p], c)) c = pr[p];
+  }
+  c = block_best(c);
+  if (threadIdx.x == 0) out[blockIdx.x] = c.i;
+}
+
+int64_t partial_count(int64_t n) { return kernels::ceil_div<int64_t>(n, kChunk); }
+
+void check_sizes(int64_t n, int64_t m) {
+  if (n <= 0 || n >= INT_MAX || m <= 0 || m > kMaxRows) {
+    throw runtime_error("argmax: invalid size n=" + std::to_string(n) + " m=" + std::to_string(m) +
+                        " (need 0 < n < 2^31 - 1, 0 < m <= 65535)");
+  }
+}
+
+}  // namespace
+
+size_t argmax_scratch_bytes(int64_t n, int64_t m) {
+  check_sizes(n, m);
+  return static_cast<size_t>(partial_count(n) * m) * sizeof(Candidate);
+}
+
+void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream) {
+  check_sizes(n, m);
+  if (x == nullptr || d_out == nullptr || scratch == nullptr) {
+    throw runtime_error("argmax: null device pointer");
+  }
+  if (m > 1 && row_stride < n) {
+    throw runtime_error("argmax: row stride " + std::to_string(row_stride) +
+                        " is smaller than the row length " + std::to_string(n));
+  }
+  const size_t need = argmax_scratch_bytes(n, m);
+  if (scratch_bytes < need) {
+    throw runtime_error("argmax: scratch of " + std::to_string(scratch_bytes) + " bytes, need " +
+                        std::to_string(need));
+  }
+  auto* partial = static_cast<Candidate*>(scratch);
+  const int64_t parts = partial_count(n);
+  const dim3 grid1(static_cast<unsigned>(parts), static_cast<unsigned>(m));
+  argmax_partial_kernel<<<grid1, kThreads, 0, stream>>>(x, n, row_stride, partial);
+  argmax_final_kernel<<<static_cast<unsigned>(m), kThreads, 0, stream>>>(
+      partial, static_cast<int>(parts), d_out);
+  DB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
+                   cudaStream_t stream) {
+  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream);
+}
+
+}  // namespace decodebench::cuda

@@ -1,0 +1,31 @@
+// Greedy sampling: argmax over logits, written as an int32 token id to device memory. Host
+// launchers only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace decodebench::cuda {
+
+/// Bytes of device scratch that launch_argmax / launch_argmax_batched need for `m` rows of `n`
+/// values (preallocate once with the workspace). Throws decodebench::Error (exit 1) for n <= 0,
+/// n >= 2^31 or m <= 0.
+size_t argmax_scratch_bytes(int64_t n, int64_t m);
+
+/// d_out[0] = index of the largest of x[0, n), with cpu::argmax's rules: ties go to the lowest
+/// index, and the first NaN (lowest index) wins over every number. Two launches: many blocks
+/// reduce chunks to (value, index) partials in `scratch`, one block reduces the partials.
+/// `scratch` must hold argmax_scratch_bytes(n, 1) bytes (`scratch_bytes` is checked).
+/// Throws decodebench::Error (exit 1) for null pointers, bad sizes, too little scratch or a
+/// failed launch.
+void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
+                   cudaStream_t stream);
+
+/// Batched form: d_out[r] = argmax of row r (x + r·row_stride, n values) for r < m, in the same
+/// two launches. row_stride >= n (in floats).
+void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream);
+
+}  // namespace decodebench::cuda

@@ -1,0 +1,359 @@
+// Decode attention with grouped-query heads and split-KV ("flash-decoding").
+//
+// Block (split, kv_head, z) handles positions [c0, c1) of one KV head for up to kMaxGroup query
+// heads that share it (K and V are read once for the whole group). It walks its positions in
+// tiles of kTile: (1) scores s = q·k / sqrt(head_dim) for the tile into shared memory, kLP lanes
+// per position; (2) one warp per head updates the running max m and sum l (online softmax) and
+// turns scores into e^(s - m); (3) every thread rescales its accumulator by e^(m_old - m_new) and
+// adds p·v for its 16 positions and 4 dims. Per tile each thread issues all its K (then V) loads
+// before using them, so 32 KB per block are in flight.
+//
+// With splits == 1 the block normalizes and writes `out` directly. Otherwise it writes the
+// unnormalized accumulator, m and l of its split and attention_combine_kernel merges them:
+// out = Σ_s acc_s·e^(m_s − M) / Σ_s l_s·e^(m_s − M), M = max_s m_s.
+//
+// The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
+// splits))), so the launch shape is fixed by the capacity alone and every split has work once
+// the context is long; splits that start past seq_len return at once.
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/attention.cuh"
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/kv_cache.cuh"
+
+namespace decodebench::cuda {
+namespace {
+
+using kernels::ceil_div;
+
+constexpr int kThreads = 128;
+constexpr int kMaxGroup = 8;   ///< query heads per block (more → more blocks along z)
+constexpr int kMinChunk = 64;  ///< smallest split, in positions
+constexpr int kMaxSplits = 64;
+constexpr int kSplitGranule = 128;  ///< capacity per split in attention_splits
+
+/// Compile-time geometry for one head dimension (all tiles hold 8192 floats of K).
+template <int HD>
+struct Cfg {
+  static constexpr int kLP = HD / 16;  ///< lanes per position (scores), 16 dims each
+  static constexpr int kPosPerPass = kThreads / kLP;
+  static constexpr int kPasses = 4;
+  static constexpr int kTile = kPosPerPass * kPasses;  ///< positions per tile: 8192 / HD
+  static constexpr int kVT = HD / 4;                   ///< threads per V row (one float4 each)
+  static constexpr int kPG = kThreads / kVT;           ///< position groups in the V phase
+  static constexpr int kVPos = kTile / kPG;            ///< positions per thread per tile (16)
+  static_assert(kLP >= 1 && kLP <= 32 && (kLP & (kLP - 1)) == 0, "kLP must be a power of two");
+  static_assert(kPG >= 1 && kTile % kPG == 0, "V phase covers the tile");
+};
+
+struct AttnArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  float* part_acc;  ///< [splits][n_heads][head_dim]
+  float* part_ml;   ///< [splits][n_heads][2]: running max, running sum
+  int n_heads;
+  int group;  ///< n_heads / n_kv_heads
+  int head_dim;
+  int capacity;
+  int splits;
+  float scale;
+  const int32_t* d_seq_len;
+  int32_t* d_error;
+};
+
+/// *d_seq_len clamped to [0, capacity]; `report` sets the error bit when it was too large.
+__device__ __forceinline__ int read_seq_len(const AttnArgs& a, bool report) {
+  int s = *a.d_seq_len;
+  if (s > a.capacity) {
+    if (report && a.d_error != nullptr) atomicOr(a.d_error, kDeviceErrorSeqLen);
+    s = a.capacity;
+  }
+  return s < 0 ? 0 : s;
+}
+
+/// Positions per split for this seq_len (identical in both kernels).
+__device__ __forceinline__ int split_chunk(int seq_len, int splits) {
+  const int c = ceil_div(seq_len, splits);
+  return c > kMinChunk ? c : kMinChunk;
+}
+
+__device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
+  return make_float4(fmaf(p, v.x, acc.x), fmaf(p, v.y, acc.y), fmaf(p, v.z, acc.z),
+                     fmaf(p, v.w, acc.w));
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
+  using C = Cfg<HD>;
+  __shared__ __align__(16) float q_s[kMaxGroup][HD];
+  __shared__ float s_s[kMaxGroup][C::kTile];
+  __shared__ __align__(16) float red_s[C::kPG][kMaxGroup][HD];
+  __shared__ float m_s[kMaxGroup];
+  __shared__ float l_s[kMaxGroup];
+  __shared__ float alpha_s[kMaxGroup];
+
+  const int t = static_cast<int>(threadIdx.x);
+  const int split = static_cast<int>(blockIdx.x);
+  const int kvh = static_cast<int>(blockIdx.y);
+  const int g0 = static_cast<int>(blockIdx.z) * kMaxGroup;
+  const int ng = min(kMaxGroup, a.group - g0);  // query heads in this block
+  const int h0 = kvh * a.group + g0;            // the first of them
+
+  const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
+  const int seq_len = read_seq_len(a, reporter);
+  const int chunk = split_chunk(seq_len, a.splits);
+  const int64_t c0_64 = static_cast<int64_t>(split) * chunk;
+  if (c0_64 >= seq_len) {  // nothing to attend in this split (uniform over the block)
+    if (a.splits == 1) {
+      for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
+    } else if (t < ng) {
+      float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h0 + t) * 2;
+      ml[0] = -INFINITY;
+      ml[1] = 0.0f;
+    }
+    return;
+  }
+  const int c0 = static_cast<int>(c0_64);
+  const int c1 = min(seq_len, c0 + chunk);
+
+  for (int i = t; i < kMaxGroup * HD; i += kThreads) {
+    const int g = i / HD;
+    q_s[g][i % HD] = g < ng ? a.q[static_cast<int64_t>(h0) * HD + i] : 0.0f;
+  }
+  if (t < kMaxGroup) {
+    m_s[t] = -INFINITY;
+    l_s[t] = 0.0f;
+  }
+  __syncthreads();
+
+  const float* kbase = a.k + static_cast<int64_t>(kvh) * a.capacity * HD;
+  const float* vbase = a.v + static_cast<int64_t>(kvh) * a.capacity * HD;
+  const int sp_pos = t / C::kLP;   // score phase: position slot within a pass
+  const int sp_part = t % C::kLP;  // ... and float4 columns sp_part + kLP·j, j < 4
+  const int vp_col = t % C::kVT;   // value phase: float4 column
+  const int vp_grp = t / C::kVT;   // ... and positions vp_grp + kPG·j, j < kVPos
+  const int warp = t >> 5;
+  const int lane = t & 31;
+
+  float4 acc[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+  for (int t0 = c0; t0 < c1; t0 += C::kTile) {
+    // (1) Scores of the tile.
+    {
+      float4 kr[C::kPasses][4];
+#pragma unroll
+      for (int p = 0; p < C::kPasses; ++p) {
+        const int pos = t0 + p * C::kPosPerPass + sp_pos;
+        const float4* krow =
+            reinterpret_cast<const float4*>(kbase + static_cast<int64_t>(pos) * HD);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          kr[p][j] =
+              pos < c1 ? __ldg(krow + sp_part + C::kLP * j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < C::kPasses; ++p) {
+        const int slot = p * C::kPosPerPass + sp_pos;
+        const bool valid = t0 + slot < c1;
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g < ng) {  // uniform: every lane takes part in the group sum
+            const float4* qv = reinterpret_cast<const float4*>(q_s[g]);
+            float d = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const float4 qq = qv[sp_part + C::kLP * j];
+              d = fmaf(qq.x, kr[p][j].x, d);
+              d = fmaf(qq.y, kr[p][j].y, d);
+              d = fmaf(qq.z, kr[p][j].z, d);
+              d = fmaf(qq.w, kr[p][j].w, d);
+            }
+            d = kernels::group_sum<C::kLP>(d);
+            if (sp_part == 0) s_s[g][slot] = valid ? d * a.scale : -INFINITY;
+          }
+        }
+      }
+    }
+    __syncthreads();
+
+    // (2) Online softmax, one warp per head.
+    for (int g = warp; g < ng; g += kThreads / 32) {
+      float mt = -INFINITY;
+      for (int i = lane; i < C::kTile; i += 32) mt = fmaxf(mt, s_s[g][i]);
+      mt = kernels::warp_max(mt);
+      const float m_old = m_s[g];
+      const float m_new = fmaxf(m_old, mt);  // finite: the tile has a valid position
+      float sum = 0.0f;
+      for (int i = lane; i < C::kTile; i += 32) {
+        const float pv = t0 + i < c1 ? expf(s_s[g][i] - m_new) : 0.0f;
+        s_s[g][i] = pv;
+        sum += pv;
+      }
+      sum = kernels::warp_sum(sum);
+      if (lane == 0) {
+        const float alpha = expf(m_old - m_new);  // 0 on the first tile (m_old = -inf)
+        alpha_s[g] = alpha;
+        l_s[g] = l_s[g] * alpha + sum;
+        m_s[g] = m_new;
+      }
+    }
+    __syncthreads();
+
+    // (3) Accumulate p·v.
+    {
+      float4 vr[C::kVPos];
+#pragma unroll
+      for (int j = 0; j < C::kVPos; ++j) {
+        const int pos = t0 + vp_grp + C::kPG * j;
+        vr[j] =
+            pos < c1
+                ? __ldg(reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD) +
+                        vp_col)
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < ng) {
+          const float al = alpha_s[g];
+          float4 ac = make_float4(acc[g].x * al, acc[g].y * al, acc[g].z * al, acc[g].w * al);
+#pragma unroll
+          for (int j = 0; j < C::kVPos; ++j) ac = fma4(s_s[g][vp_grp + C::kPG * j], vr[j], ac);
+          acc[g] = ac;
+        }
+      }
+    }
+    __syncthreads();  // s_s and alpha_s are rewritten by the next tile
+  }
+
+  // Sum the position groups' accumulators, then normalize (single split) or store the partial.
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g < ng) *reinterpret_cast<float4*>(&red_s[vp_grp][g][4 * vp_col]) = acc[g];
+  }
+  __syncthreads();
+  for (int i = t; i < ng * HD; i += kThreads) {
+    const int g = i / HD;
+    const int d = i % HD;
+    float o = 0.0f;
+#pragma unroll
+    for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
+    const int64_t h = h0 + g;
+    if (a.splits == 1) {
+      const float l = l_s[g];
+      a.out[h * HD + d] = l > 0.0f ? o / l : 0.0f;
+    } else {
+      a.part_acc[(static_cast<int64_t>(split) * a.n_heads + h) * HD + d] = o;
+      if (d == 0) {
+        float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h) * 2;
+        ml[0] = m_s[g];
+        ml[1] = l_s[g];
+      }
+    }
+  }
+}
+
+/// Merges the partials of the active splits: block h, thread d.
+__global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a) {
+  const int h = static_cast<int>(blockIdx.x);
+  const int d = static_cast<int>(threadIdx.x);
+  const int seq_len = read_seq_len(a, false);
+  const int active = min(a.splits, ceil_div(seq_len, split_chunk(seq_len, a.splits)));
+  float m = -INFINITY;
+  for (int s = 0; s < active; ++s) {
+    m = fmaxf(m, a.part_ml[(static_cast<int64_t>(s) * a.n_heads + h) * 2]);
+  }
+  float l = 0.0f;
+  float o = 0.0f;
+  for (int s = 0; s < active; ++s) {
+    const int64_t sh = static_cast<int64_t>(s) * a.n_heads + h;
+    const float w = expf(a.part_ml[sh * 2] - m);
+    l = fmaf(a.part_ml[sh * 2 + 1], w, l);
+    o = fmaf(a.part_acc[sh * a.head_dim + d], w, o);
+  }
+  a.out[static_cast<int64_t>(h) * a.head_dim + d] = l > 0.0f ? o / l : 0.0f;
+}
+
+template <int HD>
+void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(args.splits), static_cast<unsigned>(n_kv_heads),
+                  static_cast<unsigned>(ceil_div(args.group, kMaxGroup)));
+  attention_kernel<HD><<<grid, kThreads, 0, stream>>>(args);
+  if (args.splits > 1) {
+    attention_combine_kernel<<<static_cast<unsigned>(args.n_heads), HD, 0, stream>>>(args);
+  }
+}
+
+}  // namespace
+
+int attention_splits(int64_t capacity) {
+  if (capacity <= kSplitGranule) return 1;
+  const int64_t s = ceil_div<int64_t>(capacity, kSplitGranule);
+  return static_cast<int>(s < kMaxSplits ? s : kMaxSplits);
+}
+
+int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits) {
+  return splits > 1 ? static_cast<int64_t>(splits) * n_heads * (head_dim + 2) : 0;
+}
+
+void launch_attention(const AttentionParams& p, cudaStream_t stream) {
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+    throw usage_error("attention: unsupported head_dim: " + std::to_string(p.head_dim) +
+                      " (supported: 64, 128, 256)");
+  }
+  if (p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr || p.out == nullptr ||
+      p.d_seq_len == nullptr) {
+    throw runtime_error("attention: null device pointer");
+  }
+  if (p.n_heads <= 0 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0 ||
+      p.n_kv_heads > 65535 || p.n_heads > (int64_t{1} << 30) || p.capacity <= 0 ||
+      p.capacity * p.head_dim > (int64_t{1} << 40) || p.capacity > (int64_t{1} << 30)) {
+    throw runtime_error("attention: invalid shape n_heads=" + std::to_string(p.n_heads) +
+                        " n_kv_heads=" + std::to_string(p.n_kv_heads) +
+                        " capacity=" + std::to_string(p.capacity));
+  }
+  if (p.splits < 1 || p.splits > 65535 || (p.splits > 1 && p.scratch == nullptr)) {
+    throw runtime_error("attention: invalid splits " + std::to_string(p.splits) +
+                        (p.splits > 1 && p.scratch == nullptr ? " without scratch" : ""));
+  }
+  AttnArgs a{};
+  a.q = p.q;
+  a.k = p.k_cache;
+  a.v = p.v_cache;
+  a.out = p.out;
+  a.part_acc = p.scratch;
+  a.part_ml =
+      p.splits > 1 ? p.scratch + static_cast<int64_t>(p.splits) * p.n_heads * p.head_dim : nullptr;
+  a.n_heads = static_cast<int>(p.n_heads);
+  a.group = static_cast<int>(p.n_heads / p.n_kv_heads);
+  a.head_dim = static_cast<int>(p.head_dim);
+  a.capacity = static_cast<int>(p.capacity);
+  a.splits = p.splits;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
+  a.d_seq_len = p.d_seq_len;
+  a.d_error = p.d_error;
+  const int nkv = static_cast<int>(p.n_kv_heads);
+  switch (p.head_dim) {
+    case 64:
+      launch_for_head_dim<64>(a, nkv, stream);
+      break;
+    case 128:
+      launch_for_head_dim<128>(a, nkv, stream);
+      break;
+    case 256:
+      launch_for_head_dim<256>(a, nkv, stream);
+      break;
+    default:
+      break;  // rejected above
+  }
+  DB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace decodebench::cuda

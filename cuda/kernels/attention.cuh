@@ -1,0 +1,46 @@
+// Decode attention (one query token) over the KV cache, split-KV ("flash-decoding") for long
+// contexts. Host launchers only; includable from g++ code.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace decodebench::cuda {
+
+/// Arguments of one decode-attention launch. All pointers are device pointers.
+struct AttentionParams {
+  const float* q = nullptr;        ///< [n_heads][head_dim]
+  const float* k_cache = nullptr;  ///< [n_kv_heads][capacity][head_dim]
+  const float* v_cache = nullptr;  ///< [n_kv_heads][capacity][head_dim]
+  float* out = nullptr;            ///< [n_heads][head_dim]; must not alias q or scratch
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;  ///< divides n_heads; head h reads KV head h / (n_heads/n_kv_heads)
+  int64_t head_dim = 0;    ///< 64, 128 or 256
+  int64_t capacity = 0;    ///< KV positions allocated per head
+  const int32_t* d_seq_len = nullptr;  ///< positions [0, *d_seq_len) attend (read on the device)
+  int splits = 1;                      ///< from attention_splits(capacity); fixed per workspace
+  float* scratch = nullptr;    ///< attention_scratch_floats(...) floats; unused if splits == 1
+  int32_t* d_error = nullptr;  ///< optional device error word (kv_cache.cuh): seq_len clamped
+};
+
+/// Number of KV splits for a cache of `capacity` positions: ceil(capacity / 128) clamped to
+/// [1, 64]. Fixed when the workspace is allocated, so the launch shape never changes; at run time
+/// a split takes max(64, ceil(seq_len / splits)) positions and splits past the end do nothing.
+int attention_splits(int64_t capacity);
+
+/// Floats of scratch launch_attention needs: splits · n_heads · (head_dim + 2) when splits > 1
+/// (partial accumulators, running max and sum per split and head), else 0.
+int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits);
+
+/// out[h] = softmax(q[h]·Kᵀ / sqrt(head_dim)) · V over positions [0, *d_seq_len) of KV head
+/// h / (n_heads / n_kv_heads) (cpu::attention). One block per (split, KV head, group of up to 8
+/// query heads sharing it) with an online softmax over tiles of positions; with splits > 1 a
+/// second kernel merges the per-split partials. seq_len > capacity is clamped to capacity and
+/// sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives zeros.
+/// Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims other than
+/// 64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch, or a failed
+/// launch.
+void launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+}  // namespace decodebench::cuda

@@ -1,0 +1,50 @@
+// Embedding lookup: one thread per output element, exact dequantization (dequant.cuh).
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/dequant.cuh"
+#include "cuda/kernels/embedding.cuh"
+
+namespace decodebench::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads)
+    embedding_kernel(const uint8_t* table, int64_t cols, int64_t row_bytes, const int32_t* d_token,
+                     float* out) {
+  const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (e >= cols) return;
+  const int64_t token = *d_token;
+  out[e] = kernels::QuantOps<T>::elem(table + token * row_bytes, e);
+}
+
+}  // namespace
+
+void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
+                      float* out, cudaStream_t stream) {
+  const WeightTraits tr = weight_traits(type);
+  if (tr.name == nullptr) {
+    throw usage_error("embedding: unsupported weight type #" +
+                      std::to_string(static_cast<uint32_t>(type)));
+  }
+  if (table == nullptr || d_token == nullptr || out == nullptr) {
+    throw runtime_error("embedding: null device pointer");
+  }
+  if (cols <= 0 || cols % tr.block_elems != 0 || cols > (int64_t{1} << 30)) {
+    throw runtime_error("embedding: invalid row length " + std::to_string(cols) + " for " +
+                        tr.name);
+  }
+  const int64_t rb = row_bytes(type, cols);
+  const auto* t = static_cast<const uint8_t*>(table);
+  const dim3 grid(static_cast<unsigned>(kernels::ceil_div<int64_t>(cols, kThreads)));
+  kernels::dispatch_weight_type(type, [&]<WeightType T>() {
+    embedding_kernel<T><<<grid, kThreads, 0, stream>>>(t, cols, rb, d_token, out);
+  });
+  DB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace decodebench::cuda

@@ -1,0 +1,22 @@
+// Token embedding lookup of the decode step. Host launcher only; includable from g++ code.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/quant/weight_type.hpp"
+
+namespace decodebench::cuda {
+
+/// Writes row `*d_token` of the [vocab × cols] table `table` (stored as `type`, rows of
+/// row_bytes(type, cols) bytes) to `out` as `cols` floats, bit-identical to
+/// quant::dequantize_row. The token id is read on the device (graph-capturable); it must be in
+/// [0, vocab) — the launcher cannot check it (the host validates prompt ids, argmax yields ids
+/// < vocab). `table` must be 2-byte aligned (4-byte for F32).
+/// Throws decodebench::Error: exit 2 for an unsupported type, exit 1 for null pointers, cols not
+/// a positive multiple of the block size, or a failed launch.
+void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
+                      float* out, cudaStream_t stream);
+
+}  // namespace decodebench::cuda

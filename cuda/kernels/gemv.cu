@@ -1,0 +1,315 @@
+// GEMV for every weight type, weights read in their storage type.
+//
+// Decode at batch 1 streams each weight byte exactly once, so the kernel is built around keeping
+// HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and copies its rows'
+// bytes chunk by chunk into shared memory with 16-byte cp.async, kStages chunks deep, while it
+// computes on the oldest chunk. Staging through shared memory makes the global loads 16-byte and
+// coalesced whatever the block size (18, 22, 34, 210 bytes ... are not 16-byte multiples, so rows
+// and blocks start at any even address). When there are too few row groups to fill the GPU, the
+// warps of a block split the columns of one row group (column_splits) and their partial sums are
+// added in shared memory in a fixed order, so results are deterministic for a given shape.
+//
+// Per-type decoding (which lane reads which codes and x values) lives in dequant.cuh.
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/dequant.cuh"
+#include "cuda/kernels/gemv.cuh"
+
+namespace decodebench::cuda {
+namespace {
+
+using kernels::ceil_div;
+using kernels::QuantOps;
+
+constexpr int kWarps = 8;  ///< warps per block
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 2;    ///< rows per warp
+constexpr int kStages = 4;  ///< cp.async pipeline depth (chunks)
+constexpr int kFallbackWarps = 8;
+
+/// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
+/// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
+template <WeightType T>
+struct Layout {
+  using Ops = QuantOps<T>;
+  static constexpr int kChunkBytes = Ops::kChunkBlocks * Ops::kBlockBytes;
+  // A chunk starts at any address ≡ its global address mod 16: up to 15 bytes of slack in front.
+  static constexpr int kRegionBytes = (kChunkBytes + 15 + 15) / 16 * 16;
+  static constexpr int kStageBytes = kRows * kRegionBytes;
+  static constexpr int kTableEntries = Ops::kTable ? kRows * Ops::kChunkBlocks * 4 : 0;
+  static constexpr int kWarpBytes = kStages * kStageBytes + kTableEntries * 16;
+  static constexpr int kSmemBytes = kWarps * kWarpBytes + kWarps * kRows * 4;
+  static constexpr int kBlocksPerStep = 32 / Ops::kPieces;
+  static constexpr int kSteps = Ops::kChunkBlocks / kBlocksPerStep;
+  static_assert(32 % Ops::kPieces == 0, "pieces per block must divide the warp");
+  static_assert(Ops::kChunkBlocks % kBlocksPerStep == 0, "a chunk is a whole number of steps");
+  static_assert(kSmemBytes <= 48 * 1024, "stay under the default dynamic shared-memory limit");
+};
+
+/// Plain-old-data copy of GemvParams for the kernel (plus the column split).
+struct GemvArgs {
+  const uint8_t* w;
+  const float* x;
+  float* y;
+  const float* bias;
+  const float* residual;
+  int64_t rows;
+  int64_t cols;
+  int ksplit;
+};
+
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a) {
+  using Ops = QuantOps<T>;
+  using L = Layout<T>;
+  constexpr int kNbc = Ops::kChunkBlocks;
+  constexpr int kBb = Ops::kBlockBytes;
+  extern __shared__ __align__(16) uint8_t smem[];
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int ks = warp % a.ksplit;  // column split of this warp
+  const int rg = warp / a.ksplit;  // row group within the block
+  const int rg_per_block = kWarps / a.ksplit;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * rg_per_block + rg) * kRows;
+
+  uint8_t* wsm = smem + warp * L::kWarpBytes;
+  float4* table = reinterpret_cast<float4*>(wsm + kStages * L::kStageBytes);
+  float* partial = reinterpret_cast<float*>(smem + kWarps * L::kWarpBytes);
+
+  const int64_t nb = a.cols / Ops::kBlockElems;
+  const int64_t row_bytes = nb * kBb;
+  // Rows past the end (last block) re-read the last row: no special case in the pipeline; their
+  // sums are discarded.
+  const uint8_t* rowp[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) rowp[i] = a.w + kernels::min64(row0 + i, a.rows - 1) * row_bytes;
+
+  const int64_t nchunks = ceil_div<int64_t>(nb, kNbc);
+  const int64_t my_chunks = nchunks > ks ? ceil_div<int64_t>(nchunks - ks, a.ksplit) : 0;
+
+  // Copies local chunk `ci` of both rows into stage buffer `buf`: the 16-byte aligned span that
+  // covers the chunk. The span may start up to 15 bytes early (inside W, since W is 16-byte
+  // aligned); the last piece reads only up to the chunk's end (zero-fill), never past W.
+  auto issue = [&](int64_t ci, int buf) {
+    const int64_t blk0 = (ks + ci * a.ksplit) * kNbc;
+    const int64_t bytes = kernels::min64(kNbc, nb - blk0) * kBb;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const uint8_t* start = rowp[i] + blk0 * kBb;
+      const int lead = static_cast<int>(reinterpret_cast<uintptr_t>(start) & 15u);
+      const uint8_t* base = start - lead;
+      const int span = lead + static_cast<int>(bytes);
+      uint8_t* dst = wsm + buf * L::kStageBytes + i * L::kRegionBytes;
+      for (int o = lane * 16; o < span; o += 32 * 16) {
+        kernels::cp_async_16(dst + o, base + o, min(16, span - o));
+      }
+    }
+  };
+
+  float acc[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < my_chunks) issue(s, s);
+    kernels::cp_async_commit();
+  }
+
+  const int piece = lane % Ops::kPieces;
+  const int bsub = lane / Ops::kPieces;
+  int tcol[Ops::kGroups];
+#pragma unroll
+  for (int g = 0; g < Ops::kGroups; ++g) tcol[g] = Ops::group_col(piece, g);
+
+  for (int64_t ci = 0; ci < my_chunks; ++ci) {
+    if (ci + kStages - 1 < my_chunks) issue(ci + kStages - 1, (ci + kStages - 1) % kStages);
+    kernels::cp_async_commit();
+    kernels::cp_async_wait<kStages - 1>();  // this lane's copies of chunk ci have landed
+    __syncwarp();                           // ... and every other lane's
+
+    const int buf = static_cast<int>(ci % kStages);
+    const int64_t blk0 = (ks + ci * a.ksplit) * kNbc;
+    const int nblk = static_cast<int>(kernels::min64(kNbc, nb - blk0));
+    const uint8_t* region[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int lead = static_cast<int>(reinterpret_cast<uintptr_t>(rowp[i] + blk0 * kBb) & 15u);
+      region[i] = wsm + buf * L::kStageBytes + i * L::kRegionBytes + lead;
+    }
+
+    if constexpr (Ops::kTable) {
+      for (int e = lane; e < L::kTableEntries; e += 32) {
+        const int i = e / (kNbc * 4);
+        const int b = (e / 4) % kNbc;
+        // Select the row's region without a run-time index into the register array.
+        const uint8_t* rb = region[0];
+#pragma unroll
+        for (int k = 1; k < kRows; ++k) rb = i == k ? region[k] : rb;
+        if (b < nblk) table[e] = Ops::table_entry(rb + b * kBb, e & 3);
+      }
+      __syncwarp();
+    }
+
+    const float* xc = a.x + blk0 * Ops::kBlockElems;
+#pragma unroll
+    for (int st = 0; st < L::kSteps; ++st) {
+      const int b = st * L::kBlocksPerStep + bsub;
+      if (b < nblk) {
+        const float* xb = xc + b * Ops::kBlockElems;
+        float4 xg[Ops::kGroups];
+#pragma unroll
+        for (int g = 0; g < Ops::kGroups; ++g) {
+          xg[g] = __ldg(reinterpret_cast<const float4*>(xb + tcol[g]));
+        }
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          float4 coef = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          if constexpr (Ops::kTable) coef = table[(i * kNbc + b) * 4 + Ops::table_index(piece)];
+          acc[i] += Ops::dot(region[i] + b * kBb, piece, xg, coef);
+        }
+      }
+    }
+    __syncwarp();  // all lanes are done with stage `buf` (and the table) before they are refilled
+  }
+
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) acc[i] = kernels::warp_sum(acc[i]);
+  if (lane == 0) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) partial[warp * kRows + i] = acc[i];
+  }
+  __syncthreads();
+
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < rg_per_block * kRows) {
+    const int g = t / kRows;
+    const int i = t % kRows;
+    const int64_t r = (static_cast<int64_t>(blockIdx.x) * rg_per_block + g) * kRows + i;
+    if (r < a.rows) {
+      float s = 0.0f;
+      for (int k = 0; k < a.ksplit; ++k) s += partial[(g * a.ksplit + k) * kRows + i];
+      if (a.bias != nullptr) s += a.bias[r];
+      if (a.residual != nullptr) s += a.residual[r];
+      a.y[r] = s;
+    }
+  }
+}
+
+/// Fallback for shapes or pointers the staged kernel does not take: one warp per row, one element
+/// per lane and step, exact element dequantization (slow, but any alignment and any cols).
+template <WeightType T>
+__global__ void __launch_bounds__(kFallbackWarps * 32) gemv_fallback_kernel(const GemvArgs a) {
+  using Ops = QuantOps<T>;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kFallbackWarps + (threadIdx.x >> 5);
+  if (r >= a.rows) return;
+  const uint8_t* row = a.w + r * row_bytes(T, a.cols);
+  float acc = 0.0f;
+  for (int64_t c = lane; c < a.cols; c += 32) acc = fmaf(Ops::elem(row, c), a.x[c], acc);
+  acc = kernels::warp_sum(acc);
+  if (lane == 0) {
+    if (a.bias != nullptr) acc += a.bias[r];
+    if (a.residual != nullptr) acc += a.residual[r];
+    a.y[r] = acc;
+  }
+}
+
+/// Multiprocessor count of the current device (cached per device; a launch may be captured, so
+/// only non-stream queries here).
+int sm_count() {
+  thread_local int cached_device = -1;
+  thread_local int cached_sms = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  if (device != cached_device) {
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, device));
+    cached_device = device;
+  }
+  return cached_sms;
+}
+
+void check_params(const GemvParams& p) {
+  const WeightTraits tr = weight_traits(p.type);
+  if (tr.name == nullptr) {
+    throw usage_error("GEMV: unsupported weight type #" +
+                      std::to_string(static_cast<uint32_t>(p.type)));
+  }
+  if (p.w == nullptr || p.x == nullptr || p.y == nullptr) {
+    throw runtime_error("GEMV: null device pointer (w, x and y are required)");
+  }
+  if (p.rows <= 0 || p.cols <= 0 || p.cols % tr.block_elems != 0) {
+    throw runtime_error("GEMV: invalid shape " + std::to_string(p.rows) + "x" +
+                        std::to_string(p.cols) + " for " + tr.name +
+                        " (cols must be a positive "
+                        "multiple of " +
+                        std::to_string(tr.block_elems) + ")");
+  }
+  if (p.cols > (int64_t{1} << 30) || p.rows > (int64_t{1} << 30)) {
+    throw runtime_error("GEMV: shape " + std::to_string(p.rows) + "x" + std::to_string(p.cols) +
+                        " exceeds 2^30 in one dimension");
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <WeightType T>
+GemvLaunchInfo plan(const GemvParams& p) {
+  using Ops = QuantOps<T>;
+  GemvLaunchInfo info;
+  const bool float_type = Ops::kBlockElems == 4;
+  info.staged = aligned16(p.w) && aligned16(p.x) && (!float_type || p.cols % 4 == 0);
+  if (!info.staged) {
+    info.rows_per_warp = 1;
+    info.block = kFallbackWarps * 32;
+    info.grid = ceil_div<int64_t>(p.rows, kFallbackWarps);
+    return info;
+  }
+  const int64_t groups = ceil_div<int64_t>(p.rows, kRows);
+  const int64_t nchunks = ceil_div<int64_t>(p.cols / Ops::kBlockElems, Ops::kChunkBlocks);
+  // Split the columns of a row group over more warps while the GPU would otherwise hold too few
+  // warps (about 32 per SM keep enough bytes in flight) and every warp still gets a chunk.
+  const int64_t target_warps = static_cast<int64_t>(sm_count()) * 32;
+  int ks = 1;
+  while (ks < kWarps && groups * ks < target_warps && nchunks >= 2 * ks) ks *= 2;
+  info.column_splits = ks;
+  info.rows_per_warp = kRows;
+  info.block = kThreads;
+  info.grid = ceil_div<int64_t>(groups, kWarps / ks);
+  info.smem_bytes = Layout<T>::kSmemBytes;
+  return info;
+}
+
+}  // namespace
+
+GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
+  check_params(p);
+  GemvLaunchInfo info;
+  kernels::dispatch_weight_type(p.type, [&]<WeightType T>() { info = plan<T>(p); });
+  return info;
+}
+
+void launch_gemv(const GemvParams& p, cudaStream_t stream) {
+  check_params(p);
+  const GemvArgs args{
+      static_cast<const uint8_t*>(p.w), p.x, p.y, p.bias, p.residual, p.rows, p.cols, 1};
+  kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
+    const GemvLaunchInfo info = plan<T>(p);
+    GemvArgs a = args;
+    a.ksplit = info.column_splits;
+    const dim3 grid(static_cast<unsigned>(info.grid));
+    if (info.staged) {
+      gemv_staged_kernel<T><<<grid, info.block, info.smem_bytes, stream>>>(a);
+    } else {
+      gemv_fallback_kernel<T><<<grid, info.block, 0, stream>>>(a);
+    }
+  });
+  DB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace decodebench::cuda

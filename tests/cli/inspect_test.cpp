@@ -1,0 +1,296 @@
+// `decodebench inspect FILE [--json PATH|-]` end to end: reports on fixture models and real
+// vocabulary files, JSON output, and exit 2 (never a signal) with the offset for malformed files.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "tests/core/gguf_bytes.hpp"
+#include "tests/support/support.hpp"
+
+namespace decodebench::testing {
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Writes a fixture with tests/fixtures/write_gguf_fixture.py; false (with a test failure) when it
+// could not be written.
+bool write_fixture(const std::filesystem::path& out, const std::vector<std::string>& args,
+                   nlohmann::json* expected = nullptr) {
+  const std::string expected_path = out.string() + ".json";
+  std::vector<std::string> argv{
+      python(), (source_dir() / "tests" / "fixtures" / "write_gguf_fixture.py").string(),
+      out.string(), "--expected", expected_path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const CommandResult r = run_command(argv, 120);
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "fixture writer failed: " << r.err;
+    return false;
+  }
+  if (expected != nullptr) *expected = nlohmann::json::parse(read_file(expected_path));
+  return true;
+}
+
+// The tiny llama of the fixture writer: D=64, F=128, V=32, 2 layers, Hq=4, Hkv=2.
+// Bytes, by tensor: token_embd Q8_0 {64,32} 2176 (68 per row); output_norm 256; per layer
+// attn_norm 256 + attn_q 4352 + attn_k 2176 + attn_v 2176 + attn_output 4352 + ffn_norm 256 +
+// ffn_gate 4608 + ffn_up 4608 + ffn_down F16 16384 = 39168; output F16 {64,32} 4096.
+constexpr uint64_t kUntiedBytesPerToken = 2 * 39168 + 256 + 4096 + 68;  // 82756
+constexpr uint64_t kTiedBytesPerToken = 2 * 39168 + 256 + 68 + 2176;    // 80836
+
+TEST(InspectCli, ModelJsonOnStdout) {
+  DB_REQUIRE_PYTHON_GGUF();
+  for (const bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    TempDir dir;
+    const auto path = dir / "model.gguf";
+    nlohmann::json expected;
+    std::vector<std::string> args{"--kind", "model", "--alignment", "64"};
+    if (tied) args.push_back("--tied");
+    ASSERT_TRUE(write_fixture(path, args, &expected));
+
+    const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+    ASSERT_EQ(r.signal, 0);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);  // stdout holds only JSON
+
+    EXPECT_EQ(doc["file"]["path"], path.string());
+    EXPECT_EQ(doc["file"]["version"], 3);
+    EXPECT_EQ(doc["file"]["alignment"], 64);
+    EXPECT_EQ(doc["file"]["size"], std::filesystem::file_size(path));
+    EXPECT_EQ(doc["file"]["data_offset"].get<uint64_t>() % 64, 0u);
+    EXPECT_EQ(doc["file"]["tensor_count"], tied ? 20 : 21);
+
+    const uint64_t want = tied ? kTiedBytesPerToken : kUntiedBytesPerToken;
+    EXPECT_EQ(doc["bytes_per_token"], want);
+    EXPECT_EQ(expected["bytes_per_token"], want);  // the Python side agrees
+
+    ASSERT_EQ(doc["tensors"].size(), expected["tensors"].size());
+    uint64_t total = 0;
+    for (size_t i = 0; i < doc["tensors"].size(); ++i) {
+      const auto& t = doc["tensors"][i];
+      const auto& e = expected["tensors"][i];
+      EXPECT_EQ(t["name"], e["name"]);
+      EXPECT_EQ(t["type_id"], e["type_id"]);
+      EXPECT_EQ(t["shape"], e["dims"]);
+      EXPECT_EQ(t["bytes"], e["bytes"]);
+      EXPECT_EQ(t["offset"].get<uint64_t>() % 64, 0u);
+      EXPECT_EQ(t["file_offset"].get<uint64_t>(),
+                doc["file"]["data_offset"].get<uint64_t>() + t["offset"].get<uint64_t>());
+      total += t["bytes"].get<uint64_t>();
+    }
+    EXPECT_EQ(doc["tensors"][0]["name"], "token_embd.weight");
+    EXPECT_EQ(doc["tensors"][0]["type"], "Q8_0");
+    EXPECT_EQ(doc["tensors"][0]["shape"], nlohmann::json::array({64, 32}));
+    EXPECT_EQ(doc["tensors"][0]["bytes"], 2176);
+    EXPECT_EQ(doc["totals"]["tensor_bytes"], total);
+
+    const auto& arch = doc["architecture"];
+    EXPECT_EQ(arch["name"], "llama");
+    EXPECT_EQ(arch["layers"], 2);
+    EXPECT_EQ(arch["hidden"], 64);
+    EXPECT_EQ(arch["heads"], 4);
+    EXPECT_EQ(arch["kv_heads"], 2);
+    EXPECT_EQ(arch["head_dim"], 16);
+    EXPECT_EQ(arch["head_dim_source"], "hidden/heads");
+    EXPECT_EQ(arch["ffn"], 128);
+    EXPECT_EQ(arch["vocab"], 32);
+    EXPECT_EQ(arch["vocab_source"], "tokenizer.ggml.tokens");
+    EXPECT_EQ(arch["context_length"], 256);
+    EXPECT_EQ(arch["rope_freq_base"], 500000.0);
+    EXPECT_EQ(arch["rms_eps"], 1e-5);  // FLOAT32 shown as its shortest decimal
+    EXPECT_EQ(arch["tied"], tied);
+
+    // Bytes per type: Q8_0 = token_embd + 4 attention matrices x 2 layers.
+    std::map<std::string, std::pair<uint64_t, uint64_t>> types;
+    for (const auto& u : doc["tensor_types"]) {
+      types[u["type"].get<std::string>()] = {u["count"].get<uint64_t>(),
+                                             u["bytes"].get<uint64_t>()};
+    }
+    EXPECT_EQ(types["Q8_0"], (std::pair<uint64_t, uint64_t>{9, 2176 + 2 * (4352 * 2 + 2176 * 2)}));
+    EXPECT_EQ(types["F32"], (std::pair<uint64_t, uint64_t>{5, 5 * 256}));
+    EXPECT_EQ(types["Q4_0"], (std::pair<uint64_t, uint64_t>{4, 4 * 4608}));
+    EXPECT_EQ(types["F16"],
+              (std::pair<uint64_t, uint64_t>{tied ? 2 : 3, 2 * 16384 + (tied ? 0 : 4096)}));
+    EXPECT_EQ(types.size(), 4u);
+
+    // Metadata: the token array is summarised with its count and first elements.
+    bool saw_tokens = false;
+    for (const auto& m : doc["metadata"]) {
+      if (m["key"] != "tokenizer.ggml.tokens") continue;
+      saw_tokens = true;
+      EXPECT_EQ(m["type"], "ARRAY");
+      EXPECT_EQ(m["elem_type"], "STRING");
+      EXPECT_EQ(m["count"], 32);
+      EXPECT_EQ(m["values"].size(), 16u);
+      EXPECT_EQ(m["values"][0], "tok0");
+      EXPECT_EQ(m["truncated"], true);
+    }
+    EXPECT_TRUE(saw_tokens);
+  }
+}
+
+TEST(InspectCli, TerminalReportAndJsonFile) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const auto path = dir / "types.gguf";
+  ASSERT_TRUE(write_fixture(path, {"--kind", "types", "--version", "2"}));
+  const auto json_path = dir / "out" / "inspect.json";
+  std::filesystem::create_directory(dir / "out");
+  const CommandResult r =
+      run_decodebench({"inspect", path.string(), "--json", json_path.string()}, 60);
+  ASSERT_EQ(r.signal, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "GGUF v2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "10 tensors")) << r.out;
+  // Long arrays: type, count and the first few elements.
+  EXPECT_TRUE(contains(r.out, "ARRAY[INT32]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "count 1000 [-500, -497, -494, -491, -488, -485, -482, -479, ...]"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "test.string_nul")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"a\\x00b\"")) << r.out;  // control bytes escaped
+  EXPECT_TRUE(contains(r.out, "test.f32")) << r.out;
+  EXPECT_TRUE(contains(r.out, "0.1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "t.q4_k")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[512, 1]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Q6_K")) << r.out;
+  EXPECT_TRUE(contains(r.out, "BF16")) << r.out;
+  EXPECT_TRUE(contains(r.out, "bytes read per decode token:")) << r.out;
+
+  const nlohmann::json doc = nlohmann::json::parse(read_file(json_path));
+  EXPECT_EQ(doc["file"]["version"], 2);
+  EXPECT_EQ(doc["tensors"].size(), 10u);
+  // No token_embd.weight: every tensor counts.
+  EXPECT_EQ(doc["bytes_per_token"], doc["totals"]["tensor_bytes"]);
+  EXPECT_EQ(doc["totals"]["tensor_bytes"], 48 + 20 + 48 + 136 + 288 + 420 + 54 + 28 + 96 + 24);
+  EXPECT_TRUE(doc["architecture"]["tied"].is_null());
+  bool saw_u64 = false;
+  for (const auto& m : doc["metadata"]) {
+    if (m["key"] == "test.u64") {
+      saw_u64 = true;
+      EXPECT_EQ(m["value"].get<uint64_t>(), std::numeric_limits<uint64_t>::max());
+      EXPECT_EQ(m["type"], "UINT64");
+    }
+    if (m["key"] == "test.string") {
+      EXPECT_EQ(m["value"], "h\xC3\xA9llo w\xC3\xB6rld \xE2\x96\x81 \xF0\x9F\x99\x82");
+    }
+    if (m["key"] == "test.f32") {
+      EXPECT_EQ(m["value"], 0.1);
+    }
+    if (m["key"] == "test.f64") {
+      EXPECT_EQ(m["value"], 3.141592653589793);
+    }
+    if (m["key"] == "test.arr_f32") {
+      EXPECT_EQ(m["values"], nlohmann::json::array({1.5, -2.25, 0.1}));
+    }
+    if (m["key"] == "test.arr_long") {
+      EXPECT_EQ(m["count"], 1000);
+      EXPECT_EQ(m["values"][1], -497);
+    }
+  }
+  EXPECT_TRUE(saw_u64);
+}
+
+TEST(InspectCli, VocabularyOnlyFiles) {
+  const auto folder = source_dir() / "tests" / "data" / "tokenizer";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".gguf") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    const CommandResult text = run_decodebench({"inspect", entry.path().string()}, 60);
+    ASSERT_EQ(text.signal, 0);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_TRUE(contains(text.out, "tokenizer.ggml.tokens")) << text.out;
+    EXPECT_TRUE(contains(text.out, "0 tensors")) << text.out;
+    EXPECT_TRUE(contains(text.out, "bytes read per decode token: 0")) << text.out;
+
+    const CommandResult json =
+        run_decodebench({"inspect", entry.path().string(), "--json", "-"}, 60);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const nlohmann::json doc = nlohmann::json::parse(json.out);
+    EXPECT_EQ(doc["file"]["tensor_count"], 0);
+    EXPECT_TRUE(doc["tensors"].empty());
+    EXPECT_EQ(doc["bytes_per_token"], 0);
+    EXPECT_GT(doc["architecture"]["vocab"].get<uint64_t>(), 1000u);
+    uint64_t tokens = 0;
+    for (const auto& m : doc["metadata"]) {
+      if (m["key"] == "tokenizer.ggml.tokens") tokens = m["count"].get<uint64_t>();
+    }
+    EXPECT_EQ(doc["architecture"]["vocab"].get<uint64_t>(), tokens);
+  }
+  EXPECT_EQ(files, 4);
+}
+
+TEST(InspectCli, MalformedFilesExitTwoWithTheOffset) {
+  TempDir dir;
+  for (const MalformedCase& c : malformed_cases()) {
+    const auto path = dir / (c.name + ".gguf");
+    GgufBytes b;
+    b.data = c.bytes;
+    b.write(path);
+    const CommandResult r = run_decodebench({"inspect", path.string()}, 60);
+    EXPECT_EQ(r.signal, 0) << c.name;
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, path.string() + ": offset ")) << c.name << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, c.expect)) << c.name << ": " << r.err;
+    EXPECT_EQ(r.out, "") << c.name;
+  }
+}
+
+TEST(InspectCli, TruncatedFilesExitTwo) {
+  TempDir dir;
+  const GgufBytes b = build_gguf(base_spec());
+  // Every section boundary (and one byte either side), then every 5th offset.
+  std::set<uint64_t> cuts;
+  for (const auto& [name, at] : b.marks) {
+    for (int64_t d : {-1, 0, 1}) {
+      const int64_t n = static_cast<int64_t>(at) + d;
+      if (n >= 0 && n < static_cast<int64_t>(b.data.size())) cuts.insert(static_cast<uint64_t>(n));
+    }
+  }
+  for (uint64_t n = 0; n < b.data.size(); n += 5) cuts.insert(n);
+  EXPECT_GT(cuts.size(), 100u);
+  const auto path = dir / "cut.gguf";
+  for (uint64_t n : cuts) {
+    GgufBytes cut;
+    cut.data = b.data.substr(0, n);
+    cut.write(path);
+    const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+    EXPECT_EQ(r.signal, 0) << n;
+    EXPECT_EQ(r.exit_code, 2) << "prefix of " << n << " bytes: " << r.err;
+    EXPECT_TRUE(contains(r.err, ": offset ")) << n << ": " << r.err;
+    EXPECT_EQ(r.out, "") << n;
+  }
+  // The whole file is fine.
+  b.write(path);
+  const CommandResult ok = run_decodebench({"inspect", path.string()}, 60);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_TRUE(contains(ok.out, "Q4_K")) << ok.out;
+}
+
+TEST(InspectCli, UsageErrors) {
+  TempDir dir;
+  const CommandResult missing = run_decodebench({"inspect", (dir / "absent.gguf").string()}, 60);
+  EXPECT_EQ(missing.signal, 0);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.err, "absent.gguf: cannot open")) << missing.err;
+
+  const CommandResult no_file = run_decodebench({"inspect"}, 60);
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.err;
+
+  const auto path = dir / "ok.gguf";
+  build_gguf(base_spec()).write(path);
+  const CommandResult bad_dest = run_decodebench(
+      {"inspect", path.string(), "--json", (dir / "no" / "such" / "out.json").string()}, 60);
+  EXPECT_EQ(bad_dest.exit_code, 2);
+  EXPECT_TRUE(contains(bad_dest.err, "does not exist")) << bad_dest.err;
+}
+
+}  // namespace
+}  // namespace decodebench::testing

@@ -1,0 +1,173 @@
+// End-to-end runs of the decodebench binary: exit codes, messages, JSON validity and atomic writes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+
+namespace decodebench::testing {
+namespace {
+
+// A model small enough to decode in well under a second on one core.
+const std::vector<std::string> kTiny = {
+    "--preset",  "smollm2-135m", "--layers", "2", "--vocab",         "512",
+    "--ffn",     "256",          "--tokens", "6", "--prompt-tokens", "4",
+    "--backend", "cpu"};
+
+std::vector<std::string> tiny(std::vector<std::string> extra) {
+  std::vector<std::string> a = kTiny;
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void expect_schema_valid(const std::filesystem::path& file) {
+  const auto r =
+      run_command({python(), (source_dir() / "scripts/validate-result").string(), file.string()});
+  if (r.exit_code == 77) GTEST_SKIP() << "jsonschema missing: " << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(RunCli, TinyRunPrintsSummaryAndWritesValidJson) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  const auto r = run_decodebench(tiny({"--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("median"), std::string::npos);
+  const auto doc = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(doc["schema_version"], "1.0");
+  EXPECT_EQ(doc["model"]["shape"]["layers"], 2);
+  EXPECT_EQ(doc["config"]["layers"]["origin"], "flag");
+  EXPECT_EQ(doc["config"]["hidden"]["origin"], "preset");
+  EXPECT_EQ(doc["config"]["dtype"]["origin"], "default");
+  const auto& run = doc["runs"][0];
+  EXPECT_EQ(run["results"]["samples_ns"].size(), 6u);
+  EXPECT_EQ(run["results"]["tokens"].size(), 7u);
+  EXPECT_GT(run["results"]["stats"]["tokens_per_s"].get<double>(), 0.0);
+  expect_schema_valid(out);
+}
+
+TEST(RunCli, RunSubcommandIsTheDefault) {
+  const auto a = run_decodebench(tiny({"--json", "-", "-q"}));
+  std::vector<std::string> b_args = {"run"};
+  b_args.insert(b_args.end(), kTiny.begin(), kTiny.end());
+  b_args.insert(b_args.end(), {"--json", "-", "-q"});
+  const auto b = run_decodebench(b_args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  // Same seed → same tokens, whichever spelling.
+  EXPECT_EQ(nlohmann::json::parse(a.out)["runs"][0]["results"]["tokens"],
+            nlohmann::json::parse(b.out)["runs"][0]["results"]["tokens"]);
+}
+
+TEST(RunCli, JsonToStdoutKeepsStdoutPureJson) {
+  const auto r = run_decodebench(tiny({"--json", "-"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out.substr(0, 200);
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << "the report goes to stderr";
+}
+
+TEST(RunCli, ThreadCountDoesNotChangeTokens) {
+  const auto one =
+      run_decodebench(tiny({"--threads", "1", "--json", "-", "-q", "--dtype", "bf16"}));
+  const auto two =
+      run_decodebench(tiny({"--threads", "2", "--json", "-", "-q", "--dtype", "bf16"}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["runs"][0]["results"]["tokens"],
+            nlohmann::json::parse(two.out)["runs"][0]["results"]["tokens"]);
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string expect;
+};
+
+TEST(RunCli, BadInputExitsTwoNamingTheRule) {
+  const std::vector<BadInput> cases = {
+      {{"--heads", "5"}, "divisible by heads"},
+      {{"--kv-heads", "4"}, "divisible by kv-heads"},
+      {{"--layers", "0"}, "layers must be > 0"},
+      {{"--layers", "-3"}, "layers must be > 0"},
+      {{"--vocab", "1"}, "vocab must be >= 2"},
+      {{"--head-dim", "63"}, "even"},
+      {{"--preset", "nope"}, "known presets"},
+      {{"--dtype", "f8"}, "--dtype"},
+      {{"--context", "8", "--prompt-tokens", "6", "--tokens", "4"}, "context limit"},
+      {{"--prompt-ids", "1,a"}, "--prompt-ids"},
+      {{"--tokens", "0"}, "--tokens"},
+      {{"--backend", "cpu", "--graph", "on"}, "cuda"},
+      {{"--no-such-flag"}, "no-such-flag"},
+      {{"--prompt", "hello"}, "tokenizer"},
+      {{"--model", "/nonexistent/model.gguf"}, "model.gguf"},
+      {{"--json", "/nonexistent-dir/x.json"}, "does not exist"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
+    if (c.args[0] == "--preset") args = {"--layers", "2", "--tokens", "2"};
+    if (c.args[0] == "--model") args = {"--tokens", "2"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = run_decodebench(args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_EQ(r.signal, 0) << joined;
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_NE((r.err + r.out).find(c.expect), std::string::npos)
+        << joined << " → " << r.err << r.out;
+  }
+}
+
+TEST(RunCli, ModelTooLargeForHostMemoryExitsThreeWithBothNumbers) {
+  // 80 layers of a 16k-wide f32 model: ~1.6 TB of weights.
+  const auto r =
+      run_decodebench({"--layers", "80", "--hidden", "16384", "--heads", "128", "--kv-heads", "8",
+                       "--ffn", "65536", "--dtype", "f32", "--backend", "cpu", "--tokens", "2"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("not enough host memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("available"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, FailedRunLeavesAnExistingResultUntouched) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  { std::ofstream(out) << "OLD"; }
+  // Fails after the model is built: the prompt id is outside the 512-token vocabulary.
+  const auto r = run_decodebench(tiny({"--prompt-ids", "1,2,4000", "--json", out.string()}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(read_file(out), "OLD");
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u) << "no temporary file may be left behind";
+  const auto ok = run_decodebench(tiny({"--json", out.string()}));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(read_file(out).find("schema_version"), std::string::npos);
+}
+
+TEST(RunCli, CudaBackendWithoutDeviceExitsThree) {
+  const auto r = run_decodebench(tiny({"--backend", "cuda"}));
+  if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(r.err.find("no CUDA device") != std::string::npos ||
+              r.err.find("no CUDA backend") != std::string::npos ||
+              r.err.find("driver") != std::string::npos)
+      << r.err;
+}
+
+TEST(RunCli, VersionAndHelp) {
+  const auto v = run_decodebench({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("decodebench"), std::string::npos);
+  const auto h = run_decodebench({"--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
+  EXPECT_NE(h.out.find("--layers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace decodebench::testing

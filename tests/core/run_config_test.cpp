@@ -1,0 +1,171 @@
+// Resolution of run options: defaults < preset < flags, origins, and the input rules.
+#include "core/run_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/model/preset.hpp"
+
+namespace decodebench {
+namespace {
+
+const ResolvedParam& param(const RunConfig& c, const std::string& name) {
+  for (const auto& p : c.params) {
+    if (p.name == name) return p;
+  }
+  throw std::runtime_error("no param " + name);
+}
+
+ExitCode code_of(const RunOptions& o, std::string* message = nullptr) {
+  try {
+    resolve_run_config(o, 2);
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  return ExitCode::kOk;
+}
+
+TEST(RunConfig, ShapeFlagsTakeTheRestFromQwen25_7b) {
+  RunOptions o;
+  o.layers = 28;
+  o.vocab = 152064;
+  const RunConfig c = resolve_run_config(o, 2);
+  EXPECT_EQ(c.preset, "qwen2.5-7b");
+  EXPECT_EQ(c.shape.n_layers, 28);
+  EXPECT_EQ(c.shape.hidden, 3584);
+  EXPECT_EQ(c.shape.n_heads, 28);
+  EXPECT_EQ(c.shape.n_kv_heads, 4);
+  EXPECT_EQ(c.shape.head_dim, 128);
+  EXPECT_EQ(c.shape.ffn, 18944);
+  EXPECT_EQ(c.shape.vocab, 152064);
+  EXPECT_TRUE(c.shape.qkv_bias);
+  EXPECT_FALSE(c.shape.tied_embeddings);
+  EXPECT_DOUBLE_EQ(c.shape.rope_theta, 1e6);
+  EXPECT_EQ(c.dtype, WeightType::kBF16);
+  EXPECT_EQ(param(c, "layers").origin, Origin::kFlag);
+  EXPECT_EQ(param(c, "hidden").origin, Origin::kPreset);
+  EXPECT_EQ(param(c, "dtype").origin, Origin::kDefault);
+}
+
+TEST(RunConfig, PresetThenFlagOverride) {
+  RunOptions o;
+  o.preset = "smollm2-135m";
+  o.layers = 2;
+  o.dtype = "f16";
+  const RunConfig c = resolve_run_config(o, 2);
+  EXPECT_EQ(c.shape.n_layers, 2);
+  EXPECT_EQ(c.shape.hidden, 576);
+  EXPECT_EQ(c.shape.head_dim, 64);
+  EXPECT_TRUE(c.shape.tied_embeddings);
+  EXPECT_EQ(c.dtype, WeightType::kF16);
+  EXPECT_EQ(param(c, "preset").origin, Origin::kFlag);
+  EXPECT_EQ(param(c, "hidden").origin, Origin::kPreset);
+}
+
+TEST(RunConfig, EveryShippedPresetResolvesAndCitesItsSource) {
+  for (const auto& name : preset_names()) {
+    RunOptions o;
+    o.preset = name;
+    const RunConfig c = resolve_run_config(o, 1);
+    EXPECT_GT(c.shape.n_layers, 0) << name;
+    const auto j = load_preset(name);
+    ASSERT_TRUE(j.contains("source")) << name;
+    EXPECT_NE(j["source"].get<std::string>().find("http"), std::string::npos) << name;
+  }
+  for (const char* required : {"qwen2.5-7b", "qwen2.5-0.5b", "llama-3-8b", "smollm2-135m"}) {
+    EXPECT_NO_THROW(load_preset(required)) << required;
+  }
+}
+
+TEST(RunConfig, HeadDimFollowsChangedHiddenOrHeads) {
+  RunOptions o;
+  o.hidden = 1024;
+  o.heads = 8;
+  o.kv_heads = 2;
+  EXPECT_EQ(resolve_run_config(o, 1).shape.head_dim, 128);
+}
+
+TEST(RunConfig, ShapeRulesAreUsageErrors) {
+  std::string msg;
+  RunOptions o;
+  o.heads = 5;  // 3584 % 5 != 0
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("divisible by heads"), std::string::npos) << msg;
+
+  o = {};
+  o.kv_heads = 3;  // 28 % 3 != 0
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("divisible by kv-heads"), std::string::npos) << msg;
+
+  for (int64_t bad : {0, -4}) {
+    o = {};
+    o.layers = bad;
+    EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+    EXPECT_NE(msg.find("layers must be > 0"), std::string::npos) << msg;
+  }
+  o = {};
+  o.vocab = 1;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("vocab must be >= 2"), std::string::npos) << msg;
+
+  o = {};
+  o.head_dim = 127;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("even"), std::string::npos) << msg;
+
+  o = {};
+  o.context_length = 16;
+  o.prompt_tokens = 10;
+  o.tokens = 10;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("context limit"), std::string::npos) << msg;
+}
+
+TEST(RunConfig, UnknownPresetListsKnownOnes) {
+  RunOptions o;
+  o.preset = "gpt-5";
+  std::string msg;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("unknown preset 'gpt-5'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("qwen2.5-7b"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("smollm2-135m"), std::string::npos) << msg;
+}
+
+TEST(RunConfig, EnumerationsAndListsAreChecked) {
+  std::string msg;
+  RunOptions o;
+  o.dtype = "int3";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("--dtype"), std::string::npos);
+  o = {};
+  o.backend = "tpu";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("auto|cpu|cuda"), std::string::npos) << msg;
+  o = {};
+  o.prompt_ids = "1,x,3";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("element 2"), std::string::npos) << msg;
+  o = {};
+  o.prompt_ids = "1,152064";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("outside the vocabulary"), std::string::npos) << msg;
+  o = {};
+  o.tokens = 0;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  o = {};
+  o.backend = "cpu";
+  o.graph = "on";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("cuda"), std::string::npos) << msg;
+}
+
+TEST(RunConfig, PromptIdsParse) {
+  EXPECT_EQ(parse_id_list("1,2,3", "--prompt-ids"), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_THROW(parse_id_list("", "--prompt-ids"), Error);
+  EXPECT_THROW(parse_id_list("1,,2", "--prompt-ids"), Error);
+  EXPECT_THROW(parse_id_list("-1", "--prompt-ids"), Error);
+}
+
+}  // namespace
+}  // namespace decodebench

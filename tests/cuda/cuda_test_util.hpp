@@ -1,0 +1,144 @@
+// Helpers shared by the GPU kernel tests: skipping without a device, host ↔ device copies and
+// element-wise comparisons that print the first mismatch, the largest error and where it is.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/device_info.hpp"
+
+/// Skips the current test, with the reason, when no usable CUDA device exists.
+#define DB_REQUIRE_CUDA()                                        \
+  do {                                                           \
+    std::string db_why_;                                         \
+    if (!::decodebench::cuda::cuda_device_available(&db_why_)) { \
+      GTEST_SKIP() << "no usable CUDA device: " << db_why_;      \
+    }                                                            \
+  } while (0)
+
+namespace decodebench::cuda::testing {
+
+/// Copies `v` into a new device buffer (synchronous).
+template <typename T>
+DeviceBuffer upload(const std::vector<T>& v) {
+  DeviceBuffer b(std::max<size_t>(v.size() * sizeof(T), 16));
+  if (!v.empty()) {
+    DB_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  return b;
+}
+
+/// Copies `n` elements from device memory at `p` (synchronous).
+template <typename T>
+std::vector<T> download(const void* p, size_t n) {
+  std::vector<T> v(n);
+  if (n > 0) DB_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+/// Writes one value to device memory (synchronous).
+template <typename T>
+void poke(void* p, T value) {
+  DB_CUDA_CHECK(cudaMemcpy(p, &value, sizeof(T), cudaMemcpyHostToDevice));
+}
+
+/// Waits for the device and surfaces asynchronous kernel errors.
+inline void sync() { DB_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+/// Uniform random floats in [lo, hi) from a fixed seed.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+inline std::string hex_bits(float f) {
+  std::ostringstream os;
+  os << "0x" << std::hex << bits_of(f);
+  return os.str();
+}
+
+/// Every |got[i] − want[i]| <= tol(i) (NaN matches NaN). On failure: how many elements failed,
+/// the first failing index with both values and its tolerance, and the largest error.
+inline ::testing::AssertionResult all_near(const std::vector<float>& got,
+                                           const std::vector<float>& want,
+                                           const std::function<double(size_t)>& tol,
+                                           const std::string& what) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << what << ": size " << got.size() << " != " << want.size();
+  }
+  size_t bad = 0;
+  size_t first = got.size();
+  size_t worst = 0;
+  double worst_err = -1.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+    const double err = both_nan ? 0.0 : std::fabs(static_cast<double>(got[i]) - want[i]);
+    const bool ok = both_nan || (!std::isnan(err) && err <= tol(i));
+    if (std::isnan(err) || err > worst_err) {
+      worst_err = std::isnan(err) ? INFINITY : err;
+      worst = i;
+    }
+    if (!ok) {
+      if (bad == 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  std::ostringstream os;
+  os.precision(9);
+  os << what << ": " << bad << " of " << got.size() << " elements out of tolerance; first at ["
+     << first << "] got " << got[first] << " want " << want[first] << " tol " << tol(first)
+     << "; largest error " << worst_err << " at [" << worst << "] (got " << got[worst] << " want "
+     << want[worst] << " tol " << tol(worst) << ")";
+  return ::testing::AssertionFailure() << os.str();
+}
+
+/// Bit-exact equality of two float arrays; prints the first difference with both bit patterns.
+inline ::testing::AssertionResult all_bits_equal(const std::vector<float>& got,
+                                                 const std::vector<float>& want,
+                                                 const std::string& what) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << what << ": size " << got.size() << " != " << want.size();
+  }
+  size_t bad = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (bits_of(got[i]) != bits_of(want[i])) {
+      if (bad == 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  std::ostringstream os;
+  os.precision(9);
+  os << what << ": " << bad << " of " << got.size() << " elements differ; first at [" << first
+     << "] got " << got[first] << " (" << hex_bits(got[first]) << ") want " << want[first] << " ("
+     << hex_bits(want[first]) << ")";
+  return ::testing::AssertionFailure() << os.str();
+}
+
+}  // namespace decodebench::cuda::testing
