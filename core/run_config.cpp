@@ -127,8 +127,12 @@ class Resolver {
 }  // namespace
 
 WeightType parse_dtype(const std::string& name) {
-  static const char* const kNames[] = {"f32", "f16", "bf16"};
-  static const WeightType kValues[] = {WeightType::kF32, WeightType::kF16, WeightType::kBF16};
+  static const char* const kNames[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1",
+                                       "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
+  static const WeightType kValues[] = {WeightType::kF32,  WeightType::kF16,  WeightType::kBF16,
+                                       WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
+                                       WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ4_K,
+                                       WeightType::kQ5_K, WeightType::kQ6_K};
   return parse_choice("--dtype", name, kNames, kValues);
 }
 

@@ -112,7 +112,8 @@ inline constexpr const char* kDefaultPreset = "qwen2.5-7b";
 /// Throws decodebench::Error (exit 2) naming the flag and the rule.
 RunConfig resolve_run_config(const RunOptions& options, int hardware_threads);
 
-/// Parses a storage dtype name ("f32", "f16", "bf16"); Error (exit 2) listing the valid names.
+/// Parses a storage dtype name (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
+/// Error (exit 2) listing the valid names.
 WeightType parse_dtype(const std::string& name);
 
 /// Parses "1,2,3" into token ids (each ≥ 0); Error (exit 2) naming the bad element.

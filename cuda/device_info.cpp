@@ -4,15 +4,14 @@
 
 #include <cstdlib>
 
-namespace decodebench::cuda {
-namespace {
+#include "cuda/check.hpp"
+#include "cuda/nvml.hpp"
 
-/// CUDA encodes versions as 1000·major + 10·minor.
-std::string version_string(int v) {
+namespace decodebench::cuda {
+
+std::string cuda_version_text(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
-
-}  // namespace
 
 bool cuda_device_available(std::string* reason) {
   std::string why;
@@ -31,10 +30,10 @@ bool cuda_device_available(std::string* reason) {
     (void)cudaRuntimeGetVersion(&runtime);
     if (driver == 0) {
       why = "no NVIDIA driver is installed (libcuda not found); CUDA runtime " +
-            version_string(runtime);
+            cuda_version_text(runtime);
     } else {
-      why = "the NVIDIA driver supports CUDA " + version_string(driver) +
-            ", older than this build's CUDA runtime " + version_string(runtime) +
+      why = "the NVIDIA driver supports CUDA " + cuda_version_text(driver) +
+            ", older than this build's CUDA runtime " + cuda_version_text(runtime) +
             "; update the driver";
     }
   } else {
@@ -45,6 +44,34 @@ bool cuda_device_available(std::string* reason) {
   (void)cudaGetLastError();
   if (reason != nullptr) *reason = why;
   return false;
+}
+
+nlohmann::json gpu_environment(int device) {
+  cudaDeviceProp p{};
+  DB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  int runtime = 0, driver = 0, sm_khz = 0, mem_khz = 0;
+  DB_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  DB_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, device));
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device));
+  size_t free_bytes = 0, total_bytes = 0;
+  DB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  char bus[32] = {0};
+  DB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+  return {{"index", device},
+          {"name", p.name},
+          {"cc", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"sm_count", p.multiProcessorCount},
+          {"memory_bytes", total_bytes},
+          {"memory_free_bytes", free_bytes},
+          {"l2_bytes", p.l2CacheSize},
+          {"memory_bus_bits", p.memoryBusWidth},
+          {"max_sm_clock_mhz", sm_khz / 1000},
+          {"max_mem_clock_mhz", mem_khz / 1000},
+          {"driver", cuda_version_text(driver)},
+          {"runtime", cuda_version_text(runtime)},
+          {"pci_bus_id", bus},
+          {"nvml", nvml_snapshot(bus)}};
 }
 
 }  // namespace decodebench::cuda

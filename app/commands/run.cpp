@@ -40,7 +40,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                    ->description("Q/K/V projections carry a bias (Qwen2)")
                    ->group(shape);
   f.no_qkv_bias = app.add_flag("--no-qkv-bias")->description("No Q/K/V bias")->group(shape);
-  app.add_option("--dtype", o.dtype, "Weight storage: f32 | f16 | bf16 (default bf16)")
+  app.add_option("--dtype", o.dtype, "Weight storage: f32 | f16 | bf16 (default) | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k")
       ->group(shape);
   app.add_option("--seed", o.seed, "Seed of the synthetic weights and prompt (default 0)")
       ->group(shape);

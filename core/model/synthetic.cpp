@@ -88,6 +88,10 @@ float synthetic_uniform(uint64_t key, uint64_t index) {
 }
 
 int64_t synthetic_weight_bytes(const ModelConfig& c, WeightType dtype) {
+  const auto row_bytes = [](WeightType t, int64_t n) {
+    const WeightTraits tr = weight_traits(t);
+    return (n + tr.block_elems - 1) / tr.block_elems * tr.block_bytes;  // ceil: any shape
+  };
   const int64_t per_layer = row_bytes(dtype, c.hidden) * (c.q_dim() + 2 * c.kv_dim()) +
                             row_bytes(dtype, c.q_dim()) * c.hidden +
                             row_bytes(dtype, c.hidden) * 2 * c.ffn +
@@ -100,9 +104,19 @@ int64_t synthetic_weight_bytes(const ModelConfig& c, WeightType dtype) {
 Model make_synthetic_model(const ModelConfig& config, WeightType dtype, uint64_t seed,
                            cpu::ThreadPool& pool) {
   validate(config);
-  if (dtype != WeightType::kF32 && dtype != WeightType::kF16 && dtype != WeightType::kBF16) {
-    throw usage_error(std::string("synthetic models support dtype f32, f16, bf16 (got ") +
-                      weight_traits(dtype).name + ")");
+  const WeightTraits tr = weight_traits(dtype);
+  if (tr.name == nullptr) throw usage_error("unsupported synthetic dtype");
+  // Quantization blocks never straddle rows: every matrix's row length (hidden, q_dim, ffn) must
+  // be a multiple of the block size.
+  for (const auto& [what, n] : {std::pair<const char*, int64_t>{"hidden", config.hidden},
+                                {"heads·head_dim", config.q_dim()},
+                                {"ffn", config.ffn}}) {
+    if (n % tr.block_elems != 0) {
+      throw usage_error(std::string("--dtype ") + tr.name + " stores blocks of " +
+                        std::to_string(tr.block_elems) + " values: " + what + " (" +
+                        std::to_string(n) + ") must be a multiple of " +
+                        std::to_string(tr.block_elems));
+    }
   }
   auto storage = std::make_shared<SyntheticStorage>();
   Builder b(dtype, seed, pool, *storage);

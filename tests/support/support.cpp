@@ -18,9 +18,19 @@ extern char** environ;
 
 namespace decodebench::testing {
 
-std::filesystem::path source_dir() { return DECODEBENCH_SOURCE_DIR; }
-std::filesystem::path decodebench_bin() { return DECODEBENCH_BIN; }
-std::string python() { return DECODEBENCH_PYTHON; }
+std::filesystem::path source_dir() {
+  const char* env = std::getenv("DECODEBENCH_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? env : DECODEBENCH_SOURCE_DIR;
+}
+std::filesystem::path decodebench_bin() {
+  const char* env = std::getenv("DECODEBENCH_BIN");
+  return env != nullptr && *env != '\0' ? env : DECODEBENCH_BIN;
+}
+std::string python() {
+  // The environment wins: test binaries copied to another machine find its interpreter.
+  const char* env = std::getenv("DECODEBENCH_PYTHON");
+  return env != nullptr && *env != '\0' ? env : DECODEBENCH_PYTHON;
+}
 
 TempDir::TempDir() {
   std::random_device rd;

@@ -10,7 +10,11 @@
 
 namespace decodebench::testing {
 
-/// The repository root (for scripts/, bench-configs/, ../shared/).
+// Each location is fixed at configure time and can be overridden by an environment variable of
+// the same name (DECODEBENCH_SOURCE_DIR, DECODEBENCH_BIN, DECODEBENCH_PYTHON), so test binaries
+// copied to another machine (the GPU host) find their inputs there.
+
+/// The repository root (for scripts/, bench-configs/, tests/data/).
 std::filesystem::path source_dir();
 /// Path of the built decodebench executable.
 std::filesystem::path decodebench_bin();

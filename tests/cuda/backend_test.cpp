@@ -1,0 +1,332 @@
+// The CUDA backend end to end: token identity with the CPU reference, graph replay vs eager,
+// capture-fault recovery, cross-thread capture, and input errors.
+#include "cuda/cuda_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/cpu/cpu_backend.hpp"
+#include "core/cpu/thread_pool.hpp"
+#include "core/error.hpp"
+#include "core/model/gguf_model.hpp"
+#include "core/model/synthetic.hpp"
+#include "tests/cuda/cuda_test_util.hpp"
+#include "tests/support/support.hpp"
+
+namespace decodebench::cuda {
+namespace {
+
+ModelConfig test_config() {
+  ModelConfig c;
+  c.n_layers = 3;
+  c.hidden = 512;
+  c.n_heads = 8;
+  c.n_kv_heads = 2;
+  c.head_dim = 64;
+  c.rope_dim = 64;
+  c.ffn = 1024;
+  c.vocab = 3000;
+  c.context_length = 4096;
+  c.rope_theta = 10000.0;
+  c.rms_eps = 1e-6;
+  c.qkv_bias = true;
+  return c;
+}
+
+Model make_model(WeightType dtype, ModelConfig c = test_config()) {
+  cpu::ThreadPool pool(4);
+  return make_synthetic_model(c, dtype, 42, pool);
+}
+
+const std::vector<int32_t> kPrompt = {11, 7, 1999, 42, 5, 300, 2500, 8};
+
+// Greedy decode of `steps` tokens after the prompt.
+std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEager,
+                            ExecReport* report = nullptr) {
+  std::vector<int32_t> ids;
+  int32_t t = b.prefill(kPrompt);
+  const ExecReport r = b.set_exec_mode(mode);
+  if (report) *report = r;
+  ids.push_back(t);
+  for (int i = 0; i < steps; ++i) {
+    t = b.step(t, static_cast<int64_t>(kPrompt.size()) + i, nullptr);
+    ids.push_back(t);
+  }
+  return ids;
+}
+
+// GPU and CPU decode the same model step by step, fed the same (CPU) tokens; each step's
+// argmax must agree unless the CPU's top-2 logits are within 1e-3 relative (a near tie, where
+// f32 rounding order may legitimately pick either).
+void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what) {
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
+  CudaBackend gpu(m, o);
+  cpu::CpuBackend cpu(m, o.max_positions, 4);
+  int32_t g = gpu.prefill(kPrompt);
+  int32_t c = cpu.prefill(kPrompt);
+  std::vector<float> gl, cl;
+  double worst = 0;
+  for (int i = 0; i <= steps; ++i) {
+    gpu.logits(gl);
+    cpu.logits(cl);
+    double scale = 0, diff = 0;
+    for (size_t j = 0; j < cl.size(); ++j) {
+      scale = std::max(scale, std::fabs(static_cast<double>(cl[j])));
+      diff = std::max(diff, std::fabs(static_cast<double>(gl[j]) - cl[j]));
+    }
+    worst = std::max(worst, diff / scale);
+    if (g != c) {
+      std::vector<float> sorted = cl;
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      const double margin = (sorted[0] - sorted[1]) / std::fabs(sorted[0]);
+      EXPECT_LT(margin, 1e-3) << what << ": step " << i << " GPU " << g << " CPU " << c
+                              << " (CPU margin " << margin << ")";
+    }
+    if (i == steps) break;
+    const int64_t pos = static_cast<int64_t>(kPrompt.size()) + i;
+    g = gpu.step(c, pos, nullptr);  // both fed the CPU's token
+    c = cpu.step(c, pos, nullptr);
+  }
+  // Logits agree to f32 rounding (different summation orders), relative to the logit scale.
+  EXPECT_LT(worst, 2e-4) << what << ": max logit error relative to the largest logit";
+}
+
+class BackendDtype : public ::testing::TestWithParam<WeightType> {};
+
+TEST_P(BackendDtype, SameTokensAsCpuOver64Steps) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(GetParam());
+  expect_same_tokens_as_cpu(m, 64, weight_traits(GetParam()).name);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, BackendDtype,
+                         ::testing::Values(WeightType::kF32, WeightType::kF16, WeightType::kBF16,
+                                           WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
+                                           WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ4_K,
+                                           WeightType::kQ5_K, WeightType::kQ6_K),
+                         [](const auto& info) { return std::string(weight_traits(info.param).name); });
+
+TEST(Backend, TiedEmbeddingsAndQkNormAndGqaShapes) {
+  DB_REQUIRE_CUDA();
+  ModelConfig c = test_config();
+  c.tied_embeddings = true;
+  c.qkv_bias = false;
+  c.n_heads = 4;
+  c.n_kv_heads = 4;
+  c.head_dim = 128;
+  c.rope_dim = 128;
+  expect_same_tokens_as_cpu(make_model(WeightType::kBF16, c), 32, "tied, MHA, head_dim 128");
+}
+
+TEST(Backend, GraphReplayMatchesEagerFor256Tokens) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kBF16);
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 257;
+  CudaBackend eager(m, o);
+  CudaBackend graph(m, o);
+  const auto e = decode(eager, 256, ExecMode::kEager);
+  ExecReport report;
+  const auto g = decode(graph, 256, ExecMode::kGraph, &report);
+  ASSERT_TRUE(report.captured) << report.failed_call << " " << report.error_name;
+  EXPECT_GT(report.graph_nodes, 10);
+  EXPECT_EQ(e, g);
+  // The same backend switching back and forth gives the same tokens too.
+  EXPECT_EQ(decode(graph, 256, ExecMode::kEager), e);
+}
+
+TEST(Backend, PhaseTimingReportsEveryPhaseAndSameToken) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kF16);
+  CudaBackendOptions o;
+  o.max_positions = 32;
+  CudaBackend b(m, o);
+  for (ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+    int32_t t = b.prefill(kPrompt);
+    b.set_exec_mode(mode);
+    StepPhases p;
+    const int32_t with = b.step(t, 8, &p);
+    const int32_t without = b.step(t, 8, nullptr);
+    EXPECT_EQ(with, without);
+    EXPECT_GT(p.launch_ns, 0);
+    EXPECT_GT(p.wait_ns + p.argmax_ns, 0);
+    EXPECT_GE(p.total_ns, p.h2d_ns + p.launch_ns + p.wait_ns + p.argmax_ns);
+    EXPECT_GT(p.gpu_ms, 0.0);
+  }
+}
+
+class CaptureFaults : public ::testing::TestWithParam<std::tuple<CaptureMode, CaptureFault>> {};
+
+TEST_P(CaptureFaults, RecoversWithTheSameTokensAsACleanRun) {
+  DB_REQUIRE_CUDA();
+  const auto [mode, fault] = GetParam();
+  const Model m = make_model(WeightType::kF16);
+  CudaBackendOptions clean;
+  clean.max_positions = 40;
+  std::vector<int32_t> reference;
+  {
+    CudaBackend b(m, clean);
+    reference = decode(b, 24);
+  }
+  CudaBackendOptions o = clean;
+  o.capture_mode = mode;
+  o.inject_fault = fault;
+  CudaBackend b(m, o);
+  ExecReport report;
+  const auto ids = decode(b, 24, ExecMode::kGraph, &report);
+  EXPECT_EQ(ids, reference) << capture_mode_name(mode) << " " << capture_fault_name(fault);
+  if (!report.captured) {
+    EXPECT_EQ(report.recovery, "recovered");
+    EXPECT_FALSE(report.failed_call.empty());
+    EXPECT_FALSE(report.error_name.empty());
+    EXPECT_EQ(report.mode, ExecMode::kEager);
+  }
+  // Outside relaxed mode every one of these calls is illegal during capture.
+  if (mode != CaptureMode::kRelaxed) {
+    EXPECT_FALSE(report.captured) << capture_fault_name(fault) << " was accepted in "
+                                  << capture_mode_name(mode) << " mode";
+  }
+  // The context stays usable: a fresh backend still decodes.
+  CudaBackend after(m, clean);
+  EXPECT_EQ(decode(after, 8), std::vector<int32_t>(reference.begin(), reference.begin() + 9));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesAndFaults, CaptureFaults,
+    ::testing::Combine(::testing::Values(CaptureMode::kThreadLocal, CaptureMode::kGlobal,
+                                         CaptureMode::kRelaxed),
+                       ::testing::Values(CaptureFault::kAlloc, CaptureFault::kLegacySync,
+                                         CaptureFault::kHostSync, CaptureFault::kEventQuery,
+                                         CaptureFault::kDeviceSync)),
+    [](const auto& info) {
+      std::string name = std::string(capture_mode_name(std::get<0>(info.param))) + "_" +
+                         capture_fault_name(std::get<1>(info.param));
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+// Captures the decode step while another thread allocates device memory (a legal call on its
+// own). Thread-local capture must not notice; global capture must report the conflict.
+ExecReport capture_while_other_thread_allocates(const Model& m, CaptureMode mode,
+                                                cudaError_t* other_status) {
+  CudaBackendOptions o;
+  o.max_positions = 32;
+  o.capture_mode = mode;
+  CudaBackend b(m, o);
+  b.prefill(kPrompt);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  cudaError_t first = cudaSuccess;
+  std::thread other([&] {
+    while (!stop.load()) {
+      void* p = nullptr;
+      const cudaError_t st = cudaMalloc(&p, 1 << 16);
+      if (st == cudaSuccess) {
+        cudaFree(p);
+      } else if (failures.fetch_add(1) == 0) {
+        first = st;
+      }
+      cudaGetLastError();
+    }
+  });
+  // Capture several times so that the other thread's calls overlap an open capture.
+  ExecReport report;
+  for (int i = 0; i < 20 && (report.captured || i == 0); ++i) {
+    CudaBackend fresh(m, o);
+    fresh.prefill(kPrompt);
+    report = fresh.set_exec_mode(ExecMode::kGraph);
+  }
+  stop = true;
+  other.join();
+  *other_status = first;
+  return report;
+}
+
+TEST(Backend, ThreadLocalCaptureSurvivesAnotherThreadsCudaUse) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kF16);
+  cudaError_t other = cudaSuccess;
+  const ExecReport r = capture_while_other_thread_allocates(m, CaptureMode::kThreadLocal, &other);
+  EXPECT_TRUE(r.captured) << r.failed_call << " " << r.error_name;
+  EXPECT_EQ(other, cudaSuccess) << cudaGetErrorName(other);
+}
+
+TEST(Backend, GlobalCaptureReportsAnotherThreadsCudaUse) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kF16);
+  cudaError_t other = cudaSuccess;
+  const ExecReport r = capture_while_other_thread_allocates(m, CaptureMode::kGlobal, &other);
+  // Either the other thread's cudaMalloc was refused, or our capture was invalidated — and in
+  // both cases the run went on (eager fallback, healthy context).
+  EXPECT_TRUE(other != cudaSuccess || !r.captured)
+      << "global-mode capture did not notice the other thread";
+  if (!r.captured) {
+    EXPECT_EQ(r.recovery, "recovered");
+  }
+}
+
+TEST(Backend, PositionBeyondCapacityIsAnInputError) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kF16);
+  CudaBackendOptions o;
+  o.max_positions = 10;
+  CudaBackend b(m, o);
+  b.prefill(kPrompt);
+  for (ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+    b.set_exec_mode(mode);
+    try {
+      b.step(1, 10, nullptr);
+      FAIL() << "expected an input error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(b.step(1, 9, nullptr));  // the last position still works
+  }
+}
+
+TEST(Backend, NotEnoughDeviceMemoryIsAResourceError) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kF16);
+  CudaBackendOptions o;
+  o.max_positions = int64_t{1} << 32;  // a KV cache of terabytes
+  try {
+    CudaBackend b(m, o);
+    FAIL() << "expected a resource error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kResources);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("needs"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("free"), std::string::npos) << msg;
+  }
+}
+
+// GGUF fixtures written by the Python gguf package (tests/fixtures/write_arch_gguf.py): llama,
+// qwen2 and qwen3 with mixed weight types, decoded on the GPU and the CPU.
+TEST(Backend, GgufFixturesDecodeLikeTheCpu) {
+  DB_REQUIRE_CUDA();
+  DB_REQUIRE_PYTHON_GGUF();
+  decodebench::testing::TempDir dir;
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    const auto path = dir / (std::string(arch) + ".gguf");
+    const auto r = decodebench::testing::run_command(
+        {decodebench::testing::python(),
+         (decodebench::testing::source_dir() / "tests/fixtures/write_arch_gguf.py").string(),
+         "--arch", arch, path.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Model m = load_gguf_model(path.string());
+    expect_same_tokens_as_cpu(m, 16, arch);
+  }
+}
+
+}  // namespace
+}  // namespace decodebench::cuda
