@@ -6,11 +6,15 @@
 #include <cstdio>
 #include <exception>
 
+#include "app/commands/bench_kernels.hpp"
+#include "app/commands/compare.hpp"
 #include "app/commands/doctor.hpp"
 #include "app/commands/inspect.hpp"
 #include "app/commands/run.hpp"
+#include "app/commands/suite.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
+#include "core/suite/suite.hpp"
 
 #ifdef DECODEBENCH_HAVE_CUDA
 #include "cuda/provider.hpp"
@@ -47,9 +51,16 @@ int main_entry(int argc, char** argv) {
   setup_inspect(app);
   setup_doctor(app, &exit_code);
   setup_bandwidth(app, &exit_code);
+  setup_compare(app, &exit_code);
+  setup_suite(app, &exit_code);
+  setup_bench_kernels(app, &exit_code);
 
   bool verbose = false;
   try {
+    // A comma list in a sweep flag (--layers 2,4 --dtype f16,bf16) runs the cartesian product.
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const std::vector<SweepPoint> sweep = expand_sweep(args);
+    if (sweep.size() > 1) return sweep_command(sweep, args);
     app.parse(argc, argv);
     RunFlags& flags = run->parsed() ? run_flags : root_flags;
     verbose = flags.verbose;

@@ -54,6 +54,10 @@ struct RunOptions {
   std::optional<std::string> capture_mode;
   std::optional<std::string> inject_capture_fault;
   std::optional<bool> phase_timing;
+  // Stopping rules.
+  std::optional<double> min_time;   ///< s
+  std::optional<double> max_noise;  ///< percent
+  std::optional<double> max_time;   ///< s
   // Verification.
   std::optional<bool> verify_argmax;
   std::optional<int64_t> verify;  ///< compare logits with the CPU for the first N tokens
@@ -92,6 +96,10 @@ struct RunConfig {
   CaptureMode capture_mode = CaptureMode::kThreadLocal;
   CaptureFault inject_fault = CaptureFault::kNone;
   bool phase_timing = false;
+
+  double min_time_s = 0;   ///< repeat rounds until this much timed time (0 = one round)
+  double max_noise = 0;    ///< repeat until the median's relative noise ≤ this fraction (0 = off)
+  double max_time_s = 30;  ///< budget of the repetition, s
 
   bool verify_argmax = false;
   int64_t verify_tokens = 0;

@@ -106,7 +106,8 @@ std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
 
 }  // namespace
 
-RunReport execute_run(const RunConfig& config, const ProgressFn& progress) {
+RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
+                      const StepProgressFn& step_progress) {
   const auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -233,6 +234,15 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress) {
         spec.is_end_of_generation = [tok](int32_t id) { return tok->is_end_of_generation(id); };
       }
       spec.verify_argmax = config.verify_argmax;
+      spec.min_time_s = config.min_time_s;
+      spec.max_noise = config.max_noise;
+      spec.max_time_s = config.max_time_s;
+      if (step_progress) {
+        const std::string label = spec.label;
+        spec.on_step = [&step_progress, label](int64_t done, int64_t total) {
+          step_progress(label, done, total);
+        };
+      }
       spec.keep_going = config.keep_going;
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;
@@ -298,11 +308,18 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress) {
       break;
     }
   }
-  if (config.phase_timing && report.passes.size() >= 2) {
-    report.phase_timing_overhead_ns =
-        report.passes[1].tpot_ns.median - report.passes[0].tpot_ns.median;
+  if (config.phase_timing) {
+    for (size_t i = 0; i + 1 < report.passes.size(); ++i) {
+      const PassReport& plain = report.passes[i];
+      const PassReport& phased = report.passes[i + 1];
+      if (phased.pass.spec.label == plain.pass.spec.label + "+phases") {
+        report.phase_timing_overhead_ns[plain.pass.spec.label] =
+            phased.tpot_ns.median - plain.tpot_ns.median;
+      }
+    }
   }
   if (use_cuda) {
+    report.gpu_environment_after = cuda->environment();
     say("measuring the streaming read bandwidth");
     report.measured_bandwidth_gbps = cuda->measure_read_bandwidth_gbps();
     for (auto& p : report.passes) {

@@ -44,7 +44,8 @@ struct RunReport {
   std::string backend;         ///< "cpu" / "cuda"
   std::string device;
   nlohmann::json host_environment;
-  nlohmann::json gpu_environment;  ///< null for the CPU backend
+  nlohmann::json gpu_environment;        ///< before the passes; null for the CPU backend
+  nlohmann::json gpu_environment_after;  ///< after the passes (clocks, throttling, temperature)
   std::vector<int32_t> prompt_ids;
   int64_t load_ns = 0;   ///< model load / generation
   int64_t setup_ns = 0;  ///< backend construction (upload, allocation)
@@ -52,7 +53,8 @@ struct RunReport {
   std::vector<PassReport> passes;
   std::string generated_text;               ///< decoded ids of the first timed pass (GGUF models)
   std::optional<bool> graph_matches_eager;  ///< --graph both
-  std::optional<double> phase_timing_overhead_ns;  ///< median(with phases) − median(without)
+  /// Per execution mode ("eager", "graph", "cpu"): median TPOT with phase timing − without, ns.
+  std::map<std::string, double> phase_timing_overhead_ns;
   double measured_bandwidth_gbps = 0;
   std::vector<std::string> warnings;
   ExitCode exit_code = ExitCode::kOk;  ///< kVerification when a check failed under --keep-going
@@ -60,12 +62,15 @@ struct RunReport {
 
 /// Progress messages for the terminal (may be empty).
 using ProgressFn = std::function<void(const std::string&)>;
+/// Called after every timed step: (pass label, steps done, steps in the round).
+using StepProgressFn = std::function<void(const std::string&, int64_t, int64_t)>;
 
 /// Executes a resolved run. Throws decodebench::Error: exit 2 for bad input (model file, prompt
 /// out of vocabulary, context exceeded), 3 when memory is insufficient (both numbers in the
 /// message) or no CUDA device exists for --backend cuda, 4 for a verification failure (unless
 /// --keep-going, then report.exit_code says it).
-RunReport execute_run(const RunConfig& config, const ProgressFn& progress);
+RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
+                      const StepProgressFn& step_progress = {});
 
 /// The result document (docs/result.schema.json) of a run.
 nlohmann::json result_json(const RunReport& report);

@@ -168,6 +168,7 @@ void CudaBackend::allocate_workspace() {
   d_next_ = DeviceBuffer(sizeof(int32_t));
   d_inputs_ = DeviceBuffer(sizeof(StepInputs));
   d_error_flag_ = DeviceBuffer(sizeof(int32_t));
+  fault_scratch_ = DeviceBuffer(256);
   DB_CUDA_CHECK(cudaMemset(d_error_flag_.data(), 0, sizeof(int32_t)));
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(sizeof(int32_t));
@@ -329,7 +330,7 @@ ExecReport CudaBackend::capture() {
   // The full step carries the injected fault (when asked for); the split graphs are clean.
   CaptureOutcome full = capture_graph(
       stream_.get(), options_.capture_mode, options_.inject_fault, [&] { enqueue_forward(); },
-      [&] { enqueue_argmax(); }, attn_scratch_.data());
+      [&] { enqueue_argmax(); }, fault_scratch_.data());
   report.capture_ms = full.ms;
   if (!full.exec.valid()) {
     report.failed_call = full.failed_call;

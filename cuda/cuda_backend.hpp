@@ -86,6 +86,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer k_cache_, v_cache_;  // [layer][kv_head][position][head_dim] f32
   DeviceBuffer x_, xn_, q_, k_, v_, att_, gate_, up_, act_, logits_;
   DeviceBuffer attn_scratch_, argmax_scratch_, d_next_, d_inputs_, d_error_flag_;
+  DeviceBuffer fault_scratch_;  // target of the injected legacy-stream copy (never read)
   int attn_splits_ = 1;
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;

@@ -1,9 +1,8 @@
 // Whether a usable CUDA device exists, and why not. Host-only.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace decodebench::cuda {
 

@@ -91,7 +91,8 @@ CrossThreadResult cross_thread_probe(CaptureMode mode) {
   b.join();
   r.captured = out.exec.valid();
   if (!r.captured) r.capture_error = out.failed_call + ": " + out.error_name;
-  if (other != cudaSuccess) r.other_thread_error = std::string("cudaMalloc: ") + cudaGetErrorName(other);
+  if (other != cudaSuccess)
+    r.other_thread_error = std::string("cudaMalloc: ") + cudaGetErrorName(other);
   return r;
 }
 

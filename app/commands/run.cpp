@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "app/report/progress.hpp"
 #include "app/report/terminal.hpp"
 #include "core/result/json_file.hpp"
 #include "core/runner.hpp"
@@ -40,7 +41,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                    ->description("Q/K/V projections carry a bias (Qwen2)")
                    ->group(shape);
   f.no_qkv_bias = app.add_flag("--no-qkv-bias")->description("No Q/K/V bias")->group(shape);
-  app.add_option("--dtype", o.dtype, "Weight storage: f32 | f16 | bf16 (default) | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q4_k | q5_k | q6_k")
+  app.add_option("--dtype", o.dtype,
+                 "Weight storage: f32 | f16 | bf16 (default) | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | "
+                 "q4_k | q5_k | q6_k")
       ->group(shape);
   app.add_option("--seed", o.seed, "Seed of the synthetic weights and prompt (default 0)")
       ->group(shape);
@@ -87,6 +90,18 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                            "time; adds synchronisation, measured and reported")
                        ->group(exec);
 
+  const std::string stopping = "Stopping rules";
+  app.add_option("--min-time", o.min_time,
+                 "Repeat rounds of --tokens steps (same positions and tokens) until at least S "
+                 "seconds of steps are timed")
+      ->group(stopping);
+  app.add_option("--max-noise", o.max_noise,
+                 "Repeat rounds until the median TPOT's relative noise (95% CI half-width / "
+                 "median) is at most PCT percent, or --max-time is spent")
+      ->group(stopping);
+  app.add_option("--max-time", o.max_time, "Time budget of the repetition in seconds (default 30)")
+      ->group(stopping);
+
   const std::string verify = "Verification";
   f.verify_argmax = app.add_flag("--verify-argmax")
                         ->description(
@@ -110,7 +125,6 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_flag("-v,--verbose", f.verbose, "Print progress and error details")->group(out);
 }
 
-namespace {
 void bind_flags(RunFlags& f) {
   RunOptions& o = f.options;
   if (f.tied->count() && f.untied->count()) {
@@ -129,7 +143,6 @@ void bind_flags(RunFlags& f) {
   if (f.verify_argmax->count()) o.verify_argmax = true;
   if (f.keep_going->count()) o.keep_going = true;
 }
-}  // namespace
 
 int run_command(RunFlags& f) {
   bind_flags(f);
@@ -140,7 +153,12 @@ int run_command(RunFlags& f) {
   FILE* report_stream = config.json_path == "-" ? stderr : stdout;
   ProgressFn progress;
   if (f.verbose) progress = [](const std::string& s) { spdlog::info("{}", s); };
-  const RunReport report = execute_run(config, progress);
+  ProgressBar bar(!f.quiet);
+  const RunReport report =
+      execute_run(config, progress, [&bar](const std::string& label, int64_t done, int64_t total) {
+        bar.update(label, done, total);
+      });
+  bar.clear();
   if (!f.quiet) print_run_report(report, report_stream, isatty(fileno(report_stream)) != 0);
   if (!config.json_path.empty()) write_json_file(config.json_path, result_json(report));
   return static_cast<int>(report.exit_code);

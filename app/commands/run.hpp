@@ -27,6 +27,10 @@ struct RunFlags {
 /// Adds the run flags to `app` (the root command and the `run` subcommand share them).
 void add_run_flags(CLI::App& app, RunFlags& flags);
 
+/// Copies the presence flags (--tied-embeddings, --phase-timing, ...) into `flags.options` after
+/// parsing. Throws decodebench::Error (exit 2) for exclusive pairs given together.
+void bind_flags(RunFlags& flags);
+
 /// Resolves the flags, executes the run, prints the report and writes the JSON.
 /// Returns the exit code (0, or 4 when a verification failed under --keep-going).
 /// Throws decodebench::Error for everything else.

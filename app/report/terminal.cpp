@@ -43,6 +43,32 @@ std::string one_line(std::string text, size_t max_chars) {
   return text;
 }
 
+std::string nvml_field(const nlohmann::json& gpu, const char* key) {
+  if (!gpu.is_object() || !gpu.contains("nvml")) return "unavailable";
+  const auto& n = gpu["nvml"];
+  if (!n.value("available", false) || !n.contains(key)) return "unavailable";
+  if (n[key].is_array()) {
+    std::string s;
+    for (const auto& v : n[key]) s += (s.empty() ? "" : ",") + v.get<std::string>();
+    return s.empty() ? "none" : s;
+  }
+  return n[key].is_string() ? n[key].get<std::string>() : n[key].dump();
+}
+
+void print_gpu_clocks(const RunReport& r, FILE* out) {
+  if (!r.gpu_environment.is_object()) return;
+  const auto& a = r.gpu_environment;
+  const auto& b = r.gpu_environment_after;
+  fmt::print(
+      out,
+      "\ngpu      SM clock {} → {} MHz · memory clock {} → {} MHz · throttle reasons {} → {} "
+      "· {} → {} °C · power limit {} W\n",
+      nvml_field(a, "sm_clock_mhz"), nvml_field(b, "sm_clock_mhz"), nvml_field(a, "mem_clock_mhz"),
+      nvml_field(b, "mem_clock_mhz"), nvml_field(a, "throttle_reasons"),
+      nvml_field(b, "throttle_reasons"), nvml_field(a, "temperature_c"),
+      nvml_field(b, "temperature_c"), nvml_field(a, "power_limit_w"));
+}
+
 }  // namespace
 
 void print_run_report(const RunReport& r, FILE* out, bool color) {
@@ -70,6 +96,13 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                us(s.min), us(s.max), us(s.stddev));
   }
   for (const auto& p : r.passes) {
+    const StoppingReport& st = p.pass.stopping;
+    if (st.rule != "tokens" && st.rule != "eos") {
+      fmt::print(out, "stopping {}: {} after {} rounds ({:.2f} s timed), median noise {:.2f}%\n",
+                 p.pass.spec.label, st.rule, st.rounds, st.timed_s, 100.0 * st.median_noise);
+    }
+  }
+  for (const auto& p : r.passes) {
     if (p.phases.empty()) continue;
     fmt::print(out, "\nphases of '{}' (µs)  {:>9} {:>9} {:>9} {:>9} {:>9}\n", p.pass.spec.label,
                "median", "mean", "p90", "p99", "max");
@@ -87,11 +120,12 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                  gpu->second.p99 * 1e3, gpu->second.max * 1e3);
     }
   }
-  if (r.phase_timing_overhead_ns) {
-    fmt::print(out, "phase-timing overhead: {:+.1f} µs per token (median with − without)\n",
-               *r.phase_timing_overhead_ns / 1000.0);
+  for (const auto& [mode, ns] : r.phase_timing_overhead_ns) {
+    fmt::print(out, "phase-timing overhead ({}): {:+.1f} µs per token (median with − without)\n",
+               mode, ns / 1000.0);
   }
   const PassReport& main_pass = r.passes.front();
+  print_gpu_clocks(r, out);
   if (r.measured_bandwidth_gbps > 0) {
     fmt::print(out,
                "\nroofline {} per token · {:.0f} GB/s achieved ({}) · {:.0f} GB/s measured "

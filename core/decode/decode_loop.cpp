@@ -7,6 +7,7 @@
 
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
+#include "core/stats/statistics.hpp"
 
 namespace decodebench {
 
@@ -104,32 +105,58 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
   r.ids.reserve(static_cast<size_t>(spec.tokens + 1));
   r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
-  token = spec.first_token;
-  r.ids.push_back(token);
   const auto wall0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < spec.tokens; ++i) {
-    const int64_t pos = pos_of(i);
-    StepPhases phases;
-    const auto t0 = std::chrono::steady_clock::now();
-    const int32_t next = backend.step(token, pos, spec.phase_timing ? &phases : nullptr);
-    const auto t1 = std::chrono::steady_clock::now();
-    r.samples_ns.push_back(ns_between(t0, t1));
-    if (spec.phase_timing) r.phases.push_back(phases);
-    // Verification happens outside the timed interval.
-    if (spec.verify_argmax) {
-      backend.logits(logits);
-      check_argmax(r, spec, logits, i, pos, next);
+  int64_t timed_ns = 0;
+  for (int64_t round = 0;; ++round) {
+    const bool first_round = round == 0;
+    token = spec.first_token;
+    if (first_round) r.ids.push_back(token);
+    int64_t i = 0;
+    for (; i < spec.tokens; ++i) {
+      const int64_t pos = pos_of(i);
+      StepPhases phases;
+      const auto t0 = std::chrono::steady_clock::now();
+      const int32_t next = backend.step(token, pos, spec.phase_timing ? &phases : nullptr);
+      const auto t1 = std::chrono::steady_clock::now();
+      r.samples_ns.push_back(ns_between(t0, t1));
+      timed_ns += r.samples_ns.back();
+      if (spec.phase_timing) r.phases.push_back(phases);
+      // Verification happens outside the timed interval, in the first round only.
+      if (first_round && spec.verify_argmax) {
+        backend.logits(logits);
+        check_argmax(r, spec, logits, i, pos, next);
+      }
+      if (first_round && check_reference && i < spec.verify_tokens) {
+        const int32_t ref_id = spec.reference->step(token, pos, nullptr);
+        backend.logits(logits);
+        spec.reference->logits(ref_logits);
+        r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next, ref_id));
+      }
+      if (spec.on_step) spec.on_step(i + 1, spec.tokens);
+      if (first_round) r.ids.push_back(next);
+      token = next;
+      if (spec.is_end_of_generation && spec.is_end_of_generation(next)) {
+        r.stopped_at_end_of_generation = true;
+        break;
+      }
     }
-    if (check_reference && i < spec.verify_tokens) {
-      const int32_t ref_id = spec.reference->step(token, pos, nullptr);
-      backend.logits(logits);
-      spec.reference->logits(ref_logits);
-      r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next, ref_id));
+    r.stopping.rounds = round + 1;
+    r.stopping.timed_s = static_cast<double>(timed_ns) * 1e-9;
+    std::vector<double> samples(r.samples_ns.begin(), r.samples_ns.end());
+    r.stopping.median_noise = summarize(samples).median_noise();
+    if (r.stopped_at_end_of_generation) {
+      r.stopping.rule = "eos";
+      break;
     }
-    r.ids.push_back(next);
-    token = next;
-    if (spec.is_end_of_generation && spec.is_end_of_generation(next)) {
-      r.stopped_at_end_of_generation = true;
+    const bool time_ok = r.stopping.timed_s >= spec.min_time_s;
+    const bool noise_ok = spec.max_noise <= 0 || r.stopping.median_noise <= spec.max_noise;
+    if (time_ok && noise_ok) {
+      r.stopping.rule =
+          spec.max_noise > 0 ? "noise" : (spec.min_time_s > 0 ? "min_time" : "tokens");
+      break;
+    }
+    if (r.stopping.timed_s >= std::max(spec.max_time_s, spec.min_time_s)) {
+      r.stopping.rule = "time_budget";
       break;
     }
   }

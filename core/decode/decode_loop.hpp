@@ -27,6 +27,24 @@ struct PassSpec {
   bool keep_going = false;       ///< continue after an argmax mismatch
   int64_t verify_tokens = 0;     ///< compare logits with `reference` for the first N steps
   Backend* reference = nullptr;  ///< CPU backend with the same prompt prefilled
+  /// Repeat rounds of `tokens` steps (same positions, same tokens) until at least this much timed
+  /// time has accumulated, s (0 = one round).
+  double min_time_s = 0;
+  /// Repeat rounds until the relative noise of the median TPOT (half-width of its 95% CI divided
+  /// by the median, Summary::median_noise) is at most this fraction (0 = off) ...
+  double max_noise = 0;
+  /// ... or until this much timed time has accumulated (the budget of the repetition), s.
+  double max_time_s = 30;
+  /// Called after every timed step with (steps done, steps planned in this round); may be empty.
+  std::function<void(int64_t, int64_t)> on_step;
+};
+
+/// Why a pass stopped taking samples.
+struct StoppingReport {
+  std::string rule;         ///< "tokens" (one round), "min_time", "noise", "time_budget", "eos"
+  int64_t rounds = 0;       ///< rounds of `tokens` steps run
+  double timed_s = 0;       ///< Σ step times, s
+  double median_noise = 0;  ///< relative noise of the median when it stopped
 };
 
 /// An argmax mismatch: the backend's id vs the CPU argmax of the backend's own logits.
@@ -66,11 +84,14 @@ struct PassResult {
   int64_t argmax_checked = 0;
   std::vector<ArgmaxMismatch> argmax_mismatches;
   std::vector<LogitsCheck> logits_checks;
+  StoppingReport stopping;
 };
 
 /// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed
 /// steps from `start_pos`, then `tokens` timed steps from `start_pos` again (the warm-up's KV
-/// entries are overwritten, so the tokens do not depend on the warm-up).
+/// entries are overwritten, so the tokens do not depend on the warm-up). With `min_time_s` or
+/// `max_noise`, further rounds repeat the same steps and add samples (ids and verification come
+/// from the first round); `stopping` says which rule ended the pass.
 /// Throws decodebench::Error with ExitCode::kVerification on an argmax mismatch unless
 /// `keep_going`; backend errors propagate.
 PassResult run_pass(Backend& backend, const PassSpec& spec);

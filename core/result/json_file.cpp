@@ -18,29 +18,30 @@ std::filesystem::path parent_of(const std::string& path) {
 }
 }  // namespace
 
-void check_json_destination(const std::string& path) {
+void check_destination(const std::string& path, const std::string& flag) {
   if (path == "-") return;
-  if (path.empty()) throw usage_error("--json: empty path");
+  if (path.empty()) throw usage_error(flag + ": empty path");
   const auto dir = parent_of(path);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    throw usage_error("--json: folder '" + dir.string() + "' does not exist (for '" + path + "')");
+    throw usage_error(flag + ": folder '" + dir.string() + "' does not exist (for '" + path + "')");
   }
   if (std::filesystem::is_directory(path, ec)) {
-    throw usage_error("--json: '" + path + "' is a folder, not a file");
+    throw usage_error(flag + ": '" + path + "' is a folder, not a file");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    throw usage_error("--json: folder '" + dir.string() + "' is not writable");
+    throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
   }
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  const std::string text = doc.dump(2) + "\n";
+void check_json_destination(const std::string& path) { check_destination(path, "--json"); }
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
   if (path == "-") {
     std::cout << text << std::flush;
     return;
   }
-  check_json_destination(path);
+  check_destination(path, flag);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -48,13 +49,17 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      throw usage_error("--json: cannot write '" + tmp + "'");
+      throw usage_error(flag + ": cannot write '" + tmp + "'");
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    throw usage_error("--json: cannot rename '" + tmp + "' to '" + path + "'");
+    throw usage_error(flag + ": cannot rename '" + tmp + "' to '" + path + "'");
   }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  write_text_file(path, doc.dump(2) + "\n", "--json");
 }
 
 }  // namespace decodebench

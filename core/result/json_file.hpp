@@ -12,8 +12,16 @@ namespace decodebench {
 /// when the folder does not exist or is not writable, and removes the temporary file.
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
+/// Writes `text` to `path` the same way (temporary file + rename; "-" = stdout). `flag` names the
+/// option in error messages (e.g. "--output"). Throws decodebench::Error (exit 2).
+void write_text_file(const std::string& path, const std::string& text,
+                     const std::string& flag = "--json");
+
 /// Checks early (before a long run) that `path` can be written: its folder exists and is writable.
 /// "-" is always fine. Throws decodebench::Error (exit 2) naming the path otherwise.
 void check_json_destination(const std::string& path);
+
+/// check_json_destination() with `flag` naming the option in the messages.
+void check_destination(const std::string& path, const std::string& flag);
 
 }  // namespace decodebench

@@ -166,6 +166,11 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
             {"start_position", p.pass.spec.start_pos},
             {"stateless", p.pass.spec.stateless},
             {"stopped_at_end_of_generation", p.pass.stopped_at_end_of_generation},
+            {"stopping",
+             {{"rule", p.pass.stopping.rule},
+              {"rounds", p.pass.stopping.rounds},
+              {"timed_s", p.pass.stopping.timed_s},
+              {"median_noise", p.pass.stopping.median_noise}}},
             {"wall_ns", p.pass.wall_ns},
             {"samples_ns", p.pass.samples_ns},
             {"stats", {{"tpot_ns", to_json(p.tpot_ns)}, {"tokens_per_s", p.tokens_per_s}}},
@@ -180,6 +185,7 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
 nlohmann::json result_json(const RunReport& r) {
   nlohmann::json env = r.host_environment;
   env["gpu"] = r.gpu_environment;
+  env["gpu_after"] = r.gpu_environment_after;
   nlohmann::json config = nlohmann::json::object();
   for (const auto& p : r.config.params) {
     config[p.name] = {{"value", p.value}, {"origin", origin_name(p.origin)}};
@@ -189,9 +195,9 @@ nlohmann::json result_json(const RunReport& r) {
   nlohmann::json checks = {
       {"graph_matches_eager",
        r.graph_matches_eager ? nlohmann::json(*r.graph_matches_eager) : nlohmann::json(nullptr)},
-      {"phase_timing_overhead_ns", r.phase_timing_overhead_ns
-                                       ? nlohmann::json(*r.phase_timing_overhead_ns)
-                                       : nlohmann::json(nullptr)}};
+      {"phase_timing_overhead_ns", r.phase_timing_overhead_ns.empty()
+                                       ? nlohmann::json(nullptr)
+                                       : nlohmann::json(r.phase_timing_overhead_ns)}};
   return {
       {"schema_version", kResultSchemaVersion},
       {"tool", tool_json()},

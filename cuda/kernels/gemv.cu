@@ -30,6 +30,7 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kRows = 2;    ///< rows per warp
 constexpr int kStages = 4;  ///< cp.async pipeline depth (chunks)
 constexpr int kFallbackWarps = 8;
+constexpr int kVariantStaged = 1;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -254,6 +255,11 @@ void check_params(const GemvParams& p) {
     throw runtime_error("GEMV: shape " + std::to_string(p.rows) + "x" + std::to_string(p.cols) +
                         " exceeds 2^30 in one dimension");
   }
+  const std::vector<int> v = gemv_variants(p.type);
+  if (p.variant != 0 && std::find(v.begin(), v.end(), p.variant) == v.end()) {
+    throw runtime_error("GEMV: variant " + std::to_string(p.variant) + " is not available for " +
+                        tr.name);
+  }
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -265,6 +271,7 @@ GemvLaunchInfo plan(const GemvParams& p) {
   const bool float_type = Ops::kBlockElems == 4;
   info.staged = aligned16(p.w) && aligned16(p.x) && (!float_type || p.cols % 4 == 0);
   if (!info.staged) {
+    info.kernel = "fallback";
     info.rows_per_warp = 1;
     info.block = kFallbackWarps * 32;
     info.grid = ceil_div<int64_t>(p.rows, kFallbackWarps);
@@ -277,6 +284,8 @@ GemvLaunchInfo plan(const GemvParams& p) {
   const int64_t target_warps = static_cast<int64_t>(sm_count()) * 32;
   int ks = 1;
   while (ks < kWarps && groups * ks < target_warps && nchunks >= 2 * ks) ks *= 2;
+  info.variant = kVariantStaged;
+  info.kernel = "staged";
   info.column_splits = ks;
   info.rows_per_warp = kRows;
   info.block = kThreads;
@@ -286,6 +295,20 @@ GemvLaunchInfo plan(const GemvParams& p) {
 }
 
 }  // namespace
+
+std::vector<int> gemv_variants(WeightType type) {
+  if (weight_traits(type).name == nullptr) return {};
+  return {kVariantStaged};
+}
+
+const char* gemv_variant_name(int variant) {
+  switch (variant) {
+    case kVariantStaged:
+      return "staged";
+    default:
+      return "?";
+  }
+}
 
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
   check_params(p);

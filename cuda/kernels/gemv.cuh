@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "core/quant/weight_type.hpp"
 
@@ -21,6 +22,10 @@ struct GemvParams {
   float* y = nullptr;               ///< [rows]
   const float* bias = nullptr;      ///< [rows] or null
   const float* residual = nullptr;  ///< [rows] or null; may alias y (y = W·x + y)
+  /// Kernel variant: 0 = automatic choice (what the backend uses); k > 0 forces variant k from
+  /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
+  /// kernel when the pointers or shape do not allow the fast path.
+  int variant = 0;
 };
 
 /// Launches y[r] = Σ_c W[r][c]·x[c] (+ bias[r]) (+ residual[r]) for every row, f32 accumulation,
@@ -34,7 +39,9 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream);
 
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
 struct GemvLaunchInfo {
-  bool staged = false;    ///< true: cp.async-pipelined kernel; false: scalar fallback
+  int variant = 0;           ///< variant id (see gemv_variants); 0 for the scalar fallback
+  const char* kernel = "";   ///< variant name, e.g. "staged"; "fallback" for the scalar kernel
+  bool staged = false;    ///< true: a fast (vectorized) kernel; false: scalar fallback
   int column_splits = 1;  ///< warps sharing one row group (split over the columns)
   int rows_per_warp = 1;
   int64_t grid = 0;    ///< blocks
@@ -42,7 +49,14 @@ struct GemvLaunchInfo {
   int smem_bytes = 0;  ///< dynamic shared memory per block
 };
 
-/// The launch configuration launch_gemv would use for `p` on the current device (same checks).
+/// The launch configuration launch_gemv would use for `p` on the current device (same checks;
+/// additionally exit 1 for a variant id that `p.type` does not have).
 GemvLaunchInfo gemv_launch_info(const GemvParams& p);
+
+/// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
+std::vector<int> gemv_variants(WeightType type);
+
+/// Name of variant `variant` ("staged", ...), or "?" for an unknown id.
+const char* gemv_variant_name(int variant);
 
 }  // namespace decodebench::cuda

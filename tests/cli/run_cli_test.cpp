@@ -159,6 +159,30 @@ TEST(RunCli, CudaBackendWithoutDeviceExitsThree) {
       << r.err;
 }
 
+TEST(RunCli, MinTimeRepeatsRoundsAndSaysSo) {
+  const auto r = run_decodebench(tiny({"--min-time", "0.3", "--json", "-", "-q"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = nlohmann::json::parse(r.out)["runs"][0]["results"];
+  EXPECT_EQ(run["stopping"]["rule"], "min_time");
+  EXPECT_GE(run["stopping"]["timed_s"].get<double>(), 0.3);
+  EXPECT_GT(run["stopping"]["rounds"].get<int>(), 1);
+  EXPECT_EQ(run["samples_ns"].size(), 6u * run["stopping"]["rounds"].get<size_t>());
+  EXPECT_EQ(run["tokens"].size(), 7u) << "ids come from the first round";
+}
+
+TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
+  // 0.001% noise of the median is out of reach in 0.3 s: the time budget ends the pass.
+  const auto r =
+      run_decodebench(tiny({"--max-noise", "0.001", "--max-time", "0.3", "--json", "-", "-q"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto st = nlohmann::json::parse(r.out)["runs"][0]["results"]["stopping"];
+  EXPECT_EQ(st["rule"], "time_budget");
+  EXPECT_GT(st["median_noise"].get<double>(), 0.00001);
+  const auto bad = run_decodebench(tiny({"--max-noise", "150"}));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--max-noise"), std::string::npos) << bad.err;
+}
+
 TEST(RunCli, VersionAndHelp) {
   const auto v = run_decodebench({"--version"});
   EXPECT_EQ(v.exit_code, 0);

@@ -1,7 +1,5 @@
 // The CUDA backend end to end: token identity with the CPU reference, graph replay vs eager,
 // capture-fault recovery, cross-thread capture, and input errors.
-#include "cuda/cuda_backend.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/model/gguf_model.hpp"
 #include "core/model/synthetic.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/support/support.hpp"
 
@@ -111,7 +110,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, BackendDtype,
                                            WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1,
                                            WeightType::kQ5_0, WeightType::kQ5_1, WeightType::kQ4_K,
                                            WeightType::kQ5_K, WeightType::kQ6_K),
-                         [](const auto& info) { return std::string(weight_traits(info.param).name); });
+                         [](const auto& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
 
 TEST(Backend, TiedEmbeddingsAndQkNormAndGqaShapes) {
   DB_REQUIRE_CUDA();
@@ -200,11 +201,10 @@ TEST_P(CaptureFaults, RecoversWithTheSameTokensAsACleanRun) {
 
 INSTANTIATE_TEST_SUITE_P(
     ModesAndFaults, CaptureFaults,
-    ::testing::Combine(::testing::Values(CaptureMode::kThreadLocal, CaptureMode::kGlobal,
-                                         CaptureMode::kRelaxed),
-                       ::testing::Values(CaptureFault::kAlloc, CaptureFault::kLegacySync,
-                                         CaptureFault::kHostSync, CaptureFault::kEventQuery,
-                                         CaptureFault::kDeviceSync)),
+    ::testing::Combine(
+        ::testing::Values(CaptureMode::kThreadLocal, CaptureMode::kGlobal, CaptureMode::kRelaxed),
+        ::testing::Values(CaptureFault::kAlloc, CaptureFault::kLegacySync, CaptureFault::kHostSync,
+                          CaptureFault::kEventQuery, CaptureFault::kDeviceSync)),
     [](const auto& info) {
       std::string name = std::string(capture_mode_name(std::get<0>(info.param))) + "_" +
                          capture_fault_name(std::get<1>(info.param));

@@ -82,7 +82,7 @@ CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
   c_args.push_back(nullptr);
 
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
+  const int rc = posix_spawnp(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   CommandResult result;
   if (rc != 0) {

@@ -1,0 +1,107 @@
+#include "app/commands/compare.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/report/compare_report.hpp"
+#include "core/compare/compare.hpp"
+#include "core/result/json_file.hpp"
+
+namespace decodebench::app {
+
+namespace {
+
+struct CompareFlags {
+  std::string baseline;
+  std::string candidate;
+  std::string threshold = "5%";
+  std::vector<std::string> metrics;
+  double alpha = 0.05;
+  std::string format = "text";
+  std::string output;
+  bool quiet = false;
+};
+
+std::string help_footer() {
+  std::string metrics;
+  for (const MetricSpec& m : compare_metrics()) {
+    metrics += std::string("  ") + m.name + ": " + m.description + "\n";
+  }
+  return "Runs are matched by their configuration key (runs[].key.id: model, shape, dtype, "
+         "backend, "
+         "graph, batch, device); repeats of a key in one file match in order.\n"
+         "Verdict per matched run and metric, from a two-sided Mann-Whitney U test (normal "
+         "approximation with tie and continuity corrections; Mann & Whitney 1947) of the raw "
+         "per-token samples and the change = (new - baseline) / baseline:\n"
+         "  p < alpha and |change| >= threshold  -> faster or slower\n"
+         "  p >= alpha and |change| < threshold  -> same\n"
+         "  otherwise                            -> unclear (more tokens or a quieter machine)\n"
+         "Metrics:\n" +
+         metrics +
+         "Exit codes: 0 nothing slower · 1 at least one slower (a regression) · 2 usage or data "
+         "error (unreadable file, different or unknown schema_version, missing samples, nothing "
+         "matched).\n";
+}
+
+void run_compare(const CompareFlags& f, int* exit_code) {
+  CompareOptions options;
+  options.threshold_pct = parse_threshold_percent(f.threshold);
+  options.alpha = f.alpha;
+  if (!f.metrics.empty()) options.metrics = f.metrics;
+  if (!f.output.empty()) check_destination(f.output, "--output");
+  const LoadedRuns baseline = load_runs_file(f.baseline);
+  const LoadedRuns candidate = load_runs_file(f.candidate);
+  const CompareReport report = compare_runs(baseline, candidate, options);
+  std::string rendered;
+  if (f.format == "json") {
+    rendered = compare_json(report).dump(2) + "\n";
+  } else if (f.format == "md") {
+    rendered = compare_markdown(report);
+  } else {
+    rendered = compare_text(report);
+  }
+  if (f.output.empty()) {
+    std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+  } else {
+    write_text_file(f.output, rendered, "--output");
+    if (!f.quiet && f.output != "-") {
+      const std::string text = compare_text(report);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+  }
+  std::fflush(stdout);
+  *exit_code = static_cast<int>(report.exit_code());
+}
+
+}  // namespace
+
+void setup_compare(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<CompareFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare",
+      "Compare two result or suite JSON files: per run and metric faster / slower / "
+      "same / unclear; exit 1 on a regression");
+  cmd->add_option("baseline", f->baseline, "Baseline result or suite JSON (e.g. from main)")
+      ->required();
+  cmd->add_option("new", f->candidate, "New result or suite JSON")->required();
+  cmd->add_option("--threshold", f->threshold,
+                  "Smallest relative change that counts, in percent: 5% (default), 2.5")
+      ->default_str("5%");
+  cmd->add_option("--metric", f->metrics,
+                  "Metric(s) to judge, repeated or comma-separated (default tpot_median)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--alpha", f->alpha, "Significance level of the test (default 0.05)")
+      ->default_str("0.05");
+  cmd->add_option("--format", f->format, "text (default) | md (GitHub markdown) | json")
+      ->check(CLI::IsMember({"text", "md", "json"}));
+  cmd->add_option("--output", f->output,
+                  "Write the --format report to PATH (atomically) and the text table to stdout");
+  cmd->add_flag("-q,--quiet", f->quiet, "With --output: print nothing else");
+  cmd->footer(help_footer());
+  cmd->callback([f, exit_code] { run_compare(*f, exit_code); });
+}
+
+}  // namespace decodebench::app

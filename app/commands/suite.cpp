@@ -1,0 +1,205 @@
+#include "app/commands/suite.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "app/commands/run.hpp"
+#include "app/report/progress.hpp"
+#include "core/result/json_file.hpp"
+#include "core/suite/suite_runner.hpp"
+
+namespace decodebench::app {
+
+ParsedRunArgs parse_run_args(std::vector<std::string> args) {
+  if (!args.empty() && args.front() == "run") args.erase(args.begin());
+  CLI::App app{"decodebench run"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  RunFlags flags;
+  add_run_flags(app, flags);
+  std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from its back
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  bind_flags(flags);
+  return {flags.options, flags.quiet, flags.verbose};
+}
+
+namespace {
+
+struct SuiteFlags {
+  std::string file;
+  std::string json_path;
+  std::string backend;
+  int64_t threads = 0;
+  bool list = false;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+std::string seconds(int64_t ns) { return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9); }
+
+std::string one_line(std::string s, size_t max_chars) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  if (s.size() > max_chars) s = s.substr(0, max_chars - 3) + "...";
+  return s;
+}
+
+void print_summary(const SuiteOutcome& outcome, FILE* out) {
+  const auto& doc = outcome.document;
+  int ok = 0, failed = 0, skipped = 0;
+  for (const auto& e : outcome.entries) {
+    ok += e.status == "ok" ? 1 : 0;
+    failed += e.status == "failed" ? 1 : 0;
+    skipped += e.status == "skipped" ? 1 : 0;
+  }
+  fmt::print(out, "\nsuite {}: {} configuration(s), {} ok, {} failed, {} skipped ({})\n\n",
+             doc["suite"]["name"].get<std::string>(), outcome.entries.size(), ok, failed, skipped,
+             seconds(doc["suite"]["wall_ns"].get<int64_t>()));
+  fmt::print(out, "{:>3}  {:<13} {:>13} {:>7} {:>10}  {:<8} {}\n", "#", "run", "median TPOT",
+             "noise", "tokens/s", "status", "configuration");
+  for (const auto& e : outcome.entries) {
+    const std::string status =
+        e.status == "ok"
+            ? (e.exit_code == ExitCode::kOk ? std::string("ok")
+                                            : fmt::format("exit {}", static_cast<int>(e.exit_code)))
+            : e.status;
+    if (!e.result_index) {
+      fmt::print(out, "{:>3}  {:<13} {:>13} {:>7} {:>10}  {:<8} {}\n", e.index + 1, "-", "-", "-",
+                 "-", status, e.label);
+      fmt::print(out, "     exit {}: {}\n", static_cast<int>(e.exit_code), one_line(e.error, 160));
+      continue;
+    }
+    for (const auto& run : doc["results"][*e.result_index]["runs"]) {
+      const auto& stats = run["results"]["stats"];
+      const auto& tpot = stats["tpot_ns"];
+      const double median = tpot["median"].get<double>();
+      const double noise =
+          median > 0
+              ? (tpot["median_ci95"][1].get<double>() - tpot["median_ci95"][0].get<double>()) /
+                    2.0 / median * 100.0
+              : 0.0;
+      fmt::print(out, "{:>3}  {:<13} {:>10.1f} µs {:>6.1f}% {:>10.1f}  {:<8} {}\n", e.index + 1,
+                 run["label"].get<std::string>(), median / 1000.0, noise,
+                 stats["tokens_per_s"].get<double>(), status, e.label);
+    }
+  }
+}
+
+// Runs a suite definition: validation of every configuration, the runs, the report, the document.
+int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
+                  const std::string& json_path, bool quiet, bool verbose) {
+  if (!json_path.empty()) check_json_destination(json_path);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<PreparedRun> runs = prepare_suite(suite, parse, hw);
+  FILE* out = json_path == "-" ? stderr : stdout;
+  ProgressBar bar(!quiet);
+  SuiteCallbacks callbacks;
+  std::string current;
+  if (verbose) callbacks.progress = [](const std::string& s) { spdlog::info("{}", s); };
+  callbacks.step_progress = [&bar, &current](const std::string& label, int64_t done,
+                                             int64_t total) {
+    bar.update(current + " " + label, done, total);
+  };
+  callbacks.on_start = [&current](const PreparedRun& run, size_t total) {
+    current = fmt::format("[{}/{}]", run.index + 1, total);
+  };
+  const size_t total = runs.size();
+  callbacks.on_finish = [&bar, out, quiet, total](const SuiteEntry& e, const nlohmann::json*) {
+    bar.clear();
+    if (quiet) return;
+    if (e.status == "ok") {
+      fmt::print(out, "[{}/{}] ok ({})  {}\n", e.index + 1, total, seconds(e.wall_ns), e.label);
+    } else {
+      fmt::print(out, "[{}/{}] {} (exit {})  {}: {}\n", e.index + 1, total, e.status,
+                 static_cast<int>(e.exit_code), e.label, one_line(e.error, 200));
+    }
+    std::fflush(out);
+  };
+  const SuiteOutcome outcome = run_suite(suite, runs, callbacks);
+  bar.clear();
+  if (!quiet) print_summary(outcome, out);
+  if (!json_path.empty()) write_json_file(json_path, outcome.document);
+  return static_cast<int>(outcome.exit_code);
+}
+
+int run_suite_command(const SuiteFlags& f) {
+  SuiteDefinition suite = load_suite_file(f.file);
+  for (auto& c : suite.configurations) {
+    if (!f.backend.empty()) c.args.insert(c.args.end(), {"--backend", f.backend});
+    if (f.threads > 0) c.args.insert(c.args.end(), {"--threads", std::to_string(f.threads)});
+  }
+  const ParseRunArgsFn parse = [](const std::vector<std::string>& args) {
+    return parse_run_args(args).options;
+  };
+  if (f.list) {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto runs = prepare_suite(suite, parse, hw);  // validates every configuration
+    fmt::print("suite {}: {} configuration(s)\n", suite.name, runs.size());
+    for (const auto& r : runs) {
+      std::string line;
+      for (const auto& a : r.configuration.args) line += " " + a;
+      fmt::print("{:>3}  {}\n     decodebench{}\n", r.index + 1, r.configuration.label, line);
+    }
+    return 0;
+  }
+  return execute_suite(suite, parse, f.json_path, f.quiet, f.verbose);
+}
+
+}  // namespace
+
+void setup_suite(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<SuiteFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "suite", "Run every configuration of a suite file into one suite JSON document");
+  cmd->add_option("file", f->file, "Suite JSON (bench-configs/suites/*.json)")->required();
+  cmd->add_option("--json", f->json_path,
+                  "Write the suite document (docs/suite.schema.json) to PATH ('-' = stdout)");
+  cmd->add_option("--backend", f->backend, "Override the backend of every configuration");
+  cmd->add_option("--threads", f->threads, "Override the CPU threads of every configuration");
+  cmd->add_flag("--list", f->list, "Print the expanded configurations (validated) and exit");
+  cmd->add_flag("-q,--quiet", f->quiet, "Print nothing but errors");
+  cmd->add_flag("-v,--verbose", f->verbose, "Print progress details");
+  cmd->footer(
+      "A configuration is an object of run flags without '--' (\"layers\": 2, \"phase_timing\": "
+      "true); a list value sweeps (cartesian product in key order, first key outermost). Every "
+      "configuration is validated before the first runs. A configuration that fails is recorded "
+      "in the document (status, exit_code, error) and the suite continues; the exit code is that "
+      "of the first failed configuration (0 when all succeeded).");
+  cmd->callback([f, exit_code] { *exit_code = run_suite_command(*f); });
+}
+
+int sweep_command(const std::vector<SweepPoint>& points, const std::vector<std::string>& args) {
+  const ParsedRunArgs first = parse_run_args(points.front().args);
+  const std::string json_path = first.options.json_path.value_or("");
+  SuiteDefinition suite;
+  suite.name = "sweep";
+  suite.source = "command line";
+  suite.description = "decodebench";
+  for (const auto& a : args) suite.description += " " + a;
+  for (const auto& p : points) {
+    SuiteConfiguration c;
+    c.label = sweep_label(p.values);
+    // The configuration's own flags: the sweep's --json is the suite document, not a run's.
+    for (size_t i = 0; i < p.args.size(); ++i) {
+      if (p.args[i] == "--json") {
+        ++i;
+      } else if (p.args[i].rfind("--json=", 0) != 0 && !(i == 0 && p.args[i] == "run")) {
+        c.args.push_back(p.args[i]);
+      }
+    }
+    suite.configurations.push_back(std::move(c));
+  }
+  const ParseRunArgsFn parse = [](const std::vector<std::string>& a) {
+    return parse_run_args(a).options;
+  };
+  return execute_suite(suite, parse, json_path, first.quiet, first.verbose);
+}
+
+}  // namespace decodebench::app

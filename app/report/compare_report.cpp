@@ -1,0 +1,154 @@
+#include "app/report/compare_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace decodebench::app {
+
+namespace {
+
+const MetricSpec& spec_of(const std::string& name) {
+  for (const MetricSpec& m : compare_metrics()) {
+    if (name == m.name) return m;
+  }
+  return compare_metrics().front();
+}
+
+std::string value_text(double v, const MetricSpec& spec) {
+  if (std::strcmp(spec.unit, "ns") == 0) return fmt::format("{:.1f} µs", v / 1000.0);
+  if (std::strcmp(spec.unit, "ms") == 0) return fmt::format("{:.4f} ms", v);
+  return fmt::format("{:.1f} tok/s", v);
+}
+
+std::string change_text(double pct) {
+  if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
+  return fmt::format("{:+.1f}%", pct);
+}
+
+std::string p_text(double p) { return p < 1e-4 ? "<0.0001" : fmt::format("{:.4f}", p); }
+
+std::string settings_line(const CompareReport& r) {
+  std::string metrics;
+  for (const auto& m : r.options.metrics) metrics += (metrics.empty() ? "" : ", ") + m;
+  return fmt::format(
+      "metric {} · threshold {}% · alpha {} · two-sided Mann-Whitney U test on the per-token "
+      "samples",
+      metrics, r.options.threshold_pct, r.options.alpha);
+}
+
+std::string outcome_line(const CompareReport& r) {
+  const int slower = r.count(Verdict::kSlower);
+  return fmt::format("{} slower, {} faster, {} same, {} unclear in {} matched run(s) → {}", slower,
+                     r.count(Verdict::kFaster), r.count(Verdict::kSame), r.count(Verdict::kUnclear),
+                     r.runs.size(), slower > 0 ? "REGRESSION (exit 1)" : "no regression (exit 0)");
+}
+
+struct Row {
+  std::string run, metric, baseline, candidate, change, p, verdict;
+};
+
+std::vector<Row> rows_of(const CompareReport& r) {
+  std::vector<Row> rows;
+  for (const auto& run : r.runs) {
+    for (const auto& m : run.metrics) {
+      const MetricSpec& spec = spec_of(m.metric);
+      rows.push_back({run.label, m.metric, value_text(m.baseline, spec),
+                      value_text(m.candidate, spec), change_text(m.change_pct),
+                      p_text(m.test.p_value), verdict_name(m.verdict)});
+    }
+  }
+  return rows;
+}
+
+// Display width of UTF-8 text (µ counts as one column).
+size_t width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string pad(const std::string& s, size_t w, bool right) {
+  const size_t n = width(s);
+  const std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\";
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string compare_text(const CompareReport& r) {
+  std::string out = fmt::format("decodebench compare: baseline {} → new {}\n{}\n\n",
+                                r.baseline_name, r.candidate_name, settings_line(r));
+  const std::vector<Row> rows = rows_of(r);
+  const Row head = {"run", "metric", "baseline", "new", "change", "p", "verdict"};
+  std::vector<size_t> w = {width(head.run),       width(head.metric), width(head.baseline),
+                           width(head.candidate), width(head.change), width(head.p)};
+  for (const Row& row : rows) {
+    w[0] = std::max(w[0], width(row.run));
+    w[1] = std::max(w[1], width(row.metric));
+    w[2] = std::max(w[2], width(row.baseline));
+    w[3] = std::max(w[3], width(row.candidate));
+    w[4] = std::max(w[4], width(row.change));
+    w[5] = std::max(w[5], width(row.p));
+  }
+  const auto line = [&](const Row& row) {
+    return pad(row.run, w[0], false) + "  " + pad(row.metric, w[1], false) + "  " +
+           pad(row.baseline, w[2], true) + "  " + pad(row.candidate, w[3], true) + "  " +
+           pad(row.change, w[4], true) + "  " + pad(row.p, w[5], true) + "  " + row.verdict + "\n";
+  };
+  out += line(head);
+  for (const Row& row : rows) out += line(row);
+  if (!r.only_in_baseline.empty() || !r.only_in_candidate.empty()) out += "\n";
+  for (const auto& id : r.only_in_baseline) out += "only in baseline: " + id + "\n";
+  for (const auto& id : r.only_in_candidate) out += "only in new:      " + id + "\n";
+  if (!r.notes.empty()) out += "\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  out += "\n" + outcome_line(r) + "\n";
+  return out;
+}
+
+std::string compare_markdown(const CompareReport& r) {
+  const int slower = r.count(Verdict::kSlower);
+  std::string out = slower > 0 ? fmt::format("### decodebench: regression ({} slower)\n\n", slower)
+                               : std::string("### decodebench: no regression\n\n");
+  out += fmt::format("Baseline `{}` → new `{}` · {}.\n\n", r.baseline_name, r.candidate_name,
+                     settings_line(r));
+  out += "| run | metric | baseline | new | change | p | verdict |\n";
+  out += "|---|---|---:|---:|---:|---:|---|\n";
+  for (const Row& row : rows_of(r)) {
+    const std::string verdict = row.verdict == "slower" ? "**slower**" : row.verdict;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_escape(row.run), row.metric,
+                       row.baseline, row.candidate, row.change, row.p, verdict);
+  }
+  out += "\n" + outcome_line(r) + "\n";
+  const size_t unmatched = r.only_in_baseline.size() + r.only_in_candidate.size();
+  if (unmatched > 0) {
+    out += fmt::format("\n<details><summary>{} unmatched run(s)</summary>\n\n", unmatched);
+    for (const auto& id : r.only_in_baseline) out += "- only in baseline: `" + id + "`\n";
+    for (const auto& id : r.only_in_candidate) out += "- only in new: `" + id + "`\n";
+    out += "\n</details>\n";
+  }
+  if (!r.notes.empty()) {
+    out += fmt::format("\n<details><summary>{} note(s)</summary>\n\n", r.notes.size());
+    for (const auto& n : r.notes) out += "- " + md_escape(n) + "\n";
+    out += "\n</details>\n";
+  }
+  out +=
+      "\nVerdicts: faster/slower = significant (p < alpha) and |change| ≥ threshold; same = not "
+      "significant and |change| < threshold; unclear = otherwise.\n";
+  return out;
+}
+
+}  // namespace decodebench::app

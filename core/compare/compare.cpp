@@ -1,0 +1,413 @@
+#include "core/compare/compare.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/runner.hpp"
+#include "core/suite/suite.hpp"
+
+namespace decodebench {
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kFaster:
+      return "faster";
+    case Verdict::kSlower:
+      return "slower";
+    case Verdict::kSame:
+      return "same";
+    case Verdict::kUnclear:
+      return "unclear";
+  }
+  return "?";
+}
+
+const std::vector<MetricSpec>& compare_metrics() {
+  static const std::vector<MetricSpec> kMetrics = {
+      {"tpot_median", "ns", false, "median time per output token"},
+      {"tpot_mean", "ns", false, "mean time per output token"},
+      {"tpot_p90", "ns", false, "90th percentile time per output token"},
+      {"tpot_p99", "ns", false, "99th percentile time per output token"},
+      {"tokens_per_s", "tokens/s", true, "decode throughput (timed steps / total step time)"},
+      {"gpu_ms", "ms", false, "median CUDA-event GPU time per step (--phase-timing)"},
+      {"h2d", "ns", false, "median host-to-device copy phase (--phase-timing)"},
+      {"launch", "ns", false, "median launch phase (--phase-timing)"},
+      {"wait", "ns", false, "median wait phase (--phase-timing)"},
+      {"argmax", "ns", false, "median argmax read-back phase (--phase-timing)"},
+      {"phase_total", "ns", false, "median total of the phases (--phase-timing)"},
+  };
+  return kMetrics;
+}
+
+Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
+                       double threshold_pct) {
+  const bool significant = p_value < alpha;
+  const bool large = std::fabs(change_pct) >= threshold_pct;
+  if (significant && large) {
+    const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
+    return better ? Verdict::kFaster : Verdict::kSlower;
+  }
+  if (!significant && !large) return Verdict::kSame;
+  return Verdict::kUnclear;
+}
+
+double parse_threshold_percent(const std::string& text) {
+  std::string t = text;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  char* end = nullptr;
+  const double v = t.empty() ? NAN : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v >= 1000) {
+    throw usage_error("--threshold: '" + text +
+                      "' is not a percentage in [0, 1000) (e.g. 5% or 2.5)");
+  }
+  return v;
+}
+
+namespace {
+
+const MetricSpec& find_metric(const std::string& name) {
+  std::string names;
+  for (const MetricSpec& m : compare_metrics()) {
+    if (name == m.name) return m;
+    names += (names.empty() ? "" : "|") + std::string(m.name);
+  }
+  throw usage_error("--metric: unknown metric '" + name + "' (expected " + names + ")");
+}
+
+std::string str(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return "?";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// "model shape dtype graph", the model without its folder.
+std::string short_label(const nlohmann::json& key) {
+  std::string model = str(key, "model");
+  const size_t colon = model.find(':');
+  const size_t slash = model.rfind('/');
+  if (colon != std::string::npos && slash != std::string::npos && slash > colon) {
+    model = model.substr(0, colon + 1) + model.substr(slash + 1);
+  }
+  return model + " " + str(key, "shape") + " " + str(key, "dtype") + " " + str(key, "graph");
+}
+
+// Appends the runs of one result document to `out`; `where` names it in messages.
+void add_result_runs(const nlohmann::json& doc, const std::string& where, LoadedRuns& out,
+                     std::map<std::string, int>& seen) {
+  if (!doc.is_object()) throw usage_error(where + ": not a JSON object");
+  if (!doc.contains("schema_version")) {
+    throw usage_error(where + ": no schema_version (not a decodebench result document)");
+  }
+  const std::string version = str(doc, "schema_version");
+  if (version != kResultSchemaVersion) {
+    throw usage_error(where + ": result schema_version '" + version +
+                      "' is not supported (this decodebench reads version " + kResultSchemaVersion +
+                      ")");
+  }
+  if (!doc.contains("runs") || !doc["runs"].is_array() || doc["runs"].empty()) {
+    throw usage_error(where + ": no runs[] (a result document holds at least one run)");
+  }
+  const auto& runs = doc["runs"];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
+    const std::string at = where + ": runs[" + std::to_string(i) + "]";
+    if (!run.is_object() || !run.contains("key") || !run["key"].is_object() ||
+        !run["key"].contains("id") || !run["key"]["id"].is_string()) {
+      throw usage_error(at + " has no key.id (the configuration key runs are matched by)");
+    }
+    const std::string id = run["key"]["id"].get<std::string>();
+    const auto* samples = run.contains("results") && run["results"].is_object() &&
+                                  run["results"].contains("samples_ns")
+                              ? &run["results"]["samples_ns"]
+                              : nullptr;
+    if (samples == nullptr || !samples->is_array() || samples->empty()) {
+      throw usage_error(at + " ('" + id +
+                        "') has no per-token samples (results.samples_ns), which the "
+                        "Mann-Whitney test needs");
+    }
+    for (const auto& s : *samples) {
+      if (!s.is_number()) throw usage_error(at + ": results.samples_ns holds a non-number");
+    }
+    const int n = ++seen[id];
+    LoadedRun r;
+    r.id = n == 1 ? id : id + "#" + std::to_string(n);
+    r.label = short_label(run["key"]) + (n == 1 ? "" : " #" + std::to_string(n));
+    r.key = run["key"];
+    r.run = run;
+    r.origin = where;
+    out.runs.push_back(std::move(r));
+  }
+}
+
+// Reported value and raw samples of `metric` in `run`; nullopt when the run did not measure it
+// (phase metrics of a run without --phase-timing).
+struct Series {
+  double value = 0;
+  std::vector<double> samples;
+};
+
+std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metric) {
+  const auto& results = run.run["results"];
+  const std::string name = metric.name;
+  const auto missing_stat = [&](const std::string& field) {
+    return usage_error(run.origin + " ('" + run.id + "'): missing " + field + " for metric " +
+                       name);
+  };
+  Series s;
+  if (name.rfind("tpot_", 0) == 0 || name == "tokens_per_s") {
+    for (const auto& v : results["samples_ns"]) s.samples.push_back(v.get<double>());
+    const auto& stats = results.contains("stats") ? results["stats"] : nlohmann::json();
+    if (name == "tokens_per_s") {
+      if (!stats.is_object() || !stats.contains("tokens_per_s") ||
+          !stats["tokens_per_s"].is_number()) {
+        throw missing_stat("results.stats.tokens_per_s");
+      }
+      s.value = stats["tokens_per_s"].get<double>();
+    } else {
+      const std::string field = name.substr(5);  // median, mean, p90, p99
+      if (!stats.is_object() || !stats.contains("tpot_ns") || !stats["tpot_ns"].is_object() ||
+          !stats["tpot_ns"].contains(field) || !stats["tpot_ns"][field].is_number()) {
+        throw missing_stat("results.stats.tpot_ns." + field);
+      }
+      s.value = stats["tpot_ns"][field].get<double>();
+    }
+    return s;
+  }
+  const std::string phase = name == "phase_total" ? "total" : name;
+  const auto& phases = results.contains("phases") ? results["phases"] : nlohmann::json();
+  const auto& samples =
+      results.contains("phase_samples") ? results["phase_samples"] : nlohmann::json();
+  if (!phases.is_object() || !phases.contains(phase) || !samples.is_object() ||
+      !samples.contains(phase) || !samples[phase].is_array() || samples[phase].empty()) {
+    return std::nullopt;
+  }
+  if (!phases[phase].is_object() || !phases[phase].contains("median") ||
+      !phases[phase]["median"].is_number()) {
+    throw missing_stat("results.phases." + phase + ".median");
+  }
+  s.value = phases[phase]["median"].get<double>();
+  for (const auto& v : samples[phase]) {
+    if (!v.is_number()) {
+      throw usage_error(run.origin + " ('" + run.id + "'): results.phase_samples." + phase +
+                        " holds a non-number");
+    }
+    s.samples.push_back(v.get<double>());
+  }
+  return s;
+}
+
+}  // namespace
+
+LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
+  LoadedRuns out;
+  out.name = name;
+  if (!doc.is_object()) throw usage_error(name + ": not a JSON object");
+  std::map<std::string, int> seen;
+  const bool is_suite = doc.contains("suite") && doc.contains("results");
+  if (!is_suite && !doc.contains("runs")) {
+    throw usage_error(name +
+                      ": unknown format: neither a decodebench result document (runs[]) nor a "
+                      "suite document (suite, results[])");
+  }
+  if (!is_suite) {
+    out.kind = "result";
+    add_result_runs(doc, name, out, seen);
+    return out;
+  }
+  out.kind = "suite";
+  const std::string version = str(doc, "schema_version");
+  if (version != kSuiteSchemaVersion) {
+    throw usage_error(name + ": suite schema_version '" + version +
+                      "' is not supported (this decodebench reads version " + kSuiteSchemaVersion +
+                      ")");
+  }
+  if (!doc["results"].is_array()) throw usage_error(name + ": results is not an array");
+  for (size_t i = 0; i < doc["results"].size(); ++i) {
+    add_result_runs(doc["results"][i], name + ": results[" + std::to_string(i) + "]", out, seen);
+  }
+  if (doc.contains("configurations") && doc["configurations"].is_array()) {
+    for (const auto& c : doc["configurations"]) {
+      if (c.is_object() && c.value("status", std::string()) != "ok") {
+        out.failures.push_back(str(c, "label") + ": " + str(c, "status") + " (" + str(c, "error") +
+                               ")");
+      }
+    }
+  }
+  return out;
+}
+
+LoadedRuns load_runs_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(path + ": cannot open (missing or unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw usage_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  return load_runs(doc, path);
+}
+
+int CompareReport::count(Verdict verdict) const {
+  int n = 0;
+  for (const auto& r : runs) {
+    for (const auto& m : r.metrics) n += m.verdict == verdict ? 1 : 0;
+  }
+  return n;
+}
+
+ExitCode CompareReport::exit_code() const {
+  return count(Verdict::kSlower) > 0 ? ExitCode::kRuntime : ExitCode::kOk;
+}
+
+CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candidate,
+                           const CompareOptions& options) {
+  if (options.metrics.empty()) throw usage_error("--metric: no metric given");
+  std::vector<const MetricSpec*> metrics;
+  for (const auto& name : options.metrics) metrics.push_back(&find_metric(name));
+  if (!(options.alpha > 0 && options.alpha < 1)) {
+    throw usage_error("--alpha must be in (0, 1) (got " + std::to_string(options.alpha) + ")");
+  }
+  if (!std::isfinite(options.threshold_pct) || options.threshold_pct < 0) {
+    throw usage_error("--threshold must be a percentage >= 0");
+  }
+  CompareReport report;
+  report.baseline_name = baseline.name;
+  report.candidate_name = candidate.name;
+  report.options = options;
+  for (const auto& f : baseline.failures) report.notes.push_back(baseline.name + ": failed " + f);
+  for (const auto& f : candidate.failures) {
+    report.notes.push_back(candidate.name + ": failed " + f);
+  }
+
+  std::map<std::string, const LoadedRun*> by_id;
+  for (const auto& r : candidate.runs) by_id[r.id] = &r;
+  std::map<std::string, bool> matched;
+  for (const auto& base : baseline.runs) {
+    const auto it = by_id.find(base.id);
+    if (it == by_id.end()) {
+      report.only_in_baseline.push_back(base.id);
+      continue;
+    }
+    matched[base.id] = true;
+    const LoadedRun& cand = *it->second;
+    RunComparison rc;
+    rc.id = base.id;
+    rc.label = base.label;
+    rc.key = base.key;
+    for (const MetricSpec* metric : metrics) {
+      const auto b = metric_series(base, *metric);
+      const auto c = metric_series(cand, *metric);
+      if (!b && !c) {
+        report.notes.push_back(base.label + ": " + metric->name +
+                               " not measured in either file (phase metrics need --phase-timing)");
+        continue;
+      }
+      if (!b || !c) {
+        const std::string has = b ? baseline.name : candidate.name;
+        const std::string lacks = b ? candidate.name : baseline.name;
+        throw usage_error("missing samples: metric " + std::string(metric->name) + " of run '" +
+                          base.id + "' exists in " + has + " but not in " + lacks);
+      }
+      MetricComparison m;
+      m.metric = metric->name;
+      m.baseline = b->value;
+      m.candidate = c->value;
+      if (b->value != 0) {
+        m.change_pct = (c->value - b->value) / b->value * 100.0;
+      } else {
+        m.change_pct =
+            c->value == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), c->value);
+      }
+      m.n_baseline = static_cast<int64_t>(b->samples.size());
+      m.n_candidate = static_cast<int64_t>(c->samples.size());
+      m.test = mann_whitney_u(c->samples, b->samples);
+      m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
+                                 options.alpha, options.threshold_pct);
+      rc.metrics.push_back(std::move(m));
+    }
+    report.runs.push_back(std::move(rc));
+  }
+  for (const auto& r : candidate.runs) {
+    if (!matched.count(r.id)) report.only_in_candidate.push_back(r.id);
+  }
+  if (report.runs.empty()) {
+    std::string msg = "nothing matched: no run of " + candidate.name +
+                      " has the configuration key (model, shape, dtype, backend, graph, batch, "
+                      "device) of a run of " +
+                      baseline.name + "; ";
+    msg += baseline.name + " has " + std::to_string(baseline.runs.size()) + " run(s)" +
+           (baseline.runs.empty() ? "" : ", e.g. '" + baseline.runs.front().id + "'");
+    msg += "; " + candidate.name + " has " + std::to_string(candidate.runs.size()) + " run(s)" +
+           (candidate.runs.empty() ? "" : ", e.g. '" + candidate.runs.front().id + "'");
+    for (const auto& note : report.notes) msg += "; " + note;
+    throw usage_error(msg);
+  }
+  for (const MetricSpec* metric : metrics) {
+    bool any = false;
+    for (const auto& r : report.runs) {
+      for (const auto& m : r.metrics) any = any || m.metric == metric->name;
+    }
+    if (!any) {
+      throw usage_error("metric " + std::string(metric->name) +
+                        ": no matched run has it in both files (phase metrics need runs with "
+                        "--phase-timing)");
+    }
+  }
+  return report;
+}
+
+nlohmann::json compare_json(const CompareReport& report) {
+  nlohmann::json comparisons = nlohmann::json::array();
+  for (const auto& r : report.runs) {
+    for (const auto& m : r.metrics) {
+      const MetricSpec& spec = find_metric(m.metric);
+      nlohmann::json change =
+          std::isfinite(m.change_pct) ? nlohmann::json(m.change_pct) : nlohmann::json(nullptr);
+      comparisons.push_back({{"id", r.id},
+                             {"label", r.label},
+                             {"key", r.key},
+                             {"metric", m.metric},
+                             {"unit", spec.unit},
+                             {"higher_is_better", spec.higher_is_better},
+                             {"baseline", m.baseline},
+                             {"new", m.candidate},
+                             {"change_pct", change},
+                             {"n_baseline", m.n_baseline},
+                             {"n_new", m.n_candidate},
+                             {"u", m.test.u},
+                             {"z", m.test.z},
+                             {"p_value", m.test.p_value},
+                             {"verdict", verdict_name(m.verdict)}});
+    }
+  }
+  return {{"schema_version", kCompareSchemaVersion},
+          {"baseline", report.baseline_name},
+          {"new", report.candidate_name},
+          {"metrics", report.options.metrics},
+          {"threshold_pct", report.options.threshold_pct},
+          {"alpha", report.options.alpha},
+          {"method",
+           "two-sided Mann-Whitney U test on the per-token samples (normal approximation, tie and "
+           "continuity corrections); significant (p < alpha) and |change| >= threshold: "
+           "faster/slower; not significant and |change| < threshold: same; otherwise unclear"},
+          {"summary",
+           {{"matched_runs", report.runs.size()},
+            {"faster", report.count(Verdict::kFaster)},
+            {"slower", report.count(Verdict::kSlower)},
+            {"same", report.count(Verdict::kSame)},
+            {"unclear", report.count(Verdict::kUnclear)}}},
+          {"comparisons", comparisons},
+          {"only_in_baseline", report.only_in_baseline},
+          {"only_in_new", report.only_in_candidate},
+          {"notes", report.notes},
+          {"exit_code", static_cast<int>(report.exit_code())}};
+}
+
+}  // namespace decodebench

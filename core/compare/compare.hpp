@@ -1,0 +1,127 @@
+// `decodebench compare`: match the runs of two result (or suite) documents by configuration key and
+// decide, per metric, whether the new one is faster, slower, the same, or unclear.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/compare/mann_whitney.hpp"
+#include "core/error.hpp"
+
+namespace decodebench {
+
+/// The verdict of one (run, metric) pair.
+enum class Verdict { kFaster, kSlower, kSame, kUnclear };
+/// "faster", "slower", "same", "unclear".
+const char* verdict_name(Verdict verdict);
+
+/// A metric `compare` can judge. Values come from the run's reported statistics; the test runs on
+/// the raw per-token series behind them.
+struct MetricSpec {
+  const char* name;         ///< --metric name, e.g. "tpot_median"
+  const char* unit;         ///< "ns", "ms" or "tokens/s"
+  bool higher_is_better;    ///< tokens_per_s: true; latencies: false
+  const char* description;  ///< for --help and the reports
+};
+
+/// Every metric, in --help order: tpot_median, tpot_mean, tpot_p90, tpot_p99, tokens_per_s (all on
+/// results.samples_ns), gpu_ms, h2d, launch, wait, argmax, phase_total (medians of the per-token
+/// phases of a --phase-timing run, on results.phase_samples.<phase>).
+const std::vector<MetricSpec>& compare_metrics();
+
+/// The decision rule (documented in `compare --help` and docs/ci.md):
+///   significant = p < alpha (two-sided Mann-Whitney U on the per-token samples);
+///   large = |change_pct| ≥ threshold_pct;
+///   significant and large → faster or slower (by the sign of the change and the metric's
+///   direction); not significant and not large → same; otherwise → unclear.
+/// `change_pct` = (new − baseline) / baseline · 100.
+Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
+                       double threshold_pct);
+
+/// Parses a threshold "5%", "5" or "2.5%" into percent; Error (exit 2) unless it is a number in
+/// [0, 1000).
+double parse_threshold_percent(const std::string& text);
+
+/// One run of a loaded document.
+struct LoadedRun {
+  std::string id;     ///< runs[].key.id, with "#2", "#3", ... appended to repeats in the document
+  std::string label;  ///< short display name: model, shape, dtype, graph (+ "#n" for repeats)
+  nlohmann::json key;
+  nlohmann::json run;  ///< the runs[] element
+  std::string origin;  ///< "FILE" or "FILE: results[3]" (for messages)
+};
+
+/// A result or suite document reduced to its runs.
+struct LoadedRuns {
+  std::string name;                   ///< file name (for messages)
+  std::string kind;                   ///< "result" or "suite"
+  std::vector<LoadedRun> runs;        ///< in document order
+  std::vector<std::string> failures;  ///< failed suite configurations, "label: error"
+};
+
+/// Reads a result document (schema_version "1.0", runs[]) or a suite document (schema_version
+/// "1.0", suite + results[] of result documents; docs/suite.schema.json). `name` appears in every
+/// message. Throws decodebench::Error (exit 2) naming the file and the problem: an unsupported
+/// schema_version, neither format, a run without key.id or without per-token samples, no runs.
+LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name);
+
+/// load_runs() of a file; Error (exit 2) when it is unreadable or not JSON.
+LoadedRuns load_runs_file(const std::string& path);
+
+/// Options of a comparison.
+struct CompareOptions {
+  std::vector<std::string> metrics = {"tpot_median"};
+  double threshold_pct = 5.0;  ///< percent
+  double alpha = 0.05;         ///< significance level of the two-sided test, in (0, 1)
+};
+
+/// One metric of one matched run.
+struct MetricComparison {
+  std::string metric;
+  double baseline = 0;                      ///< in the metric's unit
+  double candidate = 0;                     ///< the new value, same unit
+  double change_pct = 0;                    ///< (new − baseline) / baseline · 100
+  int64_t n_baseline = 0, n_candidate = 0;  ///< samples in the test
+  MannWhitney test;                         ///< x = new samples, y = baseline samples
+  Verdict verdict = Verdict::kUnclear;
+};
+
+/// A run present in both documents.
+struct RunComparison {
+  std::string id;
+  std::string label;
+  nlohmann::json key;
+  std::vector<MetricComparison> metrics;
+};
+
+/// Everything `compare` reports.
+struct CompareReport {
+  std::string baseline_name, candidate_name;
+  CompareOptions options;
+  std::vector<RunComparison> runs;            ///< matched, in baseline order
+  std::vector<std::string> only_in_baseline;  ///< key ids
+  std::vector<std::string> only_in_candidate;
+  std::vector<std::string> notes;  ///< skipped metrics, failed suite configurations
+
+  /// Number of (run, metric) pairs with the verdict.
+  [[nodiscard]] int count(Verdict verdict) const;
+  /// kRuntime (1) when any verdict is kSlower, else kOk.
+  [[nodiscard]] ExitCode exit_code() const;
+};
+
+/// Matches runs by id and compares each requested metric. Throws decodebench::Error (exit 2) when
+/// an option is invalid (unknown metric, alpha outside (0, 1), negative threshold), when no run
+/// matched (the message shows a key of each side), when a metric's samples exist on one side
+/// only, or when no matched run has a requested metric.
+CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candidate,
+                           const CompareOptions& options);
+
+/// The JSON form of a report (`compare --format json`; layout in docs/ci.md).
+nlohmann::json compare_json(const CompareReport& report);
+
+/// Version of the compare JSON layout.
+inline constexpr const char* kCompareSchemaVersion = "1.0";
+
+}  // namespace decodebench

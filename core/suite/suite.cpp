@@ -1,0 +1,243 @@
+#include "core/suite/suite.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace decodebench {
+
+namespace {
+
+constexpr std::array<std::string_view, 23> kSweepFlags = {
+    "--preset", "--layers",        "--hidden",   "--heads",      "--kv-heads", "--head-dim",
+    "--ffn",    "--vocab",         "--context",  "--rope-theta", "--rms-eps",  "--dtype",
+    "--seed",   "--prompt-tokens", "--tokens",   "--warmup",     "--backend",  "--threads",
+    "--graph",  "--capture-mode",  "--min-time", "--max-noise",  "--max-time"};
+
+// Splits "a,b,c"; Error naming `flag` when an element is empty.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (item.empty()) {
+      throw usage_error(flag + ": empty element in the list '" + text +
+                        "' (a sweep is a comma-separated list of values, e.g. 2,4,8)");
+    }
+    items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+// One swept argument: where it is in argv and its alternatives.
+struct Axis {
+  size_t index;      // position in args of the argument that holds the value
+  std::string flag;  // "--layers"
+  bool inline_form;  // "--layers=2,4"
+  std::vector<std::string> values;
+};
+
+std::string scalar_text(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  return v.dump();  // floats: shortest round-trip form, e.g. 1e-05
+}
+
+}  // namespace
+
+bool is_sweep_flag(std::string_view flag) {
+  for (const auto f : kSweepFlags) {
+    if (f == flag) return true;
+  }
+  return false;
+}
+
+std::string sweep_label(const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string label;
+  for (const auto& [flag, value] : values) label += (label.empty() ? "" : " ") + flag + "=" + value;
+  return label;
+}
+
+std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
+  const std::vector<SweepPoint> unchanged = {SweepPoint{args, {}}};
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-' && args[0] != "run") return unchanged;
+  for (const auto& a : args) {
+    if (a == "-h" || a == "--help" || a == "--version") return unchanged;
+  }
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos && a.rfind("--", 0) == 0 && is_sweep_flag(a.substr(0, eq))) {
+      const std::string flag = a.substr(0, eq);
+      const std::string value = a.substr(eq + 1);
+      if (value.find(',') != std::string::npos) {
+        axes.push_back({i, flag, true, split_list(flag, value)});
+      }
+      continue;
+    }
+    if (is_sweep_flag(a) && i + 1 < args.size()) {
+      const std::string& value = args[i + 1];
+      if (value.find(',') != std::string::npos)
+        axes.push_back({i + 1, a, false, split_list(a, value)});
+      ++i;  // the value is consumed either way
+    }
+  }
+  if (axes.empty()) return unchanged;
+  // Odometer over the axes: the last axis varies fastest, so the first flag is the outer loop.
+  std::vector<size_t> digit(axes.size(), 0);
+  std::vector<SweepPoint> points;
+  while (true) {
+    SweepPoint p{args, {}};
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const Axis& axis = axes[k];
+      const std::string& v = axis.values[digit[k]];
+      p.args[axis.index] = axis.inline_form ? axis.flag + "=" + v : v;
+      p.values.emplace_back(axis.flag.substr(2), v);
+    }
+    points.push_back(std::move(p));
+    size_t k = axes.size();
+    while (k > 0) {
+      --k;
+      if (++digit[k] < axes[k].values.size()) break;
+      digit[k] = 0;
+      if (k == 0) return points;
+    }
+  }
+}
+
+SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string& source) {
+  if (!doc.is_object()) throw usage_error(source + ": a suite is a JSON object");
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "name" && key != "description" && key != "configurations" && key != "notes" &&
+        key != "$schema") {
+      throw usage_error(source + ": unknown key '" + key +
+                        "' (a suite has name, description, configurations and optional notes)");
+    }
+  }
+  SuiteDefinition def;
+  def.source = source;
+  if (!doc.contains("name") || !doc["name"].is_string() || doc["name"].get<std::string>().empty()) {
+    throw usage_error(source + ": 'name' must be a non-empty string");
+  }
+  def.name = doc["name"].get<std::string>();
+  if (doc.contains("description")) {
+    if (!doc["description"].is_string()) {
+      throw usage_error(source + ": 'description' must be a string");
+    }
+    def.description = doc["description"].get<std::string>();
+  }
+  if (!doc.contains("configurations") || !doc["configurations"].is_array() ||
+      doc["configurations"].empty()) {
+    throw usage_error(source +
+                      ": 'configurations' must be a non-empty list of objects of run flags");
+  }
+  const auto& configs = doc["configurations"];
+  std::vector<std::vector<std::string>> label_pairs;  // "key=value" of each configuration
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const std::string where = source + ": configurations[" + std::to_string(c) + "]";
+    if (!configs[c].is_object() || configs[c].empty()) {
+      throw usage_error(where + " must be a non-empty object of run flags");
+    }
+    // Each key: its alternatives (one unless it is a list), as argument lists.
+    struct Key {
+      std::string name;  // flag without "--", dashes
+      std::vector<std::vector<std::string>> alternatives;
+      std::vector<std::string> shown;  // value as shown in the label
+    };
+    std::vector<Key> keys;
+    for (const auto& [raw_key, value] : configs[c].items()) {
+      Key k;
+      k.name = raw_key;
+      for (char& ch : k.name) ch = ch == '_' ? '-' : ch;
+      if (k.name.rfind("--", 0) == 0) k.name = k.name.substr(2);
+      if (k.name == "json") {
+        throw usage_error(where +
+                          ": key 'json' is not allowed (the suite writes one document: "
+                          "decodebench suite FILE --json OUT)");
+      }
+      const std::string flag = "--" + k.name;
+      const auto add = [&](const nlohmann::ordered_json& v) {
+        if (v.is_boolean()) {
+          k.alternatives.push_back(v.get<bool>() ? std::vector<std::string>{flag}
+                                                 : std::vector<std::string>{});
+          k.shown.push_back(v.get<bool>() ? "true" : "false");
+        } else if (v.is_string() || v.is_number()) {
+          k.alternatives.push_back({flag, scalar_text(v)});
+          k.shown.push_back(scalar_text(v));
+        } else {
+          throw usage_error(where + ": key '" + raw_key + "' has a " + v.type_name() +
+                            " value (expected a string, number, boolean or a list of them)");
+        }
+      };
+      if (value.is_array()) {
+        if (value.empty()) throw usage_error(where + ": key '" + raw_key + "' is an empty list");
+        for (const auto& v : value) add(v);
+      } else {
+        add(value);
+      }
+      keys.push_back(std::move(k));
+    }
+    // Cartesian product in key order, the last key varying fastest.
+    std::vector<size_t> digit(keys.size(), 0);
+    while (true) {
+      SuiteConfiguration sc;
+      std::vector<std::string> pairs;
+      for (size_t k = 0; k < keys.size(); ++k) {
+        const auto& alt = keys[k].alternatives[digit[k]];
+        sc.args.insert(sc.args.end(), alt.begin(), alt.end());
+        pairs.push_back(keys[k].name + "=" + keys[k].shown[digit[k]]);
+      }
+      def.configurations.push_back(std::move(sc));
+      label_pairs.push_back(std::move(pairs));
+      size_t k = keys.size();
+      bool done = true;
+      while (k > 0) {
+        --k;
+        if (++digit[k] < keys[k].alternatives.size()) {
+          done = false;
+          break;
+        }
+        digit[k] = 0;
+      }
+      if (done) break;
+    }
+  }
+  // Labels show what tells configurations apart: the pairs not shared by every configuration
+  // (all pairs when there is one configuration, or when nothing differs).
+  for (size_t i = 0; i < def.configurations.size(); ++i) {
+    std::string label, all;
+    for (const auto& pair : label_pairs[i]) {
+      all += (all.empty() ? "" : " ") + pair;
+      bool shared = def.configurations.size() > 1;
+      for (const auto& other : label_pairs) {
+        shared = shared && std::find(other.begin(), other.end(), pair) != other.end();
+      }
+      if (!shared) label += (label.empty() ? "" : " ") + pair;
+    }
+    def.configurations[i].label = label.empty() ? all : label;
+  }
+  return def;
+}
+
+SuiteDefinition load_suite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(path + ": cannot open the suite file (missing or unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json doc;
+  try {
+    doc = nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw usage_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  return parse_suite(doc, path);
+}
+
+}  // namespace decodebench

@@ -1,0 +1,134 @@
+#include "core/suite/suite_runner.hpp"
+
+#include <chrono>
+#include <exception>
+#include <new>
+
+#include "build_info.hpp"
+#include "core/result/environment.hpp"
+
+namespace decodebench {
+
+nlohmann::json suite_tool_json() {
+  return {{"name", "decodebench"},
+          {"version", build_info::kVersion},
+          {"git_sha", build_info::kGitSha},
+          {"build_type", build_info::kBuildType},
+          {"compiler", build_info::kCompiler},
+#ifdef DECODEBENCH_HAVE_CUDA
+          {"cuda", true},
+#else
+          {"cuda", false},
+#endif
+          {"cuda_compiler", build_info::kCudaCompiler}};
+}
+
+std::vector<PreparedRun> prepare_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
+                                       int hardware_threads) {
+  std::vector<PreparedRun> runs;
+  for (size_t i = 0; i < suite.configurations.size(); ++i) {
+    const SuiteConfiguration& c = suite.configurations[i];
+    const std::string where = suite.source + ": configuration " + std::to_string(i + 1) + " of " +
+                              std::to_string(suite.configurations.size()) +
+                              (c.label.empty() ? "" : " (" + c.label + ")");
+    try {
+      const RunOptions options = parse(c.args);
+      if (options.json_path) {
+        throw usage_error(
+            "--json is not allowed per configuration (the suite writes one document)");
+      }
+      runs.push_back({i, c, resolve_run_config(options, hardware_threads)});
+    } catch (const Error& e) {
+      throw Error(e.code(), where + ": " + e.what());
+    }
+  }
+  return runs;
+}
+
+SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedRun>& runs,
+                       const SuiteCallbacks& callbacks) {
+  using Clock = std::chrono::steady_clock;
+  const auto ns_since = [](Clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  };
+  SuiteOutcome outcome;
+  nlohmann::json environment = host_environment();
+  environment["gpu"] = nullptr;
+  nlohmann::json results = nlohmann::json::array();
+  const auto suite_start = Clock::now();
+  bool context_lost = false;
+  for (const PreparedRun& run : runs) {
+    SuiteEntry entry;
+    entry.index = run.index;
+    entry.label = run.configuration.label;
+    entry.args = run.configuration.args;
+    if (context_lost) {
+      entry.status = "skipped";
+      entry.error = "not run: the CUDA context became unusable in an earlier configuration";
+      entry.exit_code = ExitCode::kContextUnusable;
+      if (callbacks.on_finish) callbacks.on_finish(entry, nullptr);
+      outcome.entries.push_back(std::move(entry));
+      continue;
+    }
+    if (callbacks.on_start) callbacks.on_start(run, runs.size());
+    const auto t0 = Clock::now();
+    std::optional<nlohmann::json> doc;
+    try {
+      const RunReport report = execute_run(run.config, callbacks.progress, callbacks.step_progress);
+      doc = result_json(report);
+      entry.exit_code = report.exit_code;
+    } catch (const Error& e) {
+      entry.status = "failed";
+      entry.exit_code = e.code();
+      entry.error = e.what();
+    } catch (const std::bad_alloc&) {
+      entry.status = "failed";
+      entry.exit_code = ExitCode::kResources;
+      entry.error = "out of host memory";
+    } catch (const std::exception& e) {
+      entry.status = "failed";
+      entry.exit_code = ExitCode::kRuntime;
+      entry.error = std::string("internal error: ") + e.what();
+    }
+    entry.wall_ns = ns_since(t0);
+    if (doc) {
+      entry.result_index = results.size();
+      if (environment["gpu"].is_null() && doc->contains("environment") &&
+          (*doc)["environment"].contains("gpu")) {
+        environment["gpu"] = (*doc)["environment"]["gpu"];
+      }
+      results.push_back(std::move(*doc));
+    }
+    if (entry.exit_code == ExitCode::kContextUnusable) context_lost = true;
+    if (outcome.exit_code == ExitCode::kOk) outcome.exit_code = entry.exit_code;
+    if (callbacks.on_finish) callbacks.on_finish(entry, doc ? &results.back() : nullptr);
+    outcome.entries.push_back(std::move(entry));
+  }
+  nlohmann::json configurations = nlohmann::json::array();
+  for (const SuiteEntry& e : outcome.entries) {
+    configurations.push_back(
+        {{"index", e.index},
+         {"label", e.label},
+         {"args", e.args},
+         {"status", e.status},
+         {"exit_code", static_cast<int>(e.exit_code)},
+         {"error", e.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.error)},
+         {"result", e.result_index ? nlohmann::json(*e.result_index) : nlohmann::json(nullptr)},
+         {"wall_ns", e.wall_ns}});
+  }
+  outcome.document = {{"schema_version", kSuiteSchemaVersion},
+                      {"suite",
+                       {{"name", suite.name},
+                        {"description", suite.description},
+                        {"source", suite.source},
+                        {"configurations", runs.size()},
+                        {"wall_ns", ns_since(suite_start)}}},
+                      {"tool", suite_tool_json()},
+                      {"environment", environment},
+                      {"configurations", configurations},
+                      {"results", std::move(results)},
+                      {"exit_code", static_cast<int>(outcome.exit_code)}};
+  return outcome;
+}
+
+}  // namespace decodebench

@@ -1,0 +1,315 @@
+// End-to-end CI features of the decodebench binary: comma sweeps, `suite`, `compare`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/stats/statistics.hpp"
+#include "tests/support/support.hpp"
+
+namespace decodebench::testing {
+namespace {
+
+// A model small enough to decode in well under a second on one core.
+const std::vector<std::string> kTinyShape = {
+    "--preset", "smollm2-135m",    "--vocab", "512",       "--ffn", "256",       "--tokens",
+    "6",        "--prompt-tokens", "4",       "--backend", "cpu",   "--threads", "1"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& extra) {
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+void expect_schema_valid(const std::filesystem::path& file) {
+  const auto r =
+      run_command({python(), (source_dir() / "scripts/validate-result").string(), file.string()});
+  if (r.exit_code == 77) GTEST_SKIP() << "jsonschema missing: " << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+void write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---- Sweeps ---------------------------------------------------------------------------------
+
+TEST(SweepCli, TwoByTwoSweepRunsInFlagOrderIntoOneSuiteDocument) {
+  TempDir dir;
+  const auto out = dir / "sweep.json";
+  const auto r = run_decodebench(
+      with(kTinyShape, {"--layers", "1,2", "--dtype", "f16,bf16", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "suite sweep: 4 configuration(s), 4 ok, 0 failed")) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(doc["schema_version"], "1.0");
+  EXPECT_EQ(doc["suite"]["name"], "sweep");
+  EXPECT_EQ(doc["suite"]["source"], "command line");
+  EXPECT_EQ(doc["exit_code"], 0);
+  ASSERT_EQ(doc["configurations"].size(), 4u);
+  ASSERT_EQ(doc["results"].size(), 4u);
+  const std::vector<std::pair<int, std::string>> order = {
+      {1, "f16"}, {1, "bf16"}, {2, "f16"}, {2, "bf16"}};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& c = doc["configurations"][i];
+    EXPECT_EQ(c["label"], "layers=" + std::to_string(order[i].first) + " dtype=" + order[i].second);
+    EXPECT_EQ(c["status"], "ok");
+    EXPECT_EQ(c["result"], i);
+    for (const auto& a : c["args"]) EXPECT_NE(a, "--json") << "the sweep's --json is the suite's";
+    const auto& res = doc["results"][i];
+    EXPECT_EQ(res["model"]["shape"]["layers"], order[i].first) << i;
+    EXPECT_EQ(res["config"]["dtype"]["value"], order[i].second) << i;
+    EXPECT_EQ(res["runs"][0]["results"]["samples_ns"].size(), 6u);
+  }
+  EXPECT_EQ(doc["tool"], doc["results"][0]["tool"]);
+  expect_schema_valid(out);
+}
+
+TEST(SweepCli, BadValueInOnePointFailsBeforeAnythingRuns) {
+  TempDir dir;
+  const auto out = dir / "sweep.json";
+  const auto r = run_decodebench(
+      with(kTinyShape, {"--layers", "1", "--dtype", "f16,nope", "--json", out.string()}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "configuration 2 of 2 (dtype=nope)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "nope")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(SweepCli, EmptyListElementIsExit2) {
+  const auto r = run_decodebench(with(kTinyShape, {"--layers", "1,,2"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "--layers")) << r.err;
+}
+
+// ---- Suites ---------------------------------------------------------------------------------
+
+TEST(SuiteCli, EndToEndRecordsAFailingConfigurationAndContinues) {
+  TempDir dir;
+  const auto suite = dir / "tiny.json";
+  write(suite, R"({
+    "name": "tiny", "description": "two layers counts and a missing model",
+    "configurations": [
+      {"preset": "smollm2-135m", "layers": [1, 2], "vocab": 512, "ffn": 256, "tokens": 6,
+       "prompt_tokens": 4, "backend": "cpu", "threads": 1},
+      {"model": "/nonexistent/model.gguf", "tokens": 4, "backend": "cpu"},
+      {"preset": "smollm2-135m", "layers": 1, "vocab": 512, "ffn": 256, "tokens": 5,
+       "prompt_tokens": 4, "backend": "cpu", "threads": 1}
+    ]})");
+  const auto out = dir / "suite.json";
+  const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
+  // The missing model is an input error (exit 2): recorded, the suite goes on, exits 2 at the end.
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "3 ok, 1 failed")) << r.out;
+  EXPECT_TRUE(contains(r.out, "/nonexistent/model.gguf")) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(doc["suite"]["name"], "tiny");
+  EXPECT_EQ(doc["suite"]["description"], "two layers counts and a missing model");
+  EXPECT_EQ(doc["suite"]["source"], suite.string());
+  EXPECT_EQ(doc["suite"]["configurations"], 4);
+  EXPECT_EQ(doc["exit_code"], 2);
+  const auto& c = doc["configurations"];
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0]["status"], "ok");
+  EXPECT_EQ(c[1]["status"], "ok");
+  EXPECT_EQ(c[2]["status"], "failed");
+  EXPECT_EQ(c[2]["exit_code"], 2);
+  EXPECT_TRUE(c[2]["result"].is_null());
+  EXPECT_TRUE(contains(c[2]["error"].get<std::string>(), "/nonexistent/model.gguf"));
+  EXPECT_EQ(c[3]["status"], "ok");
+  EXPECT_EQ(c[3]["result"], 2);
+  ASSERT_EQ(doc["results"].size(), 3u);
+  EXPECT_EQ(doc["results"][1]["model"]["shape"]["layers"], 2);
+  EXPECT_EQ(doc["results"][2]["runs"][0]["results"]["samples_ns"].size(), 5u);
+  EXPECT_EQ(doc["tool"], doc["results"][0]["tool"]);
+  EXPECT_GT(doc["environment"]["cores"].get<int>(), 0);
+  expect_schema_valid(out);
+
+  // The suite against itself: every matched run the same, the failure reported as a note.
+  const auto cmp = run_decodebench({"compare", out.string(), out.string()});
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.err << cmp.out;
+  EXPECT_TRUE(contains(cmp.out, "0 slower, 0 faster, 3 same, 0 unclear in 3 matched run(s)"))
+      << cmp.out;
+  EXPECT_TRUE(contains(cmp.out, "failed")) << cmp.out;
+}
+
+TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
+  TempDir dir;
+  const auto suite = dir / "bad.json";
+  write(suite, R"({"name": "bad", "configurations": [
+      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
+      {"preset": "smollm2-135m", "layers": "many", "backend": "cpu"}]})");
+  const auto out = dir / "out.json";
+  const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "configuration 2 of 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--layers")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(SuiteCli, BundledSuitesResolveInTheDocumentedOrder) {
+  const auto smoke = run_decodebench(
+      {"suite", (source_dir() / "bench-configs/suites/ci-smoke.json").string(), "--list"});
+  ASSERT_EQ(smoke.exit_code, 0) << smoke.err;
+  EXPECT_TRUE(contains(smoke.out, "suite ci-smoke: 6 configuration(s)")) << smoke.out;
+  const size_t a = smoke.out.find("layers=2 dtype=f16");
+  const size_t b = smoke.out.find("layers=2 dtype=bf16");
+  const size_t c = smoke.out.find("layers=4 dtype=f16");
+  ASSERT_NE(a, std::string::npos) << smoke.out;
+  ASSERT_NE(c, std::string::npos) << smoke.out;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+
+  const auto h200 = run_decodebench(
+      {"suite", (source_dir() / "bench-configs/suites/h200-decode.json").string(), "--list"});
+  ASSERT_EQ(h200.exit_code, 0) << h200.err;
+  EXPECT_TRUE(contains(h200.out, "suite h200-decode: 8 configuration(s)")) << h200.out;
+  const std::vector<std::string> expected = {"qwen2.5-7b graph=on",   "qwen2.5-7b graph=off",
+                                             "qwen2.5-0.5b graph=on", "qwen2.5-0.5b graph=off",
+                                             "llama-3-8b graph=on",   "llama-3-8b graph=off",
+                                             "smollm2-135m graph=on", "smollm2-135m graph=off"};
+  size_t at = 0;
+  for (const auto& e : expected) {
+    const size_t pos = h200.out.find("preset=" + e, at);
+    ASSERT_NE(pos, std::string::npos) << e << " in order in\n" << h200.out;
+    at = pos + 1;
+  }
+  EXPECT_TRUE(contains(h200.out, "--backend cuda")) << h200.out;
+}
+
+// ---- Compare --------------------------------------------------------------------------------
+
+class CompareCli : public ::testing::Test {
+ protected:
+  // One real tiny run; its samples replaced by 1.00, 1.01, ... ms (and the stats recomputed) so the
+  // verdicts do not depend on the machine's noise.
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const auto real = *dir_ / "real.json";
+    const auto r =
+        run_decodebench(with(kTinyShape, {"--layers", "1", "--json", real.string(), "-q"}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(read_file(real));
+    write_scaled(doc, 1.0, *dir_ / "base.json");
+    write_scaled(doc, 1.2, *dir_ / "slow.json");
+    auto v2 = doc;
+    v2["schema_version"] = "2.0";
+    write(*dir_ / "v2.json", v2.dump());
+    auto other = doc;
+    for (auto& run : other["runs"]) run["key"]["id"] = run["key"]["id"].get<std::string>() + "-x";
+    write(*dir_ / "other.json", other.dump());
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  static void write_scaled(nlohmann::json doc, double factor, const std::filesystem::path& path) {
+    for (auto& run : doc["runs"]) {
+      std::vector<double> samples;
+      for (int i = 0; i < 64; ++i) samples.push_back((1e6 + 1e4 * i) * factor);
+      run["results"]["samples_ns"] = samples;
+      run["results"]["stats"]["tpot_ns"] = to_json(summarize(samples));
+      double total = 0;
+      for (double s : samples) total += s;
+      run["results"]["stats"]["tokens_per_s"] = 64 * 1e9 / total;
+    }
+    write(path, doc.dump());
+  }
+
+  static std::string path(const std::string& name) { return (*dir_ / name).string(); }
+
+  static TempDir* dir_;
+};
+
+TempDir* CompareCli::dir_ = nullptr;
+
+TEST_F(CompareCli, RealResultAgainstItselfIsTheSame) {
+  const auto r = run_decodebench({"compare", path("real.json"), path("real.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "same")) << r.out;
+  EXPECT_TRUE(contains(r.out, "no regression (exit 0)")) << r.out;
+}
+
+TEST_F(CompareCli, TwentyPercentSlowerExitsOne) {
+  const auto r = run_decodebench(
+      {"compare", path("base.json"), path("slow.json"), "--metric", "tpot_median,tokens_per_s"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "+20.0%")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-16.7%")) << r.out;  // tokens/s: 1/1.2 − 1
+  EXPECT_TRUE(contains(r.out, "2 slower, 0 faster")) << r.out;
+  EXPECT_TRUE(contains(r.out, "REGRESSION (exit 1)")) << r.out;
+  // The other direction is an improvement, exit 0.
+  const auto back = run_decodebench({"compare", path("slow.json"), path("base.json")});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_TRUE(contains(back.out, "faster")) << back.out;
+}
+
+TEST_F(CompareCli, MarkdownAndJsonReports) {
+  const auto report = *dir_ / "report.md";
+  const auto r = run_decodebench({"compare", path("base.json"), path("slow.json"), "--format", "md",
+                                  "--output", report.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string md = read_file(report);
+  EXPECT_EQ(md.rfind("### decodebench: regression (1 slower)", 0), 0u) << md;
+  EXPECT_TRUE(contains(md, "| run | metric | baseline | new | change | p | verdict |")) << md;
+  EXPECT_TRUE(
+      contains(md, "| tpot_median | 1315.0 µs | 1578.0 µs | +20.0% | <0.0001 | **slower** |"))
+      << md;
+  EXPECT_TRUE(contains(r.out, "verdict")) << "the text table still goes to stdout: " << r.out;
+
+  const auto j = run_decodebench(
+      {"compare", path("base.json"), path("slow.json"), "--format", "json", "--threshold", "25%"});
+  EXPECT_EQ(j.exit_code, 0) << j.err;  // 20% < 25%: significant but small → unclear
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["threshold_pct"], 25.0);
+  EXPECT_EQ(doc["summary"]["unclear"], 1);
+  EXPECT_EQ(doc["comparisons"][0]["verdict"], "unclear");
+  EXPECT_EQ(doc["exit_code"], 0);
+}
+
+TEST_F(CompareCli, DataAndUsageErrorsExitTwo) {
+  const auto v2 = run_decodebench({"compare", path("base.json"), path("v2.json")});
+  EXPECT_EQ(v2.exit_code, 2);
+  EXPECT_TRUE(contains(v2.err, "v2.json")) << v2.err;
+  EXPECT_TRUE(contains(v2.err, "schema_version '2.0'")) << v2.err;
+
+  const auto none = run_decodebench({"compare", path("base.json"), path("other.json")});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(contains(none.err, "nothing matched")) << none.err;
+
+  const auto missing = run_decodebench({"compare", path("base.json"), path("absent.json")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.err, "absent.json")) << missing.err;
+
+  const auto threshold =
+      run_decodebench({"compare", path("base.json"), path("base.json"), "--threshold", "x"});
+  EXPECT_EQ(threshold.exit_code, 2);
+  const auto metric =
+      run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", "speed"});
+  EXPECT_EQ(metric.exit_code, 2);
+  EXPECT_TRUE(contains(metric.err, "unknown metric 'speed'")) << metric.err;
+  const auto phases =
+      run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", "gpu_ms"});
+  EXPECT_EQ(phases.exit_code, 2);
+  EXPECT_TRUE(contains(phases.err, "--phase-timing")) << phases.err;
+}
+
+TEST_F(CompareCli, HelpDocumentsTheRule) {
+  const auto r = run_decodebench({"compare", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "Mann-Whitney")) << r.out;
+  EXPECT_TRUE(contains(r.out, "p < alpha and |change| >= threshold  -> faster or slower")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-> unclear")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 at least one slower")) << r.out;
+}
+
+}  // namespace
+}  // namespace decodebench::testing

@@ -1,0 +1,335 @@
+// `compare` logic on hand-built result and suite documents: matching, verdicts, exit codes, errors.
+#include "core/compare/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/stats/statistics.hpp"
+
+namespace decodebench {
+namespace {
+
+// 1000, 1010, ..., 1630 ns: median 1315.
+std::vector<double> ramp(int n = 64, double start = 1000, double step = 10) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(start + step * i);
+  return v;
+}
+
+std::vector<double> scaled(std::vector<double> v, double factor, double offset = 0) {
+  for (double& x : v) x = x * factor + offset;
+  return v;
+}
+
+// A runs[] element as `decodebench run` writes it (the parts compare reads), stats computed from
+// the samples with the same summarize() the runner uses.
+nlohmann::json make_run(const std::vector<double>& samples, const std::string& device = "cpu0",
+                        const std::string& graph = "cpu", bool with_gpu_ms = false) {
+  nlohmann::json key = {{"model", "synthetic:smollm2-135m"},
+                        {"shape", "2x576/h9kv3/ffn1536/v49152"},
+                        {"dtype", "F16"},
+                        {"backend", "cpu"},
+                        {"graph", graph},
+                        {"batch", 1},
+                        {"device", device}};
+  key["id"] =
+      "model=synthetic:smollm2-135m|shape=2x576/h9kv3/ffn1536/v49152|dtype=F16|backend=cpu|"
+      "graph=" +
+      graph + "|batch=1|device=" + device;
+  double total = 0;
+  for (double s : samples) total += s;
+  nlohmann::json run = {{"key", key},
+                        {"label", graph},
+                        {"results",
+                         {{"samples_ns", samples},
+                          {"stats",
+                           {{"tpot_ns", to_json(summarize(samples))},
+                            {"tokens_per_s", static_cast<double>(samples.size()) * 1e9 / total}}},
+                          {"phases", nullptr},
+                          {"phase_samples", nullptr}}}};
+  if (with_gpu_ms) {
+    const std::vector<double> gpu = scaled(samples, 1e-6);
+    run["results"]["phases"] = {{"gpu_ms", to_json(summarize(gpu))}};
+    run["results"]["phase_samples"] = {{"gpu_ms", gpu}};
+  }
+  return run;
+}
+
+nlohmann::json make_doc(std::vector<nlohmann::json> runs) {
+  return {{"schema_version", "1.0"}, {"runs", runs}};
+}
+
+CompareReport compare_docs(const nlohmann::json& base, const nlohmann::json& cand,
+                           CompareOptions options = {}) {
+  return compare_runs(load_runs(base, "base.json"), load_runs(cand, "new.json"), options);
+}
+
+const MetricComparison& only_metric(const CompareReport& r) {
+  EXPECT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs.at(0).metrics.size(), 1u);
+  return r.runs.at(0).metrics.at(0);
+}
+
+// Runs `fn`, expecting decodebench::Error with exit 2 whose message contains every `parts`.
+template <typename Fn>
+void expect_usage_error(Fn fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    for (const auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
+    }
+  }
+}
+
+TEST(CompareVerdict, DecisionRuleTable) {
+  // significant & large → direction; not significant & small → same; otherwise unclear.
+  EXPECT_EQ(decide_verdict(+20, false, 0.001, 0.05, 5), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(-20, false, 0.001, 0.05, 5), Verdict::kFaster);
+  EXPECT_EQ(decide_verdict(-20, true, 0.001, 0.05, 5), Verdict::kSlower);  // throughput fell
+  EXPECT_EQ(decide_verdict(+20, true, 0.001, 0.05, 5), Verdict::kFaster);
+  EXPECT_EQ(decide_verdict(+1, false, 0.5, 0.05, 5), Verdict::kSame);
+  EXPECT_EQ(decide_verdict(+20, false, 0.5, 0.05, 5), Verdict::kUnclear);  // large, not significant
+  EXPECT_EQ(decide_verdict(+1, false, 0.001, 0.05, 5), Verdict::kUnclear);  // significant, small
+  // Boundaries: |change| = threshold is large; p = alpha is not significant.
+  EXPECT_EQ(decide_verdict(+5, false, 0.001, 0.05, 5), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(+1, false, 0.05, 0.05, 5), Verdict::kSame);
+}
+
+TEST(CompareVerdict, ThresholdParsing) {
+  EXPECT_DOUBLE_EQ(parse_threshold_percent("5%"), 5.0);
+  EXPECT_DOUBLE_EQ(parse_threshold_percent("2.5"), 2.5);
+  EXPECT_DOUBLE_EQ(parse_threshold_percent("0"), 0.0);
+  for (const char* bad : {"", "%", "five", "-1%", "5%%", "1e9", "nan"}) {
+    expect_usage_error([&] { (void)parse_threshold_percent(bad); }, {"--threshold"});
+  }
+}
+
+TEST(Compare, IdenticalSamplesAreTheSameAndExitZero) {
+  const auto doc = make_doc({make_run(ramp())});
+  const CompareReport r = compare_docs(doc, doc);
+  const MetricComparison& m = only_metric(r);
+  EXPECT_EQ(m.metric, "tpot_median");
+  EXPECT_DOUBLE_EQ(m.baseline, 1315.0);
+  EXPECT_DOUBLE_EQ(m.candidate, 1315.0);
+  EXPECT_DOUBLE_EQ(m.change_pct, 0.0);
+  EXPECT_DOUBLE_EQ(m.test.p_value, 1.0);
+  EXPECT_EQ(m.verdict, Verdict::kSame);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+  EXPECT_TRUE(r.only_in_baseline.empty());
+  EXPECT_TRUE(r.only_in_candidate.empty());
+}
+
+TEST(Compare, TwentyPercentSlowerIsARegression) {
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));
+  const MetricComparison& m = only_metric(r);
+  EXPECT_NEAR(m.change_pct, 20.0, 1e-9);
+  EXPECT_DOUBLE_EQ(m.candidate, 1315.0 * 1.2);
+  EXPECT_LT(m.test.p_value, 1e-6);
+  EXPECT_GT(m.test.z, 0.0);  // new samples larger
+  EXPECT_EQ(m.n_baseline, 64);
+  EXPECT_EQ(m.n_candidate, 64);
+  EXPECT_EQ(m.verdict, Verdict::kSlower);
+  EXPECT_EQ(r.count(Verdict::kSlower), 1);
+  EXPECT_EQ(r.exit_code(), ExitCode::kRuntime);
+}
+
+TEST(Compare, TwentyPercentFasterIsNotARegressionAndThroughputAgrees) {
+  CompareOptions o;
+  o.metrics = {"tpot_median", "tokens_per_s"};
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 0.8))}), o);
+  ASSERT_EQ(r.runs.size(), 1u);
+  ASSERT_EQ(r.runs[0].metrics.size(), 2u);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kFaster);
+  EXPECT_NEAR(r.runs[0].metrics[0].change_pct, -20.0, 1e-9);
+  // tokens/s = n / Σt rises by 1/0.8 − 1 = 25%; higher is better → faster.
+  EXPECT_EQ(r.runs[0].metrics[1].metric, "tokens_per_s");
+  EXPECT_NEAR(r.runs[0].metrics[1].change_pct, 25.0, 1e-9);
+  EXPECT_EQ(r.runs[0].metrics[1].verdict, Verdict::kFaster);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+}
+
+TEST(Compare, HeavyOverlapWithinTheThresholdIsTheSame) {
+  // new = base + 5 ns: U = Σ(i+1) = 2080 vs E[U] = 2048, σ = 209.84 → z = 0.15, p = 0.88;
+  // median 1315 → 1320: +0.38% < 5%.
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.0, 5.0))}));
+  const MetricComparison& m = only_metric(r);
+  EXPECT_DOUBLE_EQ(m.test.u, 2080.0);
+  EXPECT_NEAR(m.test.p_value,
+              std::erfc((32.0 - 0.5) / std::sqrt(64.0 * 64 * 129 / 12) / std::sqrt(2.0)), 1e-12);
+  EXPECT_GT(m.test.p_value, 0.8);
+  EXPECT_NEAR(m.change_pct, 5.0 / 1315.0 * 100.0, 1e-9);
+  EXPECT_EQ(m.verdict, Verdict::kSame);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+}
+
+TEST(Compare, TinySamplesWithALargeChangeAreUnclear) {
+  // Three tokens each, fully separated, +10%: p = 0.0809 (the smallest possible for 3 vs 3) is
+  // not significant, the change is above 5% → unclear, and unclear is not a regression.
+  const CompareReport r = compare_docs(make_doc({make_run({1000, 1010, 1020})}),
+                                       make_doc({make_run({1100, 1110, 1120})}));
+  const MetricComparison& m = only_metric(r);
+  EXPECT_NEAR(m.test.p_value, 0.0808555983700523, 1e-12);
+  EXPECT_NEAR(m.change_pct, 100.0 * 100.0 / 1010.0, 1e-9);
+  EXPECT_EQ(m.verdict, Verdict::kUnclear);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+}
+
+TEST(Compare, SignificantButBelowALargeThresholdIsUnclear) {
+  CompareOptions o;
+  o.threshold_pct = 25;
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}), o);
+  EXPECT_EQ(only_metric(r).verdict, Verdict::kUnclear);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+}
+
+TEST(Compare, MatchesByKeyAndReportsUnmatchedRuns) {
+  const auto base = make_doc({make_run(ramp(), "cpu0", "cpu"), make_run(ramp(), "cpu0", "eager")});
+  const auto cand =
+      make_doc({make_run(scaled(ramp(), 1.2), "cpu0", "eager"), make_run(ramp(), "cpu0", "graph")});
+  const CompareReport r = compare_docs(base, cand);
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_NE(r.runs[0].id.find("graph=eager"), std::string::npos);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kSlower);
+  ASSERT_EQ(r.only_in_baseline.size(), 1u);
+  EXPECT_NE(r.only_in_baseline[0].find("graph=cpu"), std::string::npos);
+  ASSERT_EQ(r.only_in_candidate.size(), 1u);
+  EXPECT_NE(r.only_in_candidate[0].find("graph=graph"), std::string::npos);
+}
+
+TEST(Compare, RepeatedKeysMatchInOrder) {
+  // Two runs with the same key (e.g. a suite sweeping --tokens): the first matches the first.
+  const auto base = make_doc({make_run(ramp()), make_run(ramp())});
+  const auto cand = make_doc({make_run(ramp()), make_run(scaled(ramp(), 1.2))});
+  const CompareReport r = compare_docs(base, cand);
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kSame);
+  EXPECT_EQ(r.runs[1].metrics[0].verdict, Verdict::kSlower);
+  EXPECT_EQ(r.runs[1].id, r.runs[0].id + "#2");
+}
+
+TEST(Compare, SuiteDocumentsAreReadWithTheirFailures) {
+  nlohmann::json suite = {
+      {"schema_version", "1.0"},
+      {"suite", {{"name", "s"}}},
+      {"configurations",
+       {{{"label", "layers=2"}, {"status", "ok"}, {"error", nullptr}},
+        {{"label", "layers=4"}, {"status", "failed"}, {"error", "no CUDA device"}}}},
+      {"results", {make_doc({make_run(ramp(), "cpu0", "cpu")})}}};
+  const LoadedRuns loaded = load_runs(suite, "suite.json");
+  EXPECT_EQ(loaded.kind, "suite");
+  ASSERT_EQ(loaded.runs.size(), 1u);
+  EXPECT_EQ(loaded.runs[0].origin, "suite.json: results[0]");
+  ASSERT_EQ(loaded.failures.size(), 1u);
+  EXPECT_NE(loaded.failures[0].find("no CUDA device"), std::string::npos);
+  // A suite against a plain result document with the same run.
+  const CompareReport r =
+      compare_runs(loaded, load_runs(make_doc({make_run(ramp())}), "r.json"), {});
+  EXPECT_EQ(only_metric(r).verdict, Verdict::kSame);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("layers=4"), std::string::npos);
+}
+
+TEST(Compare, SchemaVersionMismatchIsExit2) {
+  auto v2 = make_doc({make_run(ramp())});
+  v2["schema_version"] = "2.0";
+  expect_usage_error([&] { (void)load_runs(v2, "new.json"); },
+                     {"new.json", "schema_version '2.0'", "1.0"});
+  nlohmann::json suite = {
+      {"schema_version", "0.9"}, {"suite", {}}, {"results", nlohmann::json::array()}};
+  expect_usage_error([&] { (void)load_runs(suite, "s.json"); }, {"s.json", "suite schema_version"});
+  // A result inside a suite with another version.
+  nlohmann::json mixed = {{"schema_version", "1.0"}, {"suite", {}}, {"results", {v2}}};
+  expect_usage_error([&] { (void)load_runs(mixed, "m.json"); }, {"m.json: results[0]", "2.0"});
+}
+
+TEST(Compare, UnknownFormatAndMissingSamplesAreExit2) {
+  expect_usage_error(
+      [] {
+        (void)load_runs(nlohmann::json{{"schema_version", "1.0"}}, "x.json");
+      },
+      {"x.json", "unknown format"});
+  expect_usage_error([] { (void)load_runs(nlohmann::json::array(), "a.json"); },
+                     {"a.json", "not a JSON object"});
+  auto no_samples = make_doc({make_run(ramp())});
+  no_samples["runs"][0]["results"]["samples_ns"] = nlohmann::json::array();
+  expect_usage_error([&] { (void)load_runs(no_samples, "n.json"); },
+                     {"n.json: runs[0]", "samples"});
+  no_samples["runs"][0]["results"].erase("samples_ns");
+  expect_usage_error([&] { (void)load_runs(no_samples, "n.json"); }, {"samples"});
+  auto no_key = make_doc({make_run(ramp())});
+  no_key["runs"][0].erase("key");
+  expect_usage_error([&] { (void)load_runs(no_key, "k.json"); }, {"k.json: runs[0]", "key.id"});
+}
+
+TEST(Compare, NothingMatchedIsExit2AndShowsKeys) {
+  const auto base = make_doc({make_run(ramp(), "Xeon (16 threads)")});
+  const auto cand = make_doc({make_run(ramp(), "EPYC (2 threads)")});
+  expect_usage_error(
+      [&] { (void)compare_docs(base, cand); },
+      {"nothing matched", "base.json", "new.json", "Xeon (16 threads)", "EPYC (2 threads)"});
+}
+
+TEST(Compare, PhaseMetricsNeedPhaseSamplesOnBothSides) {
+  CompareOptions o;
+  o.metrics = {"gpu_ms"};
+  // Both sides measured: judged on phase_samples.gpu_ms.
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp(), "g", "eager", true)}),
+                   make_doc({make_run(scaled(ramp(), 1.2), "g", "eager", true)}), o);
+  EXPECT_NEAR(only_metric(r).baseline, 1315.0 * 1e-6, 1e-15);
+  EXPECT_EQ(only_metric(r).verdict, Verdict::kSlower);
+  // One side only: missing samples.
+  expect_usage_error(
+      [&] {
+        (void)compare_docs(make_doc({make_run(ramp(), "g", "eager", true)}),
+                           make_doc({make_run(ramp(), "g", "eager", false)}), o);
+      },
+      {"missing samples", "gpu_ms", "base.json", "new.json"});
+  // Neither side: no run has it → exit 2.
+  expect_usage_error(
+      [&] { (void)compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(ramp())}), o); },
+      {"gpu_ms", "--phase-timing"});
+}
+
+TEST(Compare, InvalidOptionsAreExit2) {
+  const auto doc = make_doc({make_run(ramp())});
+  CompareOptions o;
+  o.metrics = {"latency"};
+  expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"unknown metric 'latency'"});
+  o = {};
+  o.alpha = 1.5;
+  expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"--alpha"});
+}
+
+TEST(Compare, JsonReportCarriesEveryComparison) {
+  const CompareReport r =
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));
+  const nlohmann::json j = compare_json(r);
+  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["baseline"], "base.json");
+  EXPECT_EQ(j["new"], "new.json");
+  EXPECT_EQ(j["summary"]["slower"], 1);
+  EXPECT_EQ(j["summary"]["matched_runs"], 1);
+  EXPECT_EQ(j["exit_code"], 1);
+  ASSERT_EQ(j["comparisons"].size(), 1u);
+  const auto& c = j["comparisons"][0];
+  EXPECT_EQ(c["verdict"], "slower");
+  EXPECT_EQ(c["metric"], "tpot_median");
+  EXPECT_EQ(c["unit"], "ns");
+  EXPECT_NEAR(c["change_pct"].get<double>(), 20.0, 1e-9);
+  EXPECT_DOUBLE_EQ(c["baseline"].get<double>(), 1315.0);
+  EXPECT_EQ(c["n_new"], 64);
+}
+
+}  // namespace
+}  // namespace decodebench

@@ -1,0 +1,174 @@
+// Comma sweeps (argv expansion) and suite files: expansion order, what is left alone, errors.
+#include "core/suite/suite.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace decodebench {
+namespace {
+
+using Args = std::vector<std::string>;
+
+template <typename Fn>
+void expect_usage_error(Fn fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    for (const auto& p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
+    }
+  }
+}
+
+TEST(Sweep, CartesianProductFirstFlagOutermost) {
+  const Args args = {"--preset", "smollm2-135m", "--layers", "2,4",
+                     "--json",   "out.json",     "--dtype",  "f16,bf16"};
+  const auto points = expand_sweep(args);
+  ASSERT_EQ(points.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"2", "f16"}, {"2", "bf16"}, {"4", "f16"}, {"4", "bf16"}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(points[i].args, (Args{"--preset", "smollm2-135m", "--layers", expected[i].first,
+                                    "--json", "out.json", "--dtype", expected[i].second}))
+        << i;
+    ASSERT_EQ(points[i].values.size(), 2u);
+    EXPECT_EQ(points[i].values[0], std::make_pair(std::string("layers"), expected[i].first));
+    EXPECT_EQ(points[i].values[1], std::make_pair(std::string("dtype"), expected[i].second));
+  }
+  EXPECT_EQ(sweep_label(points[1].values), "layers=2 dtype=bf16");
+}
+
+TEST(Sweep, ThreeAxesAndTheInlineForm) {
+  const Args args = {"run", "--tokens=8,16", "--graph", "on", "--seed", "1,2,3"};
+  const auto points = expand_sweep(args);
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].args, (Args{"run", "--tokens=8", "--graph", "on", "--seed", "1"}));
+  EXPECT_EQ(points[2].args, (Args{"run", "--tokens=8", "--graph", "on", "--seed", "3"}));
+  EXPECT_EQ(points[3].args, (Args{"run", "--tokens=16", "--graph", "on", "--seed", "1"}));
+  EXPECT_EQ(points[5].args, (Args{"run", "--tokens=16", "--graph", "on", "--seed", "3"}));
+  EXPECT_EQ(sweep_label(points[4].values), "tokens=16 seed=2");
+}
+
+TEST(Sweep, CommaValuesOfOtherFlagsAreLeftAlone) {
+  for (const Args& args : std::vector<Args>{{"--prompt-ids", "1,2,3", "--tokens", "4"},
+                                            {"--model", "a,b.gguf"},
+                                            {"--prompt", "Hello, world", "--json", "x,y.json"},
+                                            {"--prompt-ids=1,2"},
+                                            {"--layers", "2"},
+                                            {}}) {
+    const auto points = expand_sweep(args);
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(points[0].args, args);
+    EXPECT_TRUE(points[0].values.empty());
+  }
+  // The value of a non-sweep flag is not mistaken for a flag, nor a sweep flag's value.
+  const auto points = expand_sweep({"--prompt-ids", "1,2", "--layers", "2,4"});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].args, (Args{"--prompt-ids", "1,2", "--layers", "4"}));
+}
+
+TEST(Sweep, OtherSubcommandsAndHelpAreNotExpanded) {
+  for (const Args& args : std::vector<Args>{{"compare", "a.json", "b.json", "--metric", "a,b"},
+                                            {"suite", "s.json", "--backend", "cpu,cuda"},
+                                            {"--layers", "2,4", "--help"},
+                                            {"-h", "--layers", "2,4"}}) {
+    const auto points = expand_sweep(args);
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(points[0].args, args);
+  }
+}
+
+TEST(Sweep, EmptyElementIsAUsageError) {
+  expect_usage_error([] { (void)expand_sweep({"--layers", "2,,4"}); }, {"--layers", "2,,4"});
+  expect_usage_error([] { (void)expand_sweep({"--dtype=f16,"}); }, {"--dtype", "empty element"});
+}
+
+TEST(Sweep, FlagSet) {
+  EXPECT_TRUE(is_sweep_flag("--layers"));
+  EXPECT_TRUE(is_sweep_flag("--preset"));
+  EXPECT_TRUE(is_sweep_flag("--graph"));
+  EXPECT_FALSE(is_sweep_flag("--prompt"));
+  EXPECT_FALSE(is_sweep_flag("--prompt-ids"));
+  EXPECT_FALSE(is_sweep_flag("--json"));
+  EXPECT_FALSE(is_sweep_flag("--model"));
+  EXPECT_FALSE(is_sweep_flag("layers"));
+}
+
+TEST(SuiteFile, ListsExpandInKeyOrderAndConfigurationsInFileOrder) {
+  const auto doc = nlohmann::ordered_json::parse(R"({
+    "name": "t", "description": "d",
+    "configurations": [
+      {"preset": "smollm2-135m", "layers": [2, 4], "dtype": ["f16", "bf16"], "backend": "cpu",
+       "phase_timing": true, "ignore_eos": false, "rms_eps": 1e-05},
+      {"preset": "qwen2.5-0.5b", "tokens": 8}
+    ]})");
+  const SuiteDefinition s = parse_suite(doc, "t.json");
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.description, "d");
+  EXPECT_EQ(s.source, "t.json");
+  ASSERT_EQ(s.configurations.size(), 5u);
+  EXPECT_EQ(s.configurations[0].args,
+            (Args{"--preset", "smollm2-135m", "--layers", "2", "--dtype", "f16", "--backend", "cpu",
+                  "--phase-timing", "--rms-eps", "1e-05"}));
+  EXPECT_EQ(s.configurations[1].args[3], "2");
+  EXPECT_EQ(s.configurations[1].args[5], "bf16");
+  EXPECT_EQ(s.configurations[2].args[3], "4");
+  EXPECT_EQ(s.configurations[2].args[5], "f16");
+  EXPECT_EQ(s.configurations[3].args[3], "4");
+  EXPECT_EQ(s.configurations[3].args[5], "bf16");
+  EXPECT_EQ(s.configurations[4].args, (Args{"--preset", "qwen2.5-0.5b", "--tokens", "8"}));
+  // Labels: the pairs that tell configurations apart (none is shared by all five here).
+  EXPECT_EQ(s.configurations[1].label,
+            "preset=smollm2-135m layers=2 dtype=bf16 backend=cpu phase-timing=true "
+            "ignore-eos=false rms-eps=1e-05");
+  EXPECT_EQ(s.configurations[4].label, "preset=qwen2.5-0.5b tokens=8");
+}
+
+TEST(SuiteFile, LabelsDropWhatEveryConfigurationShares) {
+  const auto doc = nlohmann::ordered_json::parse(
+      R"({"name": "t", "configurations": [
+          {"preset": "p", "layers": [2, 4], "tokens": 8},
+          {"preset": "p", "layers": 2, "dtype": "q8_0", "tokens": 8}]})");
+  const SuiteDefinition s = parse_suite(doc, "t.json");
+  ASSERT_EQ(s.configurations.size(), 3u);
+  EXPECT_EQ(s.configurations[0].label, "layers=2");
+  EXPECT_EQ(s.configurations[1].label, "layers=4");
+  EXPECT_EQ(s.configurations[2].label, "layers=2 dtype=q8_0");
+  // One configuration: every pair.
+  const auto one = parse_suite(
+      nlohmann::ordered_json::parse(R"({"name": "o", "configurations": [{"tokens": 8}]})"), "o");
+  EXPECT_EQ(one.configurations.at(0).label, "tokens=8");
+}
+
+TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
+  const auto bad = [](const char* text, std::vector<std::string> parts) {
+    parts.push_back("s.json");
+    expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
+                       parts);
+  };
+  bad(R"({"configurations": [{"tokens": 8}]})", {"'name'"});
+  bad(R"({"name": "x", "configurations": []})", {"configurations"});
+  bad(R"({"name": "x"})", {"configurations"});
+  bad(R"({"name": "x", "runs": [], "configurations": [{"tokens": 8}]})", {"unknown key 'runs'"});
+  bad(R"({"name": "x", "configurations": [{"tokens": 8}, {"json": "a.json"}]})",
+      {"configurations[1]", "'json'"});
+  bad(R"({"name": "x", "configurations": [{"layers": []}]})", {"configurations[0]", "empty list"});
+  bad(R"({"name": "x", "configurations": [{"layers": [[2]]}]})", {"'layers'", "array"});
+  bad(R"({"name": "x", "configurations": [{"layers": null}]})", {"'layers'", "null"});
+  bad(R"({"name": "x", "configurations": [{}]})", {"configurations[0]"});
+  bad(R"([1, 2])", {"JSON object"});
+}
+
+TEST(SuiteFile, MissingFileIsAUsageError) {
+  expect_usage_error([] { (void)load_suite_file("/nonexistent/suite.json"); },
+                     {"/nonexistent/suite.json", "cannot open"});
+}
+
+}  // namespace
+}  // namespace decodebench
