@@ -27,6 +27,10 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
     "2 usage or input error · 3 insufficient resources (no CUDA device, memory) · "
     "4 verification failed · 5 CUDA context unusable after a capture failure";
+constexpr const char* kSweeps =
+    "Sweeps: shape and run flags accept comma lists (--layers 2,4 --dtype f16,bf16); the runs are "
+    "the cartesian product in flag order, first flag outermost, and --json writes one suite "
+    "document (docs/ci.md). Not split: --model, --prompt, --prompt-ids, --json.";
 }  // namespace
 
 int main_entry(int argc, char** argv) {
@@ -34,7 +38,7 @@ int main_entry(int argc, char** argv) {
   cuda::install_provider();
 #endif
   CLI::App app{"decodebench: measures the per-token decode step of a decoder-only transformer"};
-  app.footer(kExitCodes);
+  app.footer(std::string(kSweeps) + "\n" + kExitCodes);
   app.set_version_flag("--version", std::string("decodebench ") + build_info::kVersion + " (" +
                                         build_info::kGitSha + ")");
   app.require_subcommand(0, 1);

@@ -223,6 +223,17 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     validate(s);
     const std::string dtype = r.get<std::string>("dtype", o.dtype, nullptr, "bf16");
     c.dtype = parse_dtype(dtype);
+    const WeightTraits tr = weight_traits(c.dtype);
+    for (const auto& [what, n] : {std::pair<const char*, int64_t>{"hidden", s.hidden},
+                                  {"heads·head_dim", s.q_dim()},
+                                  {"ffn", s.ffn}}) {
+      if (n % tr.block_elems != 0) {
+        throw usage_error("--dtype " + dtype + " stores blocks of " +
+                          std::to_string(tr.block_elems) + " values: " + what + " (" +
+                          std::to_string(n) + ") must be a multiple of " +
+                          std::to_string(tr.block_elems));
+      }
+    }
   }
   c.seed = r.get<uint64_t>("seed", o.seed, nullptr, 0);
 

@@ -339,4 +339,53 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
   return report;
 }
 
+std::string run_verdict(const RunReport& r) {
+  if (r.passes.empty()) return "no timed steps";
+  const PassReport* best = &r.passes.front();
+  const PassReport* eager = nullptr;
+  const PassReport* graph = nullptr;
+  for (const auto& p : r.passes) {
+    if (p.pass.spec.phase_timing) continue;  // phase timing adds synchronisation: not the figure
+    if (p.tpot_ns.median < best->tpot_ns.median || best->pass.spec.phase_timing) best = &p;
+    if (p.pass.spec.label == "eager") eager = &p;
+    if (p.pass.spec.label == "graph" && p.pass.exec.captured) graph = &p;
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: %.1f tokens/s (median TPOT %.1f µs)",
+                best->pass.spec.label.c_str(), best->tokens_per_s, best->tpot_ns.median / 1e3);
+  std::string v = buf;
+  if (best->roofline.measured_gbps <= 0) {
+    std::snprintf(buf, sizeof buf, ", %.1f GB/s of weights read", best->roofline.achieved_gbps);
+    v += buf;
+  } else {
+    std::snprintf(buf, sizeof buf, ", %.0f GB/s = %.1f%% of the %.0f GB/s measured read bandwidth",
+                  best->roofline.achieved_gbps, 100.0 * best->roofline.efficiency,
+                  best->roofline.measured_gbps);
+    v += buf;
+    // Small kernels cost ~1-3 µs each whatever their bytes: when the step's bytes would take far
+    // less than its node count times ~1.5 µs, launches and latency bound it, not HBM.
+    const int64_t nodes = graph ? graph->pass.exec.graph_nodes : 0;
+    const double bytes_time_us =
+        static_cast<double>(best->roofline.bytes_per_token) / (best->roofline.measured_gbps * 1e3);
+    if (nodes > 0 && bytes_time_us < 1.5 * static_cast<double>(nodes) &&
+        best->roofline.efficiency < 0.6) {
+      std::snprintf(buf, sizeof buf,
+                    "; latency-bound: %lld graph nodes for %.0f µs of HBM traffic (fuse kernels)",
+                    static_cast<long long>(nodes), bytes_time_us);
+      v += buf;
+    } else if (best->roofline.efficiency < 0.6) {
+      v += "; bandwidth-bound kernels below the roofline (GEMV efficiency)";
+    } else {
+      v += "; close to the bandwidth roofline";
+    }
+  }
+  if (eager && graph && graph->tpot_ns.median > 0) {
+    std::snprintf(buf, sizeof buf, "; graph %.2fx eager",
+                  eager->tpot_ns.median / graph->tpot_ns.median);
+    v += buf;
+  }
+  if (r.exit_code != ExitCode::kOk) v += "; VERIFICATION FAILED";
+  return v;
+}
+
 }  // namespace decodebench

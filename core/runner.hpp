@@ -72,6 +72,15 @@ using StepProgressFn = std::function<void(const std::string&, int64_t, int64_t)>
 RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
                       const StepProgressFn& step_progress = {});
 
+/// One line that says what the run found: the fastest pass's tokens/s and TPOT, its share of the
+/// measured bandwidth roofline (CUDA), what bounds it (launch/latency vs bandwidth, from the graph
+/// node count and the phase split when available), and the graph speed-up over eager.
+std::string run_verdict(const RunReport& report);
+
+/// The `tool` object of every document this build writes ({name, version, git_sha, build_type,
+/// compiler, cuda, cuda_compiler}).
+nlohmann::json tool_json();
+
 /// The result document (docs/result.schema.json) of a run.
 nlohmann::json result_json(const RunReport& report);
 

@@ -59,6 +59,7 @@ class CudaBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cuda"; }
   [[nodiscard]] std::string device_name() const override { return device_name_; }
   [[nodiscard]] int64_t max_positions() const override { return max_positions_; }
+  [[nodiscard]] int64_t vocab() const { return c_.vocab; }
   int32_t step(int32_t token, int64_t pos, StepPhases* phases) override;
   void logits(std::vector<float>& out) override;
   ExecReport set_exec_mode(ExecMode mode) override;

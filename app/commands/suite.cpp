@@ -171,7 +171,7 @@ void setup_suite(CLI::App& app, int* exit_code) {
       "true); a list value sweeps (cartesian product in key order, first key outermost). Every "
       "configuration is validated before the first runs. A configuration that fails is recorded "
       "in the document (status, exit_code, error) and the suite continues; the exit code is that "
-      "of the first failed configuration (0 when all succeeded).");
+      "of the first failed configuration (0 when all succeeded).\n");
   cmd->callback([f, exit_code] { *exit_code = run_suite_command(*f); });
 }
 

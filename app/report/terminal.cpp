@@ -176,6 +176,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     fmt::print(out, "text     {}\n", one_line(r.generated_text, 400));
   }
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);
+  fmt::print(out, "verdict  {}\n", run_verdict(r));
   std::fflush(out);
 }
 

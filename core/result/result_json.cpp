@@ -6,8 +6,6 @@
 
 namespace decodebench {
 
-namespace {
-
 nlohmann::json tool_json() {
   return {{"name", "decodebench"},
           {"version", build_info::kVersion},
@@ -21,6 +19,8 @@ nlohmann::json tool_json() {
 #endif
           {"cuda_compiler", build_info::kCudaCompiler}};
 }
+
+namespace {
 
 nlohmann::json shape_json(const ModelConfig& c) {
   return {{"architecture", c.architecture},

@@ -4,24 +4,10 @@
 #include <exception>
 #include <new>
 
-#include "build_info.hpp"
 #include "core/result/environment.hpp"
+#include "core/runner.hpp"
 
 namespace decodebench {
-
-nlohmann::json suite_tool_json() {
-  return {{"name", "decodebench"},
-          {"version", build_info::kVersion},
-          {"git_sha", build_info::kGitSha},
-          {"build_type", build_info::kBuildType},
-          {"compiler", build_info::kCompiler},
-#ifdef DECODEBENCH_HAVE_CUDA
-          {"cuda", true},
-#else
-          {"cuda", false},
-#endif
-          {"cuda_compiler", build_info::kCudaCompiler}};
-}
 
 std::vector<PreparedRun> prepare_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
                                        int hardware_threads) {
@@ -123,7 +109,7 @@ SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedR
                         {"source", suite.source},
                         {"configurations", runs.size()},
                         {"wall_ns", ns_since(suite_start)}}},
-                      {"tool", suite_tool_json()},
+                      {"tool", tool_json()},
                       {"environment", environment},
                       {"configurations", configurations},
                       {"results", std::move(results)},

@@ -71,12 +71,8 @@ struct SuiteOutcome {
 /// configurations, wall_ns}, tool, environment (host at the start; gpu of the first result that
 /// has one, else null), configurations [{index, label, args, status, exit_code, error, result,
 /// wall_ns}], results [result documents of the configurations that ran], exit_code}.
-/// Never throws for a failing configuration; throws only std::bad_alloc-like internal failures.
+/// A failing configuration never makes it throw (every exception of a run is recorded).
 SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedRun>& runs,
                        const SuiteCallbacks& callbacks);
-
-/// The `tool` object of the documents this build writes ({name, version, git_sha, build_type,
-/// compiler, cuda, cuda_compiler}).
-nlohmann::json suite_tool_json();
 
 }  // namespace decodebench

@@ -18,6 +18,7 @@
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/dequant.cuh"
 #include "cuda/kernels/gemv.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -31,6 +32,8 @@ constexpr int kRows = 2;    ///< rows per warp
 constexpr int kStages = 4;  ///< cp.async pipeline depth (chunks)
 constexpr int kFallbackWarps = 8;
 constexpr int kVariantStaged = 1;
+constexpr int kVariantDirect = 2;
+constexpr int kVariantMma = 3;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -221,27 +224,14 @@ __global__ void __launch_bounds__(kFallbackWarps * 32) gemv_fallback_kernel(cons
   }
 }
 
-/// Multiprocessor count of the current device (cached per device; a launch may be captured, so
-/// only non-stream queries here).
-int sm_count() {
-  thread_local int cached_device = -1;
-  thread_local int cached_sms = 0;
-  int device = 0;
-  DB_CUDA_CHECK(cudaGetDevice(&device));
-  if (device != cached_device) {
-    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, device));
-    cached_device = device;
-  }
-  return cached_sms;
-}
-
 void check_params(const GemvParams& p) {
   const WeightTraits tr = weight_traits(p.type);
   if (tr.name == nullptr) {
     throw usage_error("GEMV: unsupported weight type #" +
                       std::to_string(static_cast<uint32_t>(p.type)));
   }
-  if (p.w == nullptr || p.x == nullptr || p.y == nullptr) {
+  const bool presplit = p.x_split != nullptr;
+  if (p.w == nullptr || (p.x == nullptr && !presplit) || p.y == nullptr) {
     throw runtime_error("GEMV: null device pointer (w, x and y are required)");
   }
   if (p.rows <= 0 || p.cols <= 0 || p.cols % tr.block_elems != 0) {
@@ -260,79 +250,261 @@ void check_params(const GemvParams& p) {
     throw runtime_error("GEMV: variant " + std::to_string(p.variant) + " is not available for " +
                         tr.name);
   }
+  if (p.input == GemvInput::kSwiGlu && p.x2 == nullptr && !presplit) {
+    throw runtime_error("GEMV: SwiGLU input needs x2 (up)");
+  }
+  if (p.input == GemvInput::kRmsNorm && !presplit && (p.norm_w == nullptr || !(p.eps >= 0.0f))) {
+    throw runtime_error("GEMV: RMSNorm input needs norm_w and eps >= 0");
+  }
+  if (p.y1 != nullptr) {
+    const int64_t end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
+    if (p.y_end0 <= 0 || p.y_end0 >= end1 || end1 > p.rows || (p.y2 != nullptr && end1 >= p.rows)) {
+      throw runtime_error("GEMV: invalid output segments [0, " + std::to_string(p.y_end0) +
+                          ", " + std::to_string(end1) + ", " + std::to_string(p.rows) + ")");
+    }
+  } else if (p.y2 != nullptr) {
+    throw runtime_error("GEMV: y2 needs y1");
+  }
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-template <WeightType T>
-GemvLaunchInfo plan(const GemvParams& p) {
-  using Ops = QuantOps<T>;
-  GemvLaunchInfo info;
-  const bool float_type = Ops::kBlockElems == 4;
-  info.staged = aligned16(p.w) && aligned16(p.x) && (!float_type || p.cols % 4 == 0);
-  if (!info.staged) {
-    info.kernel = "fallback";
-    info.rows_per_warp = 1;
-    info.block = kFallbackWarps * 32;
-    info.grid = ceil_div<int64_t>(p.rows, kFallbackWarps);
-    return info;
+/// True when the request uses a form only the fast kernels implement.
+bool needs_fast(const GemvParams& p) {
+  return p.input != GemvInput::kPlain || p.x_split != nullptr || p.y1 != nullptr;
+}
+
+bool is_float_type(WeightType t) {
+  return t == WeightType::kF32 || t == WeightType::kF16 || t == WeightType::kBF16;
+}
+
+/// Variant the automatic choice takes for `p` (before alignment checks).
+int auto_variant(const GemvParams& p) {
+  if (is_float_type(p.type)) {
+    return gemv_impl::direct_supported(p.type, p.cols) ? kVariantDirect : kVariantStaged;
   }
+  return gemv_impl::mma_supported(p.type, p.cols) ? kVariantMma : kVariantStaged;
+}
+
+/// Whether the vectors `p` reads allow the vectorized kernels.
+bool inputs_aligned(const GemvParams& p) {
+  if (p.x_split != nullptr) return aligned16(p.x_split);
+  return aligned16(p.x) && (p.x2 == nullptr || aligned16(p.x2)) &&
+         (p.norm_w == nullptr || aligned16(p.norm_w));
+}
+
+struct Choice {
+  GemvLaunchInfo info;
+  gemv_impl::Plan plan;
+};
+
+template <WeightType T>
+Choice staged_choice(const GemvParams& p) {
+  using Ops = QuantOps<T>;
+  Choice c;
+  GemvLaunchInfo& info = c.info;
   const int64_t groups = ceil_div<int64_t>(p.rows, kRows);
   const int64_t nchunks = ceil_div<int64_t>(p.cols / Ops::kBlockElems, Ops::kChunkBlocks);
   // Split the columns of a row group over more warps while the GPU would otherwise hold too few
   // warps (about 32 per SM keep enough bytes in flight) and every warp still gets a chunk.
-  const int64_t target_warps = static_cast<int64_t>(sm_count()) * 32;
+  const int64_t target_warps = static_cast<int64_t>(gemv_impl::sm_count()) * 32;
   int ks = 1;
   while (ks < kWarps && groups * ks < target_warps && nchunks >= 2 * ks) ks *= 2;
   info.variant = kVariantStaged;
   info.kernel = "staged";
+  info.staged = true;
   info.column_splits = ks;
   info.rows_per_warp = kRows;
   info.block = kThreads;
   info.grid = ceil_div<int64_t>(groups, kWarps / ks);
   info.smem_bytes = Layout<T>::kSmemBytes;
-  return info;
+  info.tasks = info.grid;
+  return c;
+}
+
+Choice choose(const GemvParams& p) {
+  Choice c;
+  const bool float_type = is_float_type(p.type);
+  const bool aligned = aligned16(p.w) && inputs_aligned(p) && (!float_type || p.cols % 4 == 0);
+  int v = p.variant != 0 ? p.variant : auto_variant(p);
+  if (needs_fast(p) && v == kVariantStaged) v = auto_variant(p);
+  if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
+  if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
+  if (p.x_split != nullptr && v != kVariantMma) {
+    throw runtime_error("GEMV: a pre-split x needs the mma kernel (quantized types, cols " +
+                        std::to_string(p.cols) + ")");
+  }
+  if (!aligned || (needs_fast(p) && v == kVariantStaged)) {
+    if (needs_fast(p)) {
+      throw runtime_error(
+          "GEMV: fused input / output segments need 16-byte aligned w and x vectors and a shape "
+          "the fast kernels take (" +
+          std::string(weight_traits(p.type).name) + " " + std::to_string(p.rows) + "x" +
+          std::to_string(p.cols) + ")");
+    }
+    c.info.kernel = "fallback";
+    c.info.rows_per_warp = 1;
+    c.info.block = kFallbackWarps * 32;
+    c.info.grid = ceil_div<int64_t>(p.rows, kFallbackWarps);
+    c.info.tasks = c.info.grid;
+    return c;
+  }
+  if (v == kVariantStaged) {
+    kernels::dispatch_weight_type(p.type, [&]<WeightType T>() { c = staged_choice<T>(p); });
+    return c;
+  }
+  const int sms = gemv_impl::sm_count();
+  c.plan = v == kVariantDirect
+               ? gemv_impl::direct_plan(p.type, p.rows, p.cols, sms)
+               : gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
+  c.info.variant = v;
+  c.info.kernel = v == kVariantDirect ? "direct" : (p.x_split != nullptr ? "mma-presplit" : "mma");
+  c.info.staged = true;
+  c.info.column_splits = c.plan.ksplit;
+  c.info.rows_per_warp = c.plan.rows_per_warp;
+  c.info.grid = c.plan.grid;
+  c.info.block = c.plan.block;
+  c.info.smem_bytes = c.plan.smem;
+  c.info.tasks = c.plan.ntasks;
+  return c;
+}
+
+gemv_impl::XSource x_source(const GemvParams& p) {
+  gemv_impl::XSource s;
+  s.x = p.x;
+  s.x2 = p.x2;
+  s.norm_w = p.norm_w;
+  s.eps = p.eps;
+  s.split = p.x_split;
+  if (p.x_split != nullptr) {
+    s.kind = gemv_impl::XKind::kPreSplit;
+  } else if (p.input == GemvInput::kRmsNorm) {
+    s.kind = gemv_impl::XKind::kRmsNorm;
+  } else if (p.input == GemvInput::kSwiGlu) {
+    s.kind = gemv_impl::XKind::kSwiGlu;
+  } else {
+    s.kind = gemv_impl::XKind::kPlain;
+  }
+  return s;
 }
 
 }  // namespace
 
+namespace gemv_impl {
+
+int sm_count() {
+  thread_local int cached_device = -1;
+  thread_local int cached_sms = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  if (device != cached_device) {
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, device));
+    cached_device = device;
+  }
+  return cached_sms;
+}
+
+void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, size_t smem,
+                       bool pdl, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  DB_CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel, args));
+}
+
+}  // namespace gemv_impl
+
 std::vector<int> gemv_variants(WeightType type) {
   if (weight_traits(type).name == nullptr) return {};
-  return {kVariantStaged};
+  if (is_float_type(type)) return {kVariantStaged, kVariantDirect};
+  return {kVariantStaged, kVariantMma};
 }
 
 const char* gemv_variant_name(int variant) {
   switch (variant) {
     case kVariantStaged:
       return "staged";
+    case kVariantDirect:
+      return "direct";
+    case kVariantMma:
+      return "mma";
     default:
       return "?";
   }
 }
 
+size_t gemv_x_split_bytes(int64_t cols) {
+  return static_cast<size_t>(gemv_impl::x_split_bytes(cols));
+}
+
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
   check_params(p);
-  GemvLaunchInfo info;
-  kernels::dispatch_weight_type(p.type, [&]<WeightType T>() { info = plan<T>(p); });
-  return info;
+  return choose(p).info;
 }
 
 void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   check_params(p);
-  const GemvArgs args{
-      static_cast<const uint8_t*>(p.w), p.x, p.y, p.bias, p.residual, p.rows, p.cols, 1};
-  kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
-    const GemvLaunchInfo info = plan<T>(p);
-    GemvArgs a = args;
-    a.ksplit = info.column_splits;
-    const dim3 grid(static_cast<unsigned>(info.grid));
-    if (info.staged) {
-      gemv_staged_kernel<T><<<grid, info.block, info.smem_bytes, stream>>>(a);
+  const Choice c = choose(p);
+  const dim3 grid(static_cast<unsigned>(c.info.grid));
+  if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma) {
+    gemv_impl::KernelArgs a;
+    a.w = static_cast<const uint8_t*>(p.w);
+    a.rows = p.rows;
+    a.cols = p.cols;
+    a.x = x_source(p);
+    a.y.y0 = p.y;
+    a.y.y1 = p.y1;
+    a.y.y2 = p.y2;
+    a.y.end0 = p.y1 != nullptr ? p.y_end0 : p.rows;
+    a.y.end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
+    a.y.bias = p.bias;
+    a.y.residual = p.residual;
+    a.pdl = p.pdl ? 1 : 0;
+    if (c.info.variant == kVariantDirect) {
+      gemv_impl::direct_launch(p.type, a, c.plan, stream);
     } else {
-      gemv_fallback_kernel<T><<<grid, info.block, 0, stream>>>(a);
+      gemv_impl::mma_launch(p.type, a, c.plan, stream);
+    }
+    return;
+  }
+  const GemvArgs args{static_cast<const uint8_t*>(p.w), p.x, p.y, p.bias, p.residual,
+                      p.rows, p.cols, c.info.column_splits};
+  kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
+    if (c.info.staged) {
+      gemv_staged_kernel<T><<<grid, c.info.block, c.info.smem_bytes, stream>>>(args);
+    } else {
+      gemv_fallback_kernel<T><<<grid, c.info.block, 0, stream>>>(args);
     }
   });
   DB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,
+                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream) {
+  if (x == nullptr || split == nullptr || (input == GemvInput::kSwiGlu && x2 == nullptr) ||
+      (input == GemvInput::kRmsNorm && norm_w == nullptr)) {
+    throw runtime_error("GEMV prepare_x: null device pointer");
+  }
+  if (cols <= 0 || cols % 32 != 0 || cols > (int64_t{1} << 30) || !aligned16(x) ||
+      !aligned16(split) || (x2 != nullptr && !aligned16(x2)) ||
+      (norm_w != nullptr && !aligned16(norm_w)) || !(eps >= 0.0f)) {
+    throw runtime_error("GEMV prepare_x: cols " + std::to_string(cols) +
+                        " must be a positive multiple of 32, pointers 16-byte aligned, eps >= 0");
+  }
+  GemvParams p;
+  p.x = x;
+  p.x2 = x2;
+  p.norm_w = norm_w;
+  p.eps = eps;
+  p.input = input;
+  gemv_impl::prepare_x_launch(x_source(p), cols, split, pdl ? 1 : 0, stream);
 }
 
 }  // namespace decodebench::cuda

@@ -1,9 +1,10 @@
-// Matrix-vector product of the decode step: y = W·x (+ bias) (+ residual), W in its storage type.
-// Host launcher only; includable from g++ code.
+// Matrix-vector product of the decode step: y = W·x' (+ bias) (+ residual), W in its storage
+// type, x' = x, RMSNorm(x) or SwiGLU(gate, up). Host launchers only; includable from g++ code.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -11,52 +12,100 @@
 
 namespace decodebench::cuda {
 
+/// How the GEMV forms its input vector x' (length cols) from device memory.
+enum class GemvInput {
+  kPlain,    ///< x' = x
+  kRmsNorm,  ///< x' = x · (1 / sqrt(Σx²/cols + eps)) · norm_w, as cpu::rms_norm (x is not written)
+  kSwiGlu,   ///< x' = silu(x) · x2 = x / (1 + e^-x) · x2, as cpu::swiglu (x = gate, x2 = up)
+};
+
 /// Arguments of one GEMV. W is `rows` × `cols`, row-major, each row row_bytes(type, cols) bytes
 /// (GGUF layout: ne0 = cols contiguous). All pointers are device pointers.
 struct GemvParams {
   WeightType type = WeightType::kF32;
   const void* w = nullptr;          ///< [rows][row_bytes(type, cols)] bytes
-  int64_t rows = 0;                 ///< output length
+  int64_t rows = 0;                 ///< output length (all segments together)
   int64_t cols = 0;                 ///< input length; a multiple of the type's block size
-  const float* x = nullptr;         ///< [cols]; must not alias y
-  float* y = nullptr;               ///< [rows]
-  const float* bias = nullptr;      ///< [rows] or null
-  const float* residual = nullptr;  ///< [rows] or null; may alias y (y = W·x + y)
+  const float* x = nullptr;         ///< [cols]; must not alias any output
+  float* y = nullptr;               ///< [rows], or rows [0, y_end0) when y1 is set
+  const float* bias = nullptr;      ///< [rows] or null (indexed by row over all segments)
+  const float* residual = nullptr;  ///< [rows] or null; may alias y (y = W·x' + y)
   /// Kernel variant: 0 = automatic choice (what the backend uses); k > 0 forces variant k from
   /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
-  /// kernel when the pointers or shape do not allow the fast path.
+  /// kernel when the pointers or shape do not allow it.
   int variant = 0;
+
+  // ---- fused forms (fast kernels only: F32/F16/BF16 "direct", quantized types "mma") --------
+  GemvInput input = GemvInput::kPlain;
+  const float* x2 = nullptr;      ///< kSwiGlu: up [cols]
+  const float* norm_w = nullptr;  ///< kRmsNorm: weight [cols]
+  float eps = 0.0f;               ///< kRmsNorm epsilon (>= 0)
+  /// Quantized types: x' already split by launch_gemv_prepare_x (gemv_x_split_bytes(cols) bytes);
+  /// x, input, x2, norm_w are then ignored. Lets several GEMVs share one split of x' and keeps
+  /// long inputs (e.g. the FFN down projection) from being split once per CTA.
+  const void* x_split = nullptr;
+  /// Output segments for stacked weights ([Wq; Wk; Wv]): rows [0, y_end0) go to y, rows
+  /// [y_end0, y_end1) to y1[r − y_end0], rows [y_end1, rows) to y2[r − y_end1]. y1 == nullptr:
+  /// one segment (all rows to y). y2 == nullptr: two segments (y_end1 = rows).
+  float* y1 = nullptr;
+  float* y2 = nullptr;
+  int64_t y_end0 = 0;
+  int64_t y_end1 = 0;
+  /// Programmatic dependent launch: the kernel may start while the previous kernel on the stream
+  /// is still running (it prefetches weights, then waits for that kernel's results). Only for
+  /// fast kernels; ignored by the scalar fallback and the staged kernel.
+  bool pdl = false;
 };
 
-/// Launches y[r] = Σ_c W[r][c]·x[c] (+ bias[r]) (+ residual[r]) for every row, f32 accumulation,
-/// on `stream`. Fixed launch shape for given (type, rows, cols, pointer alignment): capturable.
-/// The fast path needs `w` and `x` 16-byte aligned (and, for F32/F16/BF16, cols % 4 == 0);
-/// otherwise a slower fallback kernel with the same semantics runs.
+/// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row, f32
+/// accumulation, on `stream`. Fixed launch shape for given (type, rows, cols, variant, pointer
+/// alignment): capturable. Results are deterministic (fixed summation order) for a given shape.
+/// The fast paths need `w` and the x vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 ==
+/// 0); otherwise a slower fallback kernel with the same semantics runs (plain input and one
+/// output segment only). The quantized "mma" kernel splits x' into exact 7-bit digits and
+/// multiplies on the int8 tensor cores; its results differ from the f32 CPU dot product by f32
+/// rounding and a residue below 2^-22 of each 32-column tile's largest |x'|.
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
-/// or a failed launch.
+/// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, an
+/// unknown variant, or a failed launch.
 void launch_gemv(const GemvParams& p, cudaStream_t stream);
 
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
 struct GemvLaunchInfo {
-  int variant = 0;           ///< variant id (see gemv_variants); 0 for the scalar fallback
-  const char* kernel = "";   ///< variant name, e.g. "staged"; "fallback" for the scalar kernel
-  bool staged = false;    ///< true: a fast (vectorized) kernel; false: scalar fallback
-  int column_splits = 1;  ///< warps sharing one row group (split over the columns)
+  int variant = 0;          ///< variant id (see gemv_variants); 0 for the scalar fallback
+  const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit" or "fallback"
+  bool staged = false;      ///< true: a fast (vectorized) kernel; false: scalar fallback
+  int column_splits = 1;    ///< warps sharing one row group (split over the columns)
   int rows_per_warp = 1;
   int64_t grid = 0;    ///< blocks
   int block = 0;       ///< threads per block
   int smem_bytes = 0;  ///< dynamic shared memory per block
+  int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
 };
 
-/// The launch configuration launch_gemv would use for `p` on the current device (same checks;
-/// additionally exit 1 for a variant id that `p.type` does not have).
+/// The launch configuration launch_gemv would use for `p` on the current device (same checks).
 GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
+/// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
+/// (quantized types).
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.
 const char* gemv_variant_name(int variant);
+
+/// Bytes of the split form of an input of `cols` values (a multiple of 32) for
+/// launch_gemv_prepare_x / GemvParams::x_split.
+size_t gemv_x_split_bytes(int64_t cols);
+
+/// Writes the split form of x' (input as in GemvParams: x, and x2 / norm_w / eps for the fused
+/// forms; cols a multiple of 32, pointers 16-byte aligned) to `split` (gemv_x_split_bytes(cols)
+/// bytes, 16-byte aligned) for the quantized GEMVs that read GemvParams::x_split. One small
+/// kernel (ceil(cols / 1024) CTAs); `pdl` as in GemvParams.
+/// Throws decodebench::Error (exit 1) for null or misaligned pointers, bad cols or a failed
+/// launch.
+void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,
+                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream);
 
 }  // namespace decodebench::cuda

@@ -131,6 +131,17 @@ TEST(SuiteCli, EndToEndRecordsAFailingConfigurationAndContinues) {
   EXPECT_EQ(doc["tool"], doc["results"][0]["tool"]);
   EXPECT_GT(doc["environment"]["cores"].get<int>(), 0);
   expect_schema_valid(out);
+  // The validator does look inside results[]: a result without runs is refused.
+  auto broken = doc;
+  broken["results"][1].erase("runs");
+  const auto broken_path = dir / "broken.json";
+  write(broken_path, broken.dump());
+  const auto v = run_command(
+      {python(), (source_dir() / "scripts/validate-result").string(), broken_path.string()});
+  if (v.exit_code != 77) {
+    EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+    EXPECT_TRUE(contains(v.err, "results/1")) << v.err;
+  }
 
   // The suite against itself: every matched run the same, the failure reported as a note.
   const auto cmp = run_decodebench({"compare", out.string(), out.string()});

@@ -160,6 +160,18 @@ TEST(RunConfig, EnumerationsAndListsAreChecked) {
   EXPECT_NE(msg.find("cuda"), std::string::npos) << msg;
 }
 
+TEST(RunConfig, QuantizedDtypeNeedsWholeBlocksPerRow) {
+  RunOptions o;
+  o.preset = "smollm2-135m";  // hidden 576 = 2.25 blocks of 256
+  o.dtype = "q4_k";
+  std::string msg;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("hidden (576) must be a multiple of 256"), std::string::npos) << msg;
+  o.dtype = "q4_1";  // blocks of 32 fit
+  EXPECT_EQ(code_of(o), ExitCode::kOk);
+  EXPECT_EQ(resolve_run_config(o, 1).dtype, WeightType::kQ4_1);
+}
+
 TEST(RunConfig, PromptIdsParse) {
   EXPECT_EQ(parse_id_list("1,2,3", "--prompt-ids"), (std::vector<int32_t>{1, 2, 3}));
   EXPECT_THROW(parse_id_list("", "--prompt-ids"), Error);

@@ -45,11 +45,20 @@ Model make_model(WeightType dtype, ModelConfig c = test_config()) {
 
 const std::vector<int32_t> kPrompt = {11, 7, 1999, 42, 5, 300, 2500, 8};
 
+// kPrompt folded into the model's vocabulary (the GGUF fixtures have 256 tokens).
+std::vector<int32_t> prompt_for(const Backend& b) {
+  std::vector<int32_t> p = kPrompt;
+  const auto* cb = dynamic_cast<const CudaBackend*>(&b);
+  const int64_t vocab = cb ? cb->vocab() : 3000;
+  for (auto& t : p) t = static_cast<int32_t>(t % vocab);
+  return p;
+}
+
 // Greedy decode of `steps` tokens after the prompt.
 std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEager,
                             ExecReport* report = nullptr) {
   std::vector<int32_t> ids;
-  int32_t t = b.prefill(kPrompt);
+  int32_t t = b.prefill(prompt_for(b));
   const ExecReport r = b.set_exec_mode(mode);
   if (report) *report = r;
   ids.push_back(t);
@@ -68,8 +77,9 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
   CudaBackend gpu(m, o);
   cpu::CpuBackend cpu(m, o.max_positions, 4);
-  int32_t g = gpu.prefill(kPrompt);
-  int32_t c = cpu.prefill(kPrompt);
+  const std::vector<int32_t> prompt = prompt_for(gpu);
+  int32_t g = gpu.prefill(prompt);
+  int32_t c = cpu.prefill(prompt);
   std::vector<float> gl, cl;
   double worst = 0;
   for (int i = 0; i <= steps; ++i) {
@@ -325,6 +335,35 @@ TEST(Backend, GgufFixturesDecodeLikeTheCpu) {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const Model m = load_gguf_model(path.string());
     expect_same_tokens_as_cpu(m, 16, arch);
+    // Graph replay equals eager execution on the real-architecture paths too (256 steps).
+    CudaBackendOptions o;
+    o.max_positions =
+        std::min<int64_t>(m.config.context_length, static_cast<int64_t>(kPrompt.size()) + 257);
+    const int steps = static_cast<int>(o.max_positions - static_cast<int64_t>(kPrompt.size()) - 1);
+    CudaBackend eager(m, o), graph(m, o);
+    ExecReport report;
+    const auto e = decode(eager, steps, ExecMode::kEager);
+    const auto g = decode(graph, steps, ExecMode::kGraph, &report);
+    EXPECT_TRUE(report.captured) << arch << ": " << report.failed_call;
+    EXPECT_EQ(e, g) << arch;
+  }
+}
+
+TEST(Backend, StatelessStepsMatchTheCpuAtPositionZero) {
+  DB_REQUIRE_CUDA();
+  // --stateless: every step at position 0 with seq_len 1; GPU and CPU must agree token by token.
+  const Model m = make_model(WeightType::kBF16);
+  CudaBackendOptions o;
+  o.max_positions = 4;
+  CudaBackend gpu(m, o);
+  cpu::CpuBackend cpu(m, 4, 4);
+  gpu.set_exec_mode(ExecMode::kGraph);
+  int32_t t = 17;
+  for (int i = 0; i < 32; ++i) {
+    const int32_t g = gpu.step(t, 0, nullptr);
+    const int32_t c = cpu.step(t, 0, nullptr);
+    ASSERT_EQ(g, c) << "step " << i;
+    t = g;
   }
 }
 

@@ -1,0 +1,139 @@
+// Device helpers shared by the fast GEMV kernels (gemv_direct.cu, gemv_mma.cu): streaming
+// loads, programmatic-dependent-launch controls, named barriers, forming x' in shared memory and
+// writing results. Device code only: include from .cu files.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "cuda/kernels/gemv_device.cuh holds device code; include it from .cu files only"
+#endif
+
+#include <cstdint>
+
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
+
+namespace decodebench::cuda::kernels {
+
+/// 16 bytes from global memory that is read once: non-coherent path, no L1 allocation.
+__device__ __forceinline__ uint4 ldg_stream(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+/// PDL: blocks until the kernels this one depends on have completed and their writes are
+/// visible (a no-op when the kernel was launched without the programmatic attribute).
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
+/// PDL: lets the next kernel in the stream start launching its CTAs (no-op without PDL).
+__device__ __forceinline__ void grid_dependency_trigger() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+/// Barrier `id` (1..15) over `threads` threads (a multiple of 32) of the CTA.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/// x'[i] for SwiGLU: g / (1 + e^-g) · u with IEEE division and a separately rounded product
+/// (the CPU's operation order; cpu::swiglu).
+__device__ __forceinline__ float swiglu_value(float g, float u) {
+  return __fmul_rn(g / (1.0f + expf(-g)), u);
+}
+
+/// Sum over the CTA (blockDim.x a multiple of 32, <= 1024); every thread gets the result.
+/// `red` holds 32 floats of shared memory; fixed reduction order.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+  const int t = static_cast<int>(threadIdx.x);
+  v = warp_sum(v);
+  __syncthreads();  // `red` may still be read from an earlier call
+  if ((t & 31) == 0) red[t >> 5] = v;
+  __syncthreads();
+  const int nw = static_cast<int>(blockDim.x) >> 5;
+  float s = (t & 31) < nw ? red[t & 31] : 0.0f;
+  return warp_sum(s);
+}
+
+/// Writes x' (cols floats, cols % 4 == 0, sources 16-byte aligned) into shared memory `xs`
+/// (16-byte aligned), as `src` says (kPlain, kRmsNorm or kSwiGlu). All threads of the CTA take
+/// part; ends with __syncthreads. `red`: 32 floats of scratch shared memory.
+__device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, int64_t cols,
+                                               float* xs, float* red) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int nt = static_cast<int>(blockDim.x);
+  const int64_t n4 = cols / 4;
+  // One cp.async per 16 bytes, all in flight at once: x costs one memory round trip.
+  const float* first = src.x;
+  for (int64_t i = t; i < n4; i += nt) cp_async_16(xs + 4 * i, first + 4 * i, 16);
+  cp_async_commit();
+  if (src.kind == gemv_impl::XKind::kSwiGlu) {
+    // up is combined on the fly: a batch of 8 float4 per thread in flight at a time.
+    constexpr int kBatch = 8;
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int64_t i0 = t; i0 < n4; i0 += static_cast<int64_t>(kBatch) * nt) {
+      float4 u[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int64_t i = i0 + static_cast<int64_t>(b) * nt;
+        u[b] = i < n4 ? __ldg(reinterpret_cast<const float4*>(src.x2) + i)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int64_t i = i0 + static_cast<int64_t>(b) * nt;
+        if (i < n4) {
+          float4* p = reinterpret_cast<float4*>(xs) + i;
+          const float4 g = *p;
+          *p = make_float4(swiglu_value(g.x, u[b].x), swiglu_value(g.y, u[b].y),
+                           swiglu_value(g.z, u[b].z), swiglu_value(g.w, u[b].w));
+        }
+      }
+    }
+    __syncthreads();
+    return;
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  if (src.kind == gemv_impl::XKind::kRmsNorm) {
+    float ss = 0.0f;
+    for (int64_t i = t; i < n4; i += nt) {
+      const float4 v = reinterpret_cast<const float4*>(xs)[i];
+      ss = fmaf(v.x, v.x, ss);
+      ss = fmaf(v.y, v.y, ss);
+      ss = fmaf(v.z, v.z, ss);
+      ss = fmaf(v.w, v.w, ss);
+    }
+    ss = block_sum(ss, red);
+    // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
+    const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + src.eps);
+    for (int64_t i = t; i < n4; i += nt) {
+      float4* p = reinterpret_cast<float4*>(xs) + i;
+      const float4 v = *p;
+      const float4 w = __ldg(reinterpret_cast<const float4*>(src.norm_w) + i);
+      *p = make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
+                       __fmul_rn(__fmul_rn(v.z, scale), w.z),
+                       __fmul_rn(__fmul_rn(v.w, scale), w.w));
+    }
+    __syncthreads();
+  }
+}
+
+/// Adds bias/residual to row r's dot product and stores it in its output segment.
+__device__ __forceinline__ void store_row(const gemv_impl::YSink& y, int64_t r, float s) {
+  if (y.bias != nullptr) s += y.bias[r];
+  if (y.residual != nullptr) s += y.residual[r];
+  if (r < y.end0) {
+    y.y0[r] = s;
+  } else if (r < y.end1) {
+    y.y1[r - y.end0] = s;
+  } else {
+    y.y2[r - y.end1] = s;
+  }
+}
+
+}  // namespace decodebench::cuda::kernels

@@ -1,0 +1,307 @@
+// GEMV for the float weight types (F32, F16, BF16): "direct" kernel.
+//
+// Weights are streamed straight into registers with 16-byte non-coherent loads that skip L1
+// (ld.global.nc.L1::no_allocate), kU independent loads per row and lane in flight before the
+// first use, kR = 2 rows per warp sharing each x value. x' (x, RMSNorm(x) or SwiGLU(gate, up)) is
+// formed once per CTA in shared memory. The grid is persistent (at most what fits on the GPU at
+// once) and each CTA walks its row groups ("tasks"); the warps of a CTA split the columns of a
+// row group (ksplit) and their partial sums are added in a fixed order, so results are
+// deterministic for a given shape. Weight loads of the first task are issued before the CTA
+// waits on the preceding kernel (programmatic dependent launch) and before x' is formed.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/gemv_device.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
+
+namespace decodebench::cuda::gemv_impl {
+namespace {
+
+using kernels::ceil_div;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kR = 2;  ///< rows per warp
+constexpr int kU = 4;  ///< 16-byte loads per row and lane in flight
+
+/// Per-type 16-byte vector: kE elements; dot(w, x) adds the products to acc in element order.
+template <WeightType T>
+struct FloatVec;
+
+template <>
+struct FloatVec<WeightType::kF32> {
+  static constexpr int kE = 4;
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    acc = fmaf(__uint_as_float(w.x), a.x, acc);
+    acc = fmaf(__uint_as_float(w.y), a.y, acc);
+    acc = fmaf(__uint_as_float(w.z), a.z, acc);
+    return fmaf(__uint_as_float(w.w), a.w, acc);
+  }
+};
+
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t u) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&u));
+}
+
+template <>
+struct FloatVec<WeightType::kF16> {
+  static constexpr int kE = 8;
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    const float4 b = *reinterpret_cast<const float4*>(x + 4);
+    const float2 w0 = half2_bits_to_float2(w.x);
+    const float2 w1 = half2_bits_to_float2(w.y);
+    const float2 w2 = half2_bits_to_float2(w.z);
+    const float2 w3 = half2_bits_to_float2(w.w);
+    acc = fmaf(w0.x, a.x, acc);
+    acc = fmaf(w0.y, a.y, acc);
+    acc = fmaf(w1.x, a.z, acc);
+    acc = fmaf(w1.y, a.w, acc);
+    acc = fmaf(w2.x, b.x, acc);
+    acc = fmaf(w2.y, b.y, acc);
+    acc = fmaf(w3.x, b.z, acc);
+    return fmaf(w3.y, b.w, acc);
+  }
+};
+
+template <>
+struct FloatVec<WeightType::kBF16> {
+  static constexpr int kE = 8;
+  __device__ static float lo(uint32_t u) { return __uint_as_float(u << 16); }
+  __device__ static float hi(uint32_t u) { return __uint_as_float(u & 0xFFFF0000u); }
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    const float4 b = *reinterpret_cast<const float4*>(x + 4);
+    acc = fmaf(lo(w.x), a.x, acc);
+    acc = fmaf(hi(w.x), a.y, acc);
+    acc = fmaf(lo(w.y), a.z, acc);
+    acc = fmaf(hi(w.y), a.w, acc);
+    acc = fmaf(lo(w.z), b.x, acc);
+    acc = fmaf(hi(w.z), b.y, acc);
+    acc = fmaf(lo(w.w), b.z, acc);
+    return fmaf(hi(w.w), b.w, acc);
+  }
+};
+
+/// Shared memory: x' (cols floats, rounded up to 4), 32 floats of reduction scratch, then
+/// partial sums [2][kWarps][kR].
+constexpr int64_t smem_bytes(int64_t cols) {
+  return (cols + 3) / 4 * 16 + 32 * 4 + 2 * kWarps * kR * 4;
+}
+
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const KernelArgs a) {
+  using V = FloatVec<T>;
+  constexpr int kE = V::kE;
+  constexpr int kEB = 16 / kE;  // bytes per element
+  extern __shared__ __align__(16) float smem[];
+  float* xs = smem;
+  float* red = smem + (a.cols + 3) / 4 * 4;
+  float* partial = red + 32;
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int ks = warp % a.ksplit;
+  const int rg = warp / a.ksplit;
+  const int rgs = kWarps / a.ksplit;
+  const int64_t row_bytes = a.cols * kEB;
+  const int64_t units = ceil_div<int64_t>(a.cols, 32 * kE);  // 512-byte column units of a row
+  const int64_t upw = units > ks ? ceil_div<int64_t>(units - ks, a.ksplit) : 0;
+
+  // Loads of one batch: kU units of this warp's columns for kR rows.
+  const auto load_batch = [&](const uint8_t* const* rp, int64_t j0, uint4 (&wv)[kR][kU]) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
+      const bool ok = j0 + u < upw && col < a.cols;
+#pragma unroll
+      for (int i = 0; i < kR; ++i) {
+        wv[i][u] = ok ? kernels::ldg_stream(rp[i] + col * kEB) : make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+  };
+  const auto row_ptrs = [&](int64_t task, const uint8_t** rp) {
+    const int64_t row0 = (task * rgs + rg) * kR;
+#pragma unroll
+    for (int i = 0; i < kR; ++i) rp[i] = a.w + kernels::min64(row0 + i, a.rows - 1) * row_bytes;
+  };
+
+  // The warp walks a flat sequence of batches (task, j0); the batch after the current one —
+  // possibly the first of the next task — is always in flight while the current one is used.
+  // The very first batch does not depend on earlier kernels: it is issued before the PDL wait.
+  uint4 wv[kR][kU];
+  const uint8_t* rp[kR];
+  int64_t task = blockIdx.x;
+  int64_t j0 = 0;
+  if (task < a.ntasks) {
+    row_ptrs(task, rp);
+    if (upw > 0) load_batch(rp, 0, wv);
+  }
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
+  kernels::load_x_to_smem(a.x, a.cols, xs, red);
+
+  float acc[kR];
+#pragma unroll
+  for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
+  int parity = 0;
+  while (task < a.ntasks) {
+    int64_t next_task = task;
+    int64_t next_j0 = j0 + kU;
+    if (next_j0 >= upw) {
+      next_task = task + gridDim.x;
+      next_j0 = 0;
+    }
+    uint4 nv[kR][kU];
+    const uint8_t* nrp[kR];
+#pragma unroll
+    for (int i = 0; i < kR; ++i) nrp[i] = rp[i];
+    if (next_task < a.ntasks && upw > 0) {
+      if (next_task != task) row_ptrs(next_task, nrp);
+      load_batch(nrp, next_j0, nv);
+    }
+    if (j0 < upw) {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
+        if (j0 + u < upw && col < a.cols) {
+#pragma unroll
+          for (int i = 0; i < kR; ++i) acc[i] = V::dot(wv[i][u], xs + col, acc[i]);
+        }
+      }
+    }
+    if (next_task != task) {  // the task is complete: reduce and store its rows
+#pragma unroll
+      for (int i = 0; i < kR; ++i) acc[i] = kernels::warp_sum(acc[i]);
+      const int64_t row0 = (task * rgs + rg) * kR;
+      if (a.ksplit == 1) {
+        if (lane < kR && row0 + lane < a.rows) {
+          kernels::store_row(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1]);
+        }
+      } else {
+        float* pb = partial + parity * kWarps * kR;
+        if (lane == 0) {
+#pragma unroll
+          for (int i = 0; i < kR; ++i) pb[warp * kR + i] = acc[i];
+        }
+        kernels::named_barrier(1 + rg, a.ksplit * 32);
+        if (ks == 0 && lane < kR && row0 + lane < a.rows) {
+          float s = 0.0f;
+          for (int k = 0; k < a.ksplit; ++k) s += pb[(rg * a.ksplit + k) * kR + lane];
+          kernels::store_row(a.y, row0 + lane, s);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
+      parity ^= 1;
+    }
+    task = next_task;
+    j0 = next_j0;
+#pragma unroll
+    for (int i = 0; i < kR; ++i) rp[i] = nrp[i];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) wv[i][u] = nv[i][u];
+    }
+  }
+}
+static_assert(kR == 2, "store uses lane ? acc[1] : acc[0]");
+
+/// Occupancy-derived CTAs per SM for a kernel and its shared memory (cached per kernel/smem).
+int ctas_per_sm(const void* kernel, int smem) {
+  struct Entry {
+    const void* kernel;
+    int smem;
+    int device;
+    int ctas;
+  };
+  thread_local Entry cache[16] = {};
+  thread_local int next = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  for (const Entry& e : cache) {
+    if (e.kernel == kernel && e.smem == smem && e.device == device) return e.ctas;
+  }
+  DB_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int ctas = 0;
+  DB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, kThreads, smem));
+  cache[next] = Entry{kernel, smem, device, ctas};
+  next = (next + 1) % 16;
+  return ctas;
+}
+
+template <WeightType T>
+const void* kernel_for() {
+  return reinterpret_cast<const void*>(&gemv_direct_kernel<T>);
+}
+
+const void* direct_kernel(WeightType t) {
+  switch (t) {
+    case WeightType::kF32:
+      return kernel_for<WeightType::kF32>();
+    case WeightType::kF16:
+      return kernel_for<WeightType::kF16>();
+    case WeightType::kBF16:
+      return kernel_for<WeightType::kBF16>();
+    default:
+      return nullptr;
+  }
+}
+
+int elems_per_vec(WeightType t) { return t == WeightType::kF32 ? 4 : 8; }
+
+}  // namespace
+
+bool direct_supported(WeightType t, int64_t cols) {
+  if (direct_kernel(t) == nullptr) return false;
+  return cols % elems_per_vec(t) == 0 && smem_bytes(cols) <= 200 * 1024;
+}
+
+Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
+  Plan p;
+  p.block = kThreads;
+  p.smem = static_cast<int>(smem_bytes(cols));
+  p.rows_per_warp = kR;
+  const int ctas = std::max(1, ctas_per_sm(direct_kernel(t), p.smem));
+  const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
+  const int64_t units = ceil_div<int64_t>(cols, 32 * elems_per_vec(t));
+  // Column split: the one whose tasks spread most evenly over the resident CTAs, counting the
+  // idle share of warps whose last batch is partial.
+  double best = -1.0;
+  for (int ks = 1; ks <= kWarps; ks *= 2) {
+    const int64_t tasks = ceil_div<int64_t>(rows, static_cast<int64_t>(kWarps / ks) * kR);
+    const int64_t grid = std::min(tasks, max_grid);
+    const double per_cta = static_cast<double>(tasks) / static_cast<double>(grid);
+    const double balance = per_cta / std::ceil(per_cta);
+    const double fill = static_cast<double>(grid) / static_cast<double>(max_grid);
+    const int64_t upw = ceil_div<int64_t>(units, ks);
+    const double col_use = static_cast<double>(units) / static_cast<double>(upw * ks);
+    const double score = balance * col_use * std::min(1.0, 0.5 + fill);
+    if (score > best + 1e-9) {
+      best = score;
+      p.ksplit = ks;
+      p.ntasks = tasks;
+      p.grid = grid;
+    }
+  }
+  return p;
+}
+
+void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream) {
+  KernelArgs args = a;
+  args.ksplit = p.ksplit;
+  args.ntasks = p.ntasks;
+  void* params[] = {&args};
+  launch_with_attrs(direct_kernel(t), params, dim3(static_cast<unsigned>(p.grid)),
+                    dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,
+                    stream);
+}
+
+}  // namespace decodebench::cuda::gemv_impl

@@ -1,0 +1,105 @@
+// Internal interface between the GEMV translation units (gemv.cu plans and dispatches;
+// gemv_direct.cu and gemv_mma.cu hold the fast kernels). Plain structs and host declarations
+// only: includable from g++ and nvcc; not part of the public launcher API (gemv.cuh).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/quant/weight_type.hpp"
+
+namespace decodebench::cuda::gemv_impl {
+
+/// How a kernel forms its input vector x' from device memory (per CTA, into shared memory).
+enum class XKind : int32_t {
+  kPlain = 0,     ///< x' = x
+  kRmsNorm = 1,   ///< x' = (x · 1/sqrt(Σx²/cols + eps)) · norm_w, as cpu::rms_norm
+  kSwiGlu = 2,    ///< x' = silu(x) · x2, as cpu::swiglu (x = gate, x2 = up)
+  kPreSplit = 3,  ///< MMA kernel only: x already split (launch_gemv_prepare_x), in `split`
+};
+
+struct XSource {
+  XKind kind = XKind::kPlain;
+  const float* x = nullptr;       ///< [cols]
+  const float* x2 = nullptr;      ///< [cols] (SwiGLU: up)
+  const float* norm_w = nullptr;  ///< [cols] (RMSNorm weight)
+  float eps = 0.0f;
+  const void* split = nullptr;  ///< kPreSplit: x_split_bytes(cols) bytes from prepare_x
+};
+
+/// Where results go: rows [0, end0) → y0[r], [end0, end1) → y1[r − end0], [end1, rows) →
+/// y2[r − end1]; bias[r] and residual[r] (global row index) are added when not null.
+struct YSink {
+  float* y0 = nullptr;
+  float* y1 = nullptr;
+  float* y2 = nullptr;
+  int64_t end0 = 0;
+  int64_t end1 = 0;
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+};
+
+/// Everything a fast GEMV kernel needs (plain data, passed by value).
+struct KernelArgs {
+  const uint8_t* w = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  XSource x;
+  YSink y;
+  int ksplit = 1;      ///< warps sharing one row group (column split), divides the CTA's warps
+  int64_t ntasks = 0;  ///< row groups of a CTA (CTAs loop over tasks: persistent grid)
+  int pdl = 0;         ///< 1: kernel waits on cudaGridDependencySynchronize (PDL launch)
+};
+
+/// A launch configuration.
+struct Plan {
+  int64_t grid = 0;
+  int block = 0;
+  int smem = 0;
+  int ksplit = 1;
+  int rows_per_warp = 1;
+  int64_t ntasks = 0;
+};
+
+// ---- x split format (MMA kernel) ------------------------------------------------------------
+// For every 32-column tile j of x': an exponent e_j (2^e_j ≥ max|x'|/64) and four signed 8-bit
+// digits per column, x'[c] ≈ 2^e_j · (X0 + X1/128 + X2/128² + X3/128³) (error ≤ 2^-22 relative to
+// the tile's max), stored as digits [4][cols + 16] bytes followed by per-tile meta: three int4:
+//   {f0, f1, Σlo(X0)|Σlo(X1)<<16, Σhi(X0)|Σhi(X1)<<16}, the same for digits 2 and 3 (f_n =
+//   2^(e_j − 7n) as float bits; Σlo/Σhi: digit sums over columns 0..15 / 16..31 of the tile, as
+//   int16), and {Σ x'[c] as float bits, 0, 0, 0}.
+
+/// Bytes of the digit rows of a split x of `cols` columns (4 rows of cols + 16 bytes).
+constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }
+/// Bytes of a whole split x (digits then 48 bytes of meta per 32-column tile), 16-byte multiple.
+constexpr int64_t x_split_bytes(int64_t cols) {
+  return x_split_digit_bytes(cols) + cols / 32 * 48;
+}
+
+// ---- per-kernel entry points (defined in gemv_direct.cu / gemv_mma.cu) ---------------------
+
+/// Direct kernel (F32/F16/BF16; 16-byte loads, 2 rows per warp, x' in shared memory).
+/// Requirements: w 16-byte aligned, cols a multiple of 8 (16-bit types) or 4 (F32), x pointers
+/// 16-byte aligned, cols·4 + 256 bytes of shared memory available.
+bool direct_supported(WeightType t, int64_t cols);
+Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+
+/// MMA kernel (quantized types; int8 tensor-core MMA on exact digit splits of x').
+bool mma_supported(WeightType t, int64_t cols);
+Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms);
+void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+/// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
+void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
+
+/// Launches `kernel` with the given configuration; with `pdl` the launch carries the
+/// programmatic-stream-serialization attribute (the kernel must call
+/// cudaGridDependencySynchronize before reading what earlier kernels wrote).
+void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, size_t smem,
+                       bool pdl, cudaStream_t stream);
+
+/// Number of SMs of the current device (cached).
+int sm_count();
+
+}  // namespace decodebench::cuda::gemv_impl
