@@ -20,4 +20,15 @@ ExecReport Backend::set_exec_mode(ExecMode mode) {
   return ExecReport{};
 }
 
+void check_step_inputs(int32_t token, int64_t pos, int64_t vocab, int64_t capacity) {
+  if (pos < 0 || pos >= capacity) {
+    throw usage_error("position " + std::to_string(pos) + " is outside the KV-cache capacity of " +
+                      std::to_string(capacity) + " positions");
+  }
+  if (token < 0 || token >= vocab) {
+    throw usage_error("token id " + std::to_string(token) + " is outside the vocabulary (" +
+                      std::to_string(vocab) + " tokens)");
+  }
+}
+
 }  // namespace decodebench

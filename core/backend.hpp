@@ -72,4 +72,8 @@ class Backend {
   virtual ExecReport set_exec_mode(ExecMode mode);
 };
 
+/// Throws decodebench::Error (exit 2) naming the rule when `pos` is outside [0, capacity) or
+/// `token` outside [0, vocab): the checks every Backend::step does before touching its buffers.
+void check_step_inputs(int32_t token, int64_t pos, int64_t vocab, int64_t capacity);
+
 }  // namespace decodebench

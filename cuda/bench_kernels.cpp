@@ -179,9 +179,15 @@ DeviceBuffer filled(size_t bytes, int pattern) {
 double round_to(double v, double unit) { return std::round(v / unit) * unit; }
 
 json plan_json(const GemvLaunchInfo& i) {
-  return {{"variant", i.variant},   {"kernel", i.kernel},         {"staged", i.staged},
-          {"column_splits", i.column_splits}, {"rows_per_warp", i.rows_per_warp},
-          {"grid", i.grid},         {"block", i.block},           {"smem_bytes", i.smem_bytes}};
+  return {{"variant", i.variant},
+          {"kernel", i.kernel},
+          {"staged", i.staged},
+          {"column_splits", i.column_splits},
+          {"rows_per_warp", i.rows_per_warp},
+          {"grid", i.grid},
+          {"block", i.block},
+          {"smem_bytes", i.smem_bytes},
+          {"tasks", i.tasks}};
 }
 
 void progress(const std::string& line) {
@@ -241,14 +247,44 @@ class GemvSection {
     p.residual = c.residual ? y.data<float>() : nullptr;
     p.w = w.get();
     const GemvLaunchInfo auto_info = gemv_launch_info(p);
-    std::vector<int> variants = all_variants ? gemv_variants(type) : std::vector<int>{0};
+    // What is timed: every variant (or only the automatic one), the automatic one launched with
+    // programmatic dependent launch (back-to-back GEMVs overlap prologue and tail), and for the
+    // quantized types the mma kernel on an x split once outside the graph.
+    struct Run {
+      int variant;
+      bool pdl;
+      bool presplit;
+      std::string label;
+    };
+    std::vector<Run> runs;
+    if (all_variants) {
+      for (const int v : gemv_variants(type)) runs.push_back({v, false, false, ""});
+    } else {
+      runs.push_back({0, false, false, ""});
+    }
+    runs.push_back({0, true, false, "+pdl"});
+    const bool quant = tr.block_elems >= 32;
+    DeviceBuffer split;
+    if (quant && c.cols % 32 == 0) {
+      split = DeviceBuffer(gemv_x_split_bytes(c.cols));
+      launch_gemv_prepare_x(GemvInput::kPlain, x.data<float>(), nullptr, nullptr, 0.0f, c.cols,
+                            split.get(), false, timer_.stream());
+      DB_CUDA_CHECK(cudaStreamSynchronize(timer_.stream()));
+      GemvParams q = p;
+      q.x_split = split.get();
+      q.variant = 0;
+      if (gemv_launch_info(q).variant != 0) runs.push_back({0, false, true, ""});
+    }
     GemvResult r;
     r.bytes = static_cast<double>(bytes);
     r.best_us = 1e300;
-    for (const int v : variants) {
-      p.variant = v;
+    for (const Run& run : runs) {
+      p.variant = run.variant;
+      p.pdl = run.pdl;
+      p.x_split = run.presplit ? split.get() : nullptr;
       const GemvLaunchInfo info = gemv_launch_info(p);
-      const std::string what = c.model + " " + c.shape + " " + tr.name + " " + info.kernel;
+      const std::string kernel = std::string(info.kernel) + run.label;
+      const std::string what = c.model + " " + c.shape + " " + tr.name + " " + kernel;
       guarded(errors_, what, [&] {
         const Timing t = timer_.time([&](cudaStream_t s) {
           GemvParams q = p;
@@ -259,14 +295,17 @@ class GemvSection {
         });
         const double us = t.median_ms * 1e3 / launches;
         const double gbps = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
-        const bool is_auto = v == 0 || info.variant == auto_info.variant;
+        const bool is_auto =
+            !run.pdl && !run.presplit && (run.variant == 0 || info.variant == auto_info.variant);
         out_.push_back({{"model", c.model},
                         {"shape", c.shape},
                         {"rows", c.rows},
                         {"cols", c.cols},
                         {"type", tr.name},
                         {"variant", info.variant},
-                        {"kernel", info.kernel},
+                        {"kernel", kernel},
+                        {"pdl", run.pdl},
+                        {"presplit", run.presplit},
                         {"auto", is_auto},
                         {"bytes", bytes},
                         {"launches", launches},
@@ -277,14 +316,16 @@ class GemvSection {
                         {"pct_stream", round_to(100.0 * gbps / stream_gbps_, 0.1)},
                         {"plan", plan_json(info)}});
         if (is_auto) r.auto_us = us;
-        r.best_us = std::min(r.best_us, us);
+        if (!run.pdl && !run.presplit) r.best_us = std::min(r.best_us, us);
         char line[256];
-        std::snprintf(line, sizeof line, "%-8s %-8s %5s %-10s %9.2f us %7.0f GB/s %5.1f%%",
-                      c.model.c_str(), c.shape.c_str(), tr.name, info.kernel, us, gbps,
+        std::snprintf(line, sizeof line, "%-8s %-8s %5s %-18s %9.2f us %7.0f GB/s %5.1f%%",
+                      c.model.c_str(), c.shape.c_str(), tr.name, kernel.c_str(), us, gbps,
                       100.0 * gbps / stream_gbps_);
         progress(line);
       });
     }
+    p.pdl = false;
+    p.x_split = nullptr;
     if (r.auto_us > 0) results_[{c.model + "/" + c.shape, tr.name}] = r;
   }
 
@@ -412,6 +453,19 @@ class OpsSection {
               [&](cudaStream_t s) {
                 launch_argmax(logits.data<float>(), m.vocab, scratch.get(), scratch.bytes(),
                               next.data<int32_t>(), s);
+              });
+    }
+    {
+      DeviceBuffer split(gemv_x_split_bytes(std::max(m.hidden, m.ffn)));
+      measure(m, "gemv_prepare_x", "rmsnorm " + std::to_string(m.hidden), 8.0 * m.hidden,
+              kLaunches, [&](cudaStream_t s) {
+                launch_gemv_prepare_x(GemvInput::kRmsNorm, x.data<float>(), nullptr,
+                                      w.data<float>(), m.eps, m.hidden, split.get(), false, s);
+              });
+      measure(m, "gemv_prepare_x", "swiglu " + std::to_string(m.ffn), 8.0 * m.ffn, kLaunches,
+              [&](cudaStream_t s) {
+                launch_gemv_prepare_x(GemvInput::kSwiGlu, g.data<float>(), u.data<float>(),
+                                      nullptr, 0.0f, m.ffn, split.get(), false, s);
               });
     }
     attention(m, {128, 1024, 8192});

@@ -257,14 +257,7 @@ void CudaBackend::enqueue_step() {
 }
 
 int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
-  if (pos < 0 || pos >= max_positions_) {
-    throw usage_error("position " + std::to_string(pos) + " is outside the KV-cache capacity of " +
-                      std::to_string(max_positions_) + " positions");
-  }
-  if (token < 0 || token >= c_.vocab) {
-    throw usage_error("token id " + std::to_string(token) + " is outside the vocabulary (" +
-                      std::to_string(c_.vocab) + " tokens)");
-  }
+  check_step_inputs(token, pos, c_.vocab, max_positions_);
   cudaStream_t s = stream_.get();
   auto* in = h_inputs_.data<StepInputs>();
   in->token = token;

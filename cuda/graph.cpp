@@ -48,6 +48,10 @@ bool context_is_healthy(std::string* why) {
   cudaError_t st = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (st == cudaSuccess) st = launch_health_probe(s);
   if (st == cudaSuccess) st = cudaStreamSynchronize(s);
+  // The legacy default stream must work too (a fault may have tangled it into the capture);
+  // decodebench's own copies of weights go through it.
+  if (st == cudaSuccess) st = launch_health_probe(cudaStreamLegacy);
+  if (st == cudaSuccess) st = cudaStreamSynchronize(cudaStreamLegacy);
   if (s) cudaStreamDestroy(s);
   if (st != cudaSuccess && why) {
     *why = std::string(cudaGetErrorName(st)) + " (" + cudaGetErrorString(st) + ")";
@@ -74,13 +78,19 @@ FaultResult inject_fault(CaptureFault fault, cudaStream_t stream, cudaEvent_t ev
       r.call = "cudaMalloc";
       r.status = cudaMalloc(&r.allocation, 256);
       break;
-    case CaptureFault::kLegacySync: {
-      // A synchronous copy on the legacy default stream.
-      static const uint32_t host_word = 0;
-      r.call = "cudaMemcpy (legacy stream, synchronous)";
-      r.status = cudaMemcpy(scratch, &host_word, sizeof host_word, cudaMemcpyHostToDevice);
+    case CaptureFault::kLegacySync:
+      // The legacy default stream waits on work of the capture and is synchronised: code that
+      // mixes stream 0 into a captured sequence. (A plain synchronous cudaMemcpy is legal next
+      // to decodebench's non-blocking capture stream, so it would not exercise the failure.)
+      r.call = "cudaStreamWaitEvent(cudaStreamLegacy, captured event)";
+      r.status = cudaEventRecord(event, stream);
+      if (r.status == cudaSuccess) r.status = cudaStreamWaitEvent(cudaStreamLegacy, event, 0);
+      if (r.status == cudaSuccess) {
+        r.call = "cudaStreamSynchronize(cudaStreamLegacy)";
+        r.status = cudaStreamSynchronize(cudaStreamLegacy);
+      }
+      (void)scratch;
       break;
-    }
     case CaptureFault::kHostSync:
       r.call = "cudaStreamSynchronize (capturing stream)";
       r.status = cudaStreamSynchronize(stream);
@@ -106,7 +116,9 @@ CaptureOutcome capture_graph(cudaStream_t stream, CaptureMode mode, CaptureFault
   CaptureOutcome out;
   const auto t0 = std::chrono::steady_clock::now();
   cudaEvent_t event = nullptr;
-  if (fault == CaptureFault::kEventQuery) DB_CUDA_CHECK(cudaEventCreate(&event));
+  if (fault == CaptureFault::kEventQuery || fault == CaptureFault::kLegacySync) {
+    DB_CUDA_CHECK(cudaEventCreate(&event));
+  }
   // Everything queued before the capture must be done: a capture starts from a quiet stream.
   DB_CUDA_CHECK(cudaStreamSynchronize(stream));
 

@@ -58,7 +58,8 @@ CaptureOutcome capture_graph(cudaStream_t stream, CaptureMode mode, CaptureFault
                              const std::function<void()>& enqueue_first,
                              const std::function<void()>& enqueue_second, void* scratch);
 
-/// Launches a 1-thread kernel on a fresh stream and synchronises: true when the context works.
+/// Launches a 1-thread kernel on a fresh stream and on the legacy default stream and synchronises
+/// both: true when the context works.
 bool context_is_healthy(std::string* why);
 
 /// The graphs of one decode step: `full` (forward + argmax + 4-byte D2H, one launch per token) and

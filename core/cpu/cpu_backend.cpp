@@ -119,14 +119,7 @@ void CpuBackend::layer(int64_t l, int64_t pos) {
 
 int32_t CpuBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (pos < 0 || pos >= max_positions_) {
-    throw usage_error("position " + std::to_string(pos) + " is outside the KV-cache capacity of " +
-                      std::to_string(max_positions_) + " positions");
-  }
-  if (token < 0 || token >= c_.vocab) {
-    throw usage_error("token id " + std::to_string(token) + " is outside the vocabulary (" +
-                      std::to_string(c_.vocab) + " tokens)");
-  }
+  check_step_inputs(token, pos, c_.vocab, max_positions_);
   embedding_row(model_.weights.token_embd, token, x_.data());
   for (int64_t l = 0; l < c_.n_layers; ++l) layer(l, pos);
   rms_norm(x_.data(), model_.weights.output_norm.f32(), xn_.data(), c_.hidden,

@@ -17,27 +17,6 @@ constexpr size_t kJsonArrayHead = 16;    // array elements listed in JSON
 constexpr size_t kTextArrayHead = 8;     // array elements listed in the terminal report
 constexpr size_t kTextStringBytes = 72;  // string bytes shown in the terminal report
 
-bool is_integer(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8:
-    case ValueType::kInt8:
-    case ValueType::kUint16:
-    case ValueType::kInt16:
-    case ValueType::kUint32:
-    case ValueType::kInt32:
-    case ValueType::kUint64:
-    case ValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_signed(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
-}
-
 // FLOAT32 values widened to double print as 9.999999747378752e-06; show the shortest decimal
 // that reads back as the same float instead (1e-05). Doubles that are not floats stay as they are.
 double tidy_float(double x) {

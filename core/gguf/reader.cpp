@@ -86,29 +86,6 @@ constexpr GgmlTypeTraits kGgmlTypes[] = {
     {"Q2_0", 64, 18},      // 42
 };
 
-bool is_integer(ValueType t) {
-  switch (t) {
-    case ValueType::kUint8:
-    case ValueType::kInt8:
-    case ValueType::kUint16:
-    case ValueType::kInt16:
-    case ValueType::kUint32:
-    case ValueType::kInt32:
-    case ValueType::kUint64:
-    case ValueType::kInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_signed(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
-}
-
-bool is_float(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
-
 // Smallest encoding of one value of type t: strings need their length field, arrays their element
 // type and count. Used to bound counts by the bytes that remain.
 uint64_t min_value_bytes(ValueType t) {
@@ -729,5 +706,28 @@ std::vector<int64_t> Reader::get_int_array(std::string_view key) const {
   for (const Value& v : kv->value.array) out.push_back(as_int(path_, *kv, v));
   return out;
 }
+
+bool is_integer(ValueType t) {
+  switch (t) {
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+    case ValueType::kUint16:
+    case ValueType::kInt16:
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+    case ValueType::kUint64:
+    case ValueType::kInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_signed(ValueType t) {
+  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
+         t == ValueType::kInt64;
+}
+
+bool is_float(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
 
 }  // namespace decodebench::gguf

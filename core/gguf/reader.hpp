@@ -32,6 +32,13 @@ enum class ValueType : uint32_t {
 /// "UINT32", "STRING", ...
 const char* value_type_name(ValueType t);
 
+/// True for the eight integer value types.
+bool is_integer(ValueType t);
+/// True for INT8, INT16, INT32, INT64.
+bool is_signed(ValueType t);
+/// True for FLOAT32 and FLOAT64.
+bool is_float(ValueType t);
+
 /// One metadata value. Scalars are widened: unsigned → `u`, signed → `i`, floats → `f`.
 /// Arrays hold their elements (arrays of arrays are refused, as ggml does).
 struct Value {

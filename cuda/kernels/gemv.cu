@@ -1,13 +1,20 @@
-// GEMV for every weight type, weights read in their storage type.
+// GEMV for every weight type, weights read in their storage type: planning, dispatch and the
+// two portable kernels.
 //
-// Decode at batch 1 streams each weight byte exactly once, so the kernel is built around keeping
-// HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and copies its rows'
-// bytes chunk by chunk into shared memory with 16-byte cp.async, kStages chunks deep, while it
-// computes on the oldest chunk. Staging through shared memory makes the global loads 16-byte and
-// coalesced whatever the block size (18, 22, 34, 210 bytes ... are not 16-byte multiples, so rows
-// and blocks start at any even address). When there are too few row groups to fill the GPU, the
-// warps of a block split the columns of one row group (column_splits) and their partial sums are
-// added in shared memory in a fixed order, so results are deterministic for a given shape.
+// Variants (gemv.cuh: gemv_variants): 1 "staged" (this file, every type), 2 "direct" (F32, F16,
+// BF16; gemv_direct.cu), 3 "mma" (quantized types on the int8 tensor cores; gemv_mma.cu). The
+// automatic choice takes direct / mma where the pointers and shape allow, else staged, and the
+// scalar fallback for unaligned pointers.
+//
+// Staged kernel. Decode at batch 1 streams each weight byte exactly once, so the kernel is built
+// around keeping HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and
+// copies its rows' bytes chunk by chunk into shared memory with 16-byte cp.async, kStages chunks
+// deep, while it computes on the oldest chunk. Staging through shared memory makes the global
+// loads 16-byte and coalesced whatever the block size (18, 22, 34, 210 bytes ... are not 16-byte
+// multiples, so rows and blocks start at any even address). When there are too few row groups to
+// fill the GPU, the warps of a block split the columns of one row group (column_splits) and their
+// partial sums are added in shared memory in a fixed order, so results are deterministic for a
+// given shape.
 //
 // Per-type decoding (which lane reads which codes and x values) lives in dequant.cuh.
 #include <algorithm>
@@ -402,6 +409,47 @@ int sm_count() {
     cached_device = device;
   }
   return cached_sms;
+}
+
+int ctas_per_sm(const void* kernel, int threads, int smem) {
+  struct Entry {
+    const void* kernel;
+    int threads;
+    int smem;
+    int device;
+    int ctas;
+  };
+  thread_local Entry cache[64] = {};
+  thread_local int next = 0;
+  thread_local const void* raised[64] = {};
+  thread_local int raised_device[64] = {};
+  thread_local int nraised = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  for (const Entry& e : cache) {
+    if (e.kernel == kernel && e.threads == threads && e.smem == smem && e.device == device) {
+      return e.ctas;
+    }
+  }
+  bool done = false;
+  for (int i = 0; i < nraised; ++i) done = done || (raised[i] == kernel && raised_device[i] == device);
+  if (!done) {
+    int max_optin = 0;
+    DB_CUDA_CHECK(
+        cudaDeviceGetAttribute(&max_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    DB_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_optin));
+    if (nraised < 64) {
+      raised[nraised] = kernel;
+      raised_device[nraised] = device;
+      ++nraised;
+    }
+  }
+  int ctas = 0;
+  DB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, threads, smem));
+  cache[next] = Entry{kernel, threads, smem, device, ctas};
+  next = (next + 1) % 64;
+  return ctas;
 }
 
 void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, size_t smem,

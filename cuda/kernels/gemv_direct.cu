@@ -213,29 +213,6 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const KernelArgs 
 }
 static_assert(kR == 2, "store uses lane ? acc[1] : acc[0]");
 
-/// Occupancy-derived CTAs per SM for a kernel and its shared memory (cached per kernel/smem).
-int ctas_per_sm(const void* kernel, int smem) {
-  struct Entry {
-    const void* kernel;
-    int smem;
-    int device;
-    int ctas;
-  };
-  thread_local Entry cache[16] = {};
-  thread_local int next = 0;
-  int device = 0;
-  DB_CUDA_CHECK(cudaGetDevice(&device));
-  for (const Entry& e : cache) {
-    if (e.kernel == kernel && e.smem == smem && e.device == device) return e.ctas;
-  }
-  DB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int ctas = 0;
-  DB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, kThreads, smem));
-  cache[next] = Entry{kernel, smem, device, ctas};
-  next = (next + 1) % 16;
-  return ctas;
-}
 
 template <WeightType T>
 const void* kernel_for() {
@@ -269,7 +246,7 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.block = kThreads;
   p.smem = static_cast<int>(smem_bytes(cols));
   p.rows_per_warp = kR;
-  const int ctas = std::max(1, ctas_per_sm(direct_kernel(t), p.smem));
+  const int ctas = std::max(1, ctas_per_sm(direct_kernel(t), kThreads, p.smem));
   const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
   const int64_t units = ceil_div<int64_t>(cols, 32 * elems_per_vec(t));
   // Column split: the one whose tasks spread most evenly over the resident CTAs, counting the
@@ -283,7 +260,10 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
     const double fill = static_cast<double>(grid) / static_cast<double>(max_grid);
     const int64_t upw = ceil_div<int64_t>(units, ks);
     const double col_use = static_cast<double>(units) / static_cast<double>(upw * ks);
-    const double score = balance * col_use * std::min(1.0, 0.5 + fill);
+    // Row slots past the last row re-read it and discard the result.
+    const double row_use =
+        static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kR);
+    const double score = balance * col_use * row_use * std::min(1.0, 0.5 + fill);
     if (score > best + 1e-9) {
       best = score;
       p.ksplit = ks;

@@ -102,4 +102,9 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 /// Number of SMs of the current device (cached).
 int sm_count();
 
+/// CTAs of `threads` threads and `smem` bytes of dynamic shared memory that fit on one SM
+/// (occupancy API; cached). The first call for a kernel raises its dynamic shared-memory limit to
+/// the device's opt-in maximum.
+int ctas_per_sm(const void* kernel, int threads, int smem);
+
 }  // namespace decodebench::cuda::gemv_impl

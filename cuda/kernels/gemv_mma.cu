@@ -325,7 +325,7 @@ struct MmaOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int8[
   __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2* tg,
                                const float2* t8, int g, int t, const XView& x, int64_t tile0,
                                float& ag, float& a8) {
-#pragma unroll
+#pragma unroll 1
     for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -438,22 +438,20 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
   const int64_t c = c0 + 4 * lane;
 #pragma unroll
   for (int n = 0; n < 4; ++n) *reinterpret_cast<uint32_t*>(dig + n * stride + c) = word[n];
+  // Lanes 0, 1, 2 of each 8-lane tile group (all in the tile's low half) write its meta.
   const int q = lane & 7;
   if (q < 3) {
     const int64_t tile = c / 32;
-    const bool low_half = (lane & 4) == 0;  // q < 3: always the low half
-    (void)low_half;
+    const auto f = [&](int n) {
+      const int fe = e - 7 * n + 127;
+      return flush || fe <= 0 ? 0 : fe << 23;
+    };
+    const auto pack = [](int a, int b) { return (a & 0xFFFF) | (b << 16); };
     int4 out;
-    if (q < 2) {
-      const int n0 = 2 * q;
-      const auto f = [&](int n) {
-        const int fe = e - 7 * n + 127;
-        return flush || fe <= 0 ? 0 : fe << 23;
-      };
-      out.x = f(n0);
-      out.y = f(n0 + 1);
-      out.z = (sums[n0] & 0xFFFF) | (sums[n0 + 1] << 16);
-      out.w = (other[n0] & 0xFFFF) | (other[n0 + 1] << 16);
+    if (q == 0) {
+      out = make_int4(f(0), f(1), pack(sums[0], sums[1]), pack(other[0], other[1]));
+    } else if (q == 1) {
+      out = make_int4(f(2), f(3), pack(sums[2], sums[3]), pack(other[2], other[3]));
     } else {
       out = make_int4(__float_as_int(sx), 0, 0, 0);
     }
@@ -670,28 +668,6 @@ __global__ void __launch_bounds__(kThreads) prepare_x_kernel(const XSource s, in
 
 // ---- host side ------------------------------------------------------------------------------------
 
-int ctas_per_sm(const void* kernel, int smem) {
-  struct Entry {
-    const void* kernel;
-    int smem;
-    int device;
-    int ctas;
-  };
-  thread_local Entry cache[32] = {};
-  thread_local int next = 0;
-  int device = 0;
-  DB_CUDA_CHECK(cudaGetDevice(&device));
-  for (const Entry& e : cache) {
-    if (e.kernel == kernel && e.smem == smem && e.device == device) return e.ctas;
-  }
-  DB_CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int ctas = 0;
-  DB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel, kThreads, smem));
-  cache[next] = Entry{kernel, smem, device, ctas};
-  next = (next + 1) % 32;
-  return ctas;
-}
 
 constexpr int64_t kMaxSmem = 227 * 1024;
 
@@ -747,7 +723,7 @@ Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) 
     if (smem > kMaxSmem) return;  // grid 0: not possible (caller checks)
     p.smem = static_cast<int>(smem);
     const int ctas =
-        std::max(1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), p.smem));
+        std::max(1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), kThreads, p.smem));
     const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
     const int64_t nchunks = ceil_div<int64_t>(cols / Ops::kBE, Ops::kCB);
     double best = -1.0;
@@ -762,7 +738,9 @@ Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) 
       const double col_use = static_cast<double>(nchunks) / static_cast<double>(cpw * ks);
       // Few chunks per warp leave the pipeline mostly empty: prefer >= kStages chunks.
       const double depth = std::min(1.0, static_cast<double>(cpw) / Ops::kStages + 0.25);
-      const double score = balance * col_use * depth * std::min(1.0, 0.5 + fill);
+      const double row_use =
+          static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kTileRows);
+      const double score = balance * col_use * depth * row_use * std::min(1.0, 0.5 + fill);
       if (score > best + 1e-9) {
         best = score;
         p.ksplit = ks;

@@ -1,4 +1,6 @@
-// GEMV kernels against the CPU reference (quant::dot_row) for every weight type.
+// GEMV kernels against the CPU reference (quant::dot_row) for every weight type and every kernel
+// variant (staged, direct, mma), the fused input forms (RMSNorm, SwiGLU, pre-split x), stacked
+// output segments and programmatic dependent launch (eagerly and inside a captured graph).
 //
 // Tolerance: |gpu − cpu| <= 1e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 per row (w dequantized on the CPU).
 // Both sides accumulate in f32 in different orders; the bound is relative to the magnitude of
@@ -9,11 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/cpu/ops.hpp"
 #include "core/error.hpp"
 #include "core/quant/dequant.hpp"
 #include "core/quant/weight_type.hpp"
@@ -51,14 +55,39 @@ Matrix make_matrix(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
 
 std::string describe(WeightType t, int64_t rows, int64_t cols, const GemvLaunchInfo& info) {
   return std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
-         std::to_string(cols) + (info.staged ? " staged" : " fallback") +
-         " splits=" + std::to_string(info.column_splits) + " grid=" + std::to_string(info.grid);
+         std::to_string(cols) + " " + info.kernel + " splits=" + std::to_string(info.column_splits) +
+         " grid=" + std::to_string(info.grid) + " tasks=" + std::to_string(info.tasks);
+}
+
+/// CPU reference of one GEMV on x' (dot_row per row) and the per-row tolerance magnitude
+/// Σ|w·x'| (+ |bias| + |residual|).
+void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
+               const std::vector<float>& xp, const float* bias, const float* residual,
+               std::vector<float>* want, std::vector<double>* mag) {
+  want->assign(static_cast<size_t>(rows), 0.0f);
+  mag->assign(static_cast<size_t>(rows), 0.0);
+  const int64_t rb = row_bytes(t, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    float v = quant::dot_row(t, m.bytes.data() + r * rb, xp.data(), cols);
+    double a = 0.0;
+    for (int64_t c = 0; c < cols; ++c) a += std::fabs(double{m.deq[r * cols + c]} * xp[c]);
+    if (bias != nullptr) {
+      v += bias[r];
+      a += std::fabs(bias[r]);
+    }
+    if (residual != nullptr) {
+      v += residual[r];
+      a += std::fabs(residual[r]);
+    }
+    (*want)[r] = v;
+    (*mag)[r] = a;
+  }
 }
 
 /// Runs one GEMV and checks it. `x_offset`/`w_offset` (in floats / bytes) shift the input
 /// pointers off 16-byte alignment to exercise the fallback.
 void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool with_residual,
-                int x_offset = 0, int w_offset = 0) {
+                int x_offset = 0, int w_offset = 0, int variant = 0) {
   const uint32_t seed = static_cast<uint32_t>(rows * 7919 + cols * 31 + static_cast<int>(t));
   const Matrix m = make_matrix(t, rows, cols, seed);
   const std::vector<float> x = random_floats(static_cast<size_t>(cols), seed + 1);
@@ -83,33 +112,27 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   p.y = d_y.data<float>();
   p.bias = with_bias ? d_b.data<float>() : nullptr;
   p.residual = with_residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
+  p.variant = variant;
   const GemvLaunchInfo info = gemv_launch_info(p);
   launch_gemv(p, nullptr);
   testing::sync();
   const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
 
-  std::vector<float> want(static_cast<size_t>(rows));
-  std::vector<double> mag(static_cast<size_t>(rows));
-  const int64_t rb = row_bytes(t, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    float v = quant::dot_row(t, m.bytes.data() + r * rb, x.data(), cols);
-    double a = 0.0;
-    for (int64_t c = 0; c < cols; ++c) a += std::fabs(double{m.deq[r * cols + c]} * x[c]);
-    if (with_bias) {
-      v += bias[r];
-      a += std::fabs(bias[r]);
-    }
-    if (with_residual) {
-      v += y0[r];
-      a += std::fabs(y0[r]);
-    }
-    want[r] = v;
-    mag[r] = a;
-  }
+  std::vector<float> want;
+  std::vector<double> mag;
+  reference(t, m, rows, cols, x, with_bias ? bias.data() : nullptr,
+            with_residual ? y0.data() : nullptr, &want, &mag);
   EXPECT_TRUE(all_near(
       got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
       describe(t, rows, cols, info) + (with_bias ? " +bias" : "") +
           (with_residual ? " +residual" : "")));
+}
+
+/// Variants to test for `t`: the automatic choice (0) and every explicit one.
+std::vector<int> variants_of(WeightType t) {
+  std::vector<int> v{0};
+  for (const int id : gemv_variants(t)) v.push_back(id);
+  return v;
 }
 
 class GemvAllTypes : public ::testing::TestWithParam<WeightType> {};
@@ -124,15 +147,19 @@ TEST_P(GemvAllTypes, MatchesCpuReference) {
     int64_t rows, cols;
   } shapes[] = {{1, 256},   {3, 768},    {17, 2816},  {130, 256}, {1031, 2816},
                 {5, 18944}, {67, 18944}, {2500, 512}, {9, 4352}};
-  for (const auto& s : shapes) check_gemv(t, s.rows, s.cols, false, false);
+  for (const int v : variants_of(t)) {
+    for (const auto& s : shapes) check_gemv(t, s.rows, s.cols, false, false, 0, 0, v);
+  }
 }
 
 TEST_P(GemvAllTypes, BiasAndResidual) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
-  check_gemv(t, 97, 1024, true, false);
-  check_gemv(t, 97, 1024, false, true);
-  check_gemv(t, 33, 2816, true, true);
+  for (const int v : variants_of(t)) {
+    check_gemv(t, 97, 1024, true, false, 0, 0, v);
+    check_gemv(t, 97, 1024, false, true, 0, 0, v);
+    check_gemv(t, 33, 2816, true, true, 0, 0, v);
+  }
 }
 
 TEST_P(GemvAllTypes, UnalignedPointersUseFallback) {
@@ -155,9 +182,12 @@ TEST(Gemv, ShortAndOddRows) {
   DB_REQUIRE_CUDA();
   for (WeightType t : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0,
                        WeightType::kQ5_1, WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
-    check_gemv(t, 14, 896, false, false);  // Qwen2-0.5B hidden size
-    check_gemv(t, 3, 32, false, false);
-    check_gemv(t, 40, 4864, true, false);
+    for (const int v : variants_of(t)) {
+      check_gemv(t, 14, 896, false, false, 0, 0, v);  // Qwen2-0.5B hidden size
+      check_gemv(t, 3, 32, false, false, 0, 0, v);
+      check_gemv(t, 40, 4864, true, false, 0, 0, v);
+      check_gemv(t, 576, 576, false, true, 0, 0, v);  // SmolLM2: rows not 16-byte multiples
+    }
   }
   // Float types with cols % 4 != 0 take the fallback.
   for (WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
@@ -185,6 +215,283 @@ TEST(Gemv, LaunchInfoPicksStagedPathAndSplits) {
   EXPECT_EQ(info.column_splits, 1);
   p.x = x.data<float>() + 1;
   EXPECT_FALSE(gemv_launch_info(p).staged);
+}
+
+// ---- fused forms -------------------------------------------------------------------------------
+
+/// Types with a fast kernel (all of them; "direct" or "mma").
+class GemvFused : public ::testing::TestWithParam<WeightType> {};
+
+enum class Form { kRmsNorm, kSwiGlu, kPreSplitPlain, kPreSplitRms, kPreSplitSwiGlu };
+
+const char* form_name(Form f) {
+  switch (f) {
+    case Form::kRmsNorm:
+      return "rmsnorm";
+    case Form::kSwiGlu:
+      return "swiglu";
+    case Form::kPreSplitPlain:
+      return "presplit";
+    case Form::kPreSplitRms:
+      return "presplit-rmsnorm";
+    case Form::kPreSplitSwiGlu:
+      return "presplit-swiglu";
+  }
+  return "?";
+}
+
+/// y = W·x' + bias + residual with x' formed on the GPU (fused or pre-split) against the CPU
+/// reference on x' from cpu::rms_norm / cpu::swiglu. Tolerance as above, on Σ|w·x'|: the GPU's
+/// x' differs from the CPU's by a few ulp (sum-of-squares order, device expf).
+void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl) {
+  const bool quant = weight_traits(t).block_elems >= 32;
+  const bool presplit =
+      form == Form::kPreSplitPlain || form == Form::kPreSplitRms || form == Form::kPreSplitSwiGlu;
+  if (presplit && !quant) return;  // pre-split x is for the quantized (mma) kernel
+  const uint32_t seed = static_cast<uint32_t>(rows * 131 + cols * 7 + static_cast<int>(t));
+  const Matrix m = make_matrix(t, rows, cols, seed);
+  const std::vector<float> x = random_floats(static_cast<size_t>(cols), seed + 1, -3.0f, 3.0f);
+  const std::vector<float> x2 = random_floats(static_cast<size_t>(cols), seed + 2, -2.0f, 2.0f);
+  const std::vector<float> nw = random_floats(static_cast<size_t>(cols), seed + 3, 0.5f, 1.5f);
+  const std::vector<float> bias = random_floats(static_cast<size_t>(rows), seed + 4);
+  const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 5);
+  const float eps = 1e-6f;
+  GemvInput input = GemvInput::kPlain;
+  std::vector<float> xp(static_cast<size_t>(cols));
+  if (form == Form::kRmsNorm || form == Form::kPreSplitRms) {
+    input = GemvInput::kRmsNorm;
+    cpu::rms_norm(x.data(), nw.data(), xp.data(), cols, eps);
+  } else if (form == Form::kSwiGlu || form == Form::kPreSplitSwiGlu) {
+    input = GemvInput::kSwiGlu;
+    cpu::swiglu(x.data(), x2.data(), xp.data(), cols);
+  } else {
+    xp = x;
+  }
+  DeviceBuffer d_w = upload(m.bytes);
+  DeviceBuffer d_x = upload(x);
+  DeviceBuffer d_x2 = upload(x2);
+  DeviceBuffer d_nw = upload(nw);
+  DeviceBuffer d_b = upload(bias);
+  DeviceBuffer d_y = upload(y0);
+  DeviceBuffer d_split(presplit ? gemv_x_split_bytes(cols) : 16);
+  if (presplit) {
+    launch_gemv_prepare_x(input, d_x.data<float>(),
+                          input == GemvInput::kSwiGlu ? d_x2.data<float>() : nullptr,
+                          input == GemvInput::kRmsNorm ? d_nw.data<float>() : nullptr, eps, cols,
+                          d_split.get(), pdl, nullptr);
+  }
+  GemvParams p;
+  p.type = t;
+  p.w = d_w.get();
+  p.rows = rows;
+  p.cols = cols;
+  p.x = d_x.data<float>();
+  p.y = d_y.data<float>();
+  p.bias = d_b.data<float>();
+  p.residual = d_y.data<float>();
+  p.input = input;
+  p.x2 = d_x2.data<float>();
+  p.norm_w = d_nw.data<float>();
+  p.eps = eps;
+  p.x_split = presplit ? d_split.get() : nullptr;
+  p.pdl = pdl;
+  const GemvLaunchInfo info = gemv_launch_info(p);
+  launch_gemv(p, nullptr);
+  testing::sync();
+  const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
+  std::vector<float> want;
+  std::vector<double> mag;
+  reference(t, m, rows, cols, xp, bias.data(), y0.data(), &want, &mag);
+  EXPECT_TRUE(all_near(
+      got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+      describe(t, rows, cols, info) + " " + form_name(form) + (pdl ? " pdl" : "")));
+}
+
+TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
+  DB_REQUIRE_CUDA();
+  const WeightType t = GetParam();
+  const bool kquant = weight_traits(t).block_elems == 256;
+  for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
+                       Form::kPreSplitSwiGlu}) {
+    check_fused(t, 100, kquant ? 768 : 576, f, false);  // SmolLM2 hidden (legacy/float types)
+    check_fused(t, 257, 3584, f, true);                 // Qwen2.5-7B hidden, PDL attribute
+    check_fused(t, 40, kquant ? 4864 : 1536, f, false);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GemvFused, ::testing::ValuesIn(kAllWeightTypes),
+                         [](const ::testing::TestParamInfo<WeightType>& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
+
+TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
+  DB_REQUIRE_CUDA();
+  // One huge value per 32-column tile and tiles of tiny values: the digit split is relative to
+  // each tile's maximum.
+  const int64_t rows = 48, cols = 512;
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ6_K}) {
+    const Matrix m = make_matrix(t, rows, cols, 99);
+    std::vector<float> x = random_floats(static_cast<size_t>(cols), 98);
+    for (int64_t c = 0; c < cols; c += 32) x[static_cast<size_t>(c + 7)] = 3000.0f;
+    for (int64_t c = 64; c < 96; ++c) x[static_cast<size_t>(c)] *= 1e-30f;
+    for (int64_t c = 96; c < 128; ++c) x[static_cast<size_t>(c)] = 0.0f;
+    DeviceBuffer d_w = upload(m.bytes);
+    DeviceBuffer d_x = upload(x);
+    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+    GemvParams p;
+    p.type = t;
+    p.w = d_w.get();
+    p.rows = rows;
+    p.cols = cols;
+    p.x = d_x.data<float>();
+    p.y = d_y.data<float>();
+    const GemvLaunchInfo info = gemv_launch_info(p);
+    launch_gemv(p, nullptr);
+    testing::sync();
+    std::vector<float> want;
+    std::vector<double> mag;
+    reference(t, m, rows, cols, x, nullptr, nullptr, &want, &mag);
+    EXPECT_TRUE(all_near(
+        download<float>(d_y.get(), static_cast<size_t>(rows)), want,
+        [&](size_t i) { return 1e-5 * mag[i] + 1e-6; }, describe(t, rows, cols, info)));
+  }
+}
+
+TEST(Gemv, StackedRowsGoToTheirSegments) {
+  DB_REQUIRE_CUDA();
+  // [Wq; Wk; Wv] with a stacked bias: rows [0, 96) → q, [96, 128) → k, [128, 160) → v; and a
+  // two-segment [Wgate; Wup].
+  for (const WeightType t : {WeightType::kBF16, WeightType::kQ4_1, WeightType::kQ4_K}) {
+    const int64_t cols = 512;
+    for (const bool three : {true, false}) {
+      const int64_t rows = three ? 160 : 128;
+      const int64_t e0 = three ? 96 : 64;
+      const int64_t e1 = three ? 128 : rows;
+      const Matrix m = make_matrix(t, rows, cols, 7);
+      const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
+      const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
+      DeviceBuffer d_w = upload(m.bytes);
+      DeviceBuffer d_x = upload(x);
+      DeviceBuffer d_b = upload(bias);
+      DeviceBuffer d_q(static_cast<size_t>(e0) * 4);
+      DeviceBuffer d_k(static_cast<size_t>(e1 - e0) * 4);
+      DeviceBuffer d_v(static_cast<size_t>(std::max<int64_t>(rows - e1, 1)) * 4);
+      GemvParams p;
+      p.type = t;
+      p.w = d_w.get();
+      p.rows = rows;
+      p.cols = cols;
+      p.x = d_x.data<float>();
+      p.y = d_q.data<float>();
+      p.y1 = d_k.data<float>();
+      p.y2 = three ? d_v.data<float>() : nullptr;
+      p.y_end0 = e0;
+      p.y_end1 = e1;
+      p.bias = d_b.data<float>();
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      launch_gemv(p, nullptr);
+      testing::sync();
+      std::vector<float> got = download<float>(d_q.get(), static_cast<size_t>(e0));
+      const std::vector<float> gk = download<float>(d_k.get(), static_cast<size_t>(e1 - e0));
+      got.insert(got.end(), gk.begin(), gk.end());
+      if (three) {
+        const std::vector<float> gv = download<float>(d_v.get(), static_cast<size_t>(rows - e1));
+        got.insert(got.end(), gv.begin(), gv.end());
+      }
+      std::vector<float> want;
+      std::vector<double> mag;
+      reference(t, m, rows, cols, x, bias.data(), nullptr, &want, &mag);
+      EXPECT_TRUE(all_near(
+          got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+          describe(t, rows, cols, info) + (three ? " q/k/v segments" : " gate/up segments")));
+    }
+  }
+}
+
+/// A chain of dependent GEMVs launched with PDL: y1 = W1·x, y2 = W2·y1 + y1 (residual) ...: each
+/// kernel reads what the previous one wrote, so a missing dependency wait shows as wrong numbers.
+/// Run eagerly and as a captured graph (which must then equal the eager result bit for bit).
+TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ6_K}) {
+    const int64_t n = 1024;
+    constexpr int kSteps = 6;
+    std::vector<Matrix> ms;
+    std::vector<DeviceBuffer> dw;
+    for (int i = 0; i < kSteps; ++i) {
+      ms.push_back(make_matrix(t, n, n, 200u + i));
+      dw.push_back(upload(ms.back().bytes));
+    }
+    const std::vector<float> x = random_floats(static_cast<size_t>(n), 300);
+    DeviceBuffer d_a = upload(x);
+    DeviceBuffer d_b(static_cast<size_t>(n) * 4);
+    DeviceBuffer d_n = upload(std::vector<float>(static_cast<size_t>(n), 1.0f));
+    CudaStream stream;
+    const auto enqueue = [&](cudaStream_t s) {
+      for (int i = 0; i < kSteps; ++i) {
+        GemvParams p;
+        p.type = t;
+        p.w = dw[static_cast<size_t>(i)].get();
+        p.rows = n;
+        p.cols = n;
+        // Even steps: b = W·rmsnorm(a) ; odd steps: a = W·rmsnorm(b) + a (residual in place).
+        p.x = i % 2 == 0 ? d_a.data<float>() : d_b.data<float>();
+        p.y = i % 2 == 0 ? d_b.data<float>() : d_a.data<float>();
+        p.residual = i % 2 == 0 ? nullptr : d_a.data<float>();
+        p.input = GemvInput::kRmsNorm;
+        p.norm_w = d_n.data<float>();
+        p.eps = 1e-6f;
+        p.pdl = true;
+        launch_gemv(p, s);
+      }
+    };
+    // CPU reference.
+    std::vector<float> a = x, b(static_cast<size_t>(n)), xn(static_cast<size_t>(n));
+    const std::vector<float> ones(static_cast<size_t>(n), 1.0f);
+    for (int i = 0; i < kSteps; ++i) {
+      std::vector<float>& in = i % 2 == 0 ? a : b;
+      std::vector<float>& out = i % 2 == 0 ? b : a;
+      cpu::rms_norm(in.data(), ones.data(), xn.data(), n, 1e-6f);
+      std::vector<float> want;
+      std::vector<double> mag;
+      reference(t, ms[static_cast<size_t>(i)], n, n, xn, nullptr,
+                i % 2 == 0 ? nullptr : out.data(), &want, &mag);
+      out = want;
+    }
+    enqueue(stream.get());
+    stream.synchronize();
+    const std::vector<float> eager = download<float>(d_a.get(), static_cast<size_t>(n));
+    // Errors compound over the chain; the bound is loose but far below what a race produces
+    // (a stale input changes results by O(1)).
+    double scale = 0.0;
+    for (const float v : a) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    EXPECT_TRUE(all_near(
+        eager, a, [&](size_t) { return 1e-3 * scale + 1e-5; },
+        std::string(weight_traits(t).name) + " PDL chain (eager)"));
+
+    // The same chain captured into a graph, from the same starting values.
+    DB_CUDA_CHECK(cudaMemcpy(d_a.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    enqueue(stream.get());
+    DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+    DB_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+    stream.synchronize();
+    const std::vector<float> replay = download<float>(d_a.get(), static_cast<size_t>(n));
+    DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    DB_CUDA_CHECK(cudaGraphDestroy(graph));
+    EXPECT_TRUE(testing::all_bits_equal(replay, eager,
+                                        std::string(weight_traits(t).name) + " PDL graph"));
+  }
+}
+
+TEST(Gemv, VariantsAndSplitSize) {
+  EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3}));
+  EXPECT_STREQ(gemv_variant_name(3), "mma");
+  EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48));
 }
 
 // Argument checks happen before any CUDA call: these run without a GPU.
