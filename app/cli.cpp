@@ -71,8 +71,10 @@ int main_entry(int argc, char** argv) {
     if (app.get_subcommands().empty() || run->parsed()) return run_command(flags);
     return exit_code;
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "decodebench: error: %s\nRun 'decodebench --help' for the flags.\n",
+                 e.what());
+    return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::fprintf(stderr, "decodebench: error: %s\n", e.what());
     return static_cast<int>(e.code());

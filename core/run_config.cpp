@@ -235,7 +235,9 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
       }
     }
   }
-  c.seed = r.get<uint64_t>("seed", o.seed, nullptr, 0);
+  const int64_t seed = r.get<int64_t>("seed", o.seed, nullptr, 0);
+  if (seed < 0) throw usage_error("--seed must be >= 0 (got " + std::to_string(seed) + ")");
+  c.seed = static_cast<uint64_t>(seed);
 
   // Prompt.
   if (o.prompt_ids) {

@@ -38,7 +38,7 @@ struct RunOptions {
   std::optional<bool> tied_embeddings;
   std::optional<bool> qkv_bias;
   std::optional<std::string> dtype;
-  std::optional<uint64_t> seed;
+  std::optional<int64_t> seed;
   // Prompt and decode.
   std::optional<int64_t> prompt_tokens;
   std::optional<std::string> prompt_ids;  ///< "1,2,3"

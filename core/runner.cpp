@@ -106,12 +106,16 @@ std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
 
 }  // namespace
 
-RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
-                      const StepProgressFn& step_progress) {
+RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   const auto say = [&](const std::string& s) {
-    if (progress) progress(s);
+    if (callbacks.progress) callbacks.progress(s);
   };
+  const StepProgressFn& step_progress = callbacks.step;
   RunReport report;
+  const auto warn = [&](const std::string& w) {
+    report.warnings.push_back(w);
+    if (callbacks.warning) callbacks.warning(w);
+  };
   report.config = config;
   report.host_environment = host_environment();
 
@@ -126,18 +130,20 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
     use_cuda = true;
   } else if (config.backend == BackendKind::kAuto && cuda) {
     use_cuda = cuda->available(&why_not);
-    if (!use_cuda)
-      report.warnings.push_back("no usable CUDA device (" + why_not + "); using the cpu backend");
+    if (!use_cuda) warn("no usable CUDA device (" + why_not + "); using the cpu backend");
   }
   const bool want_reference = use_cuda && config.verify_tokens > 0;
   if (!use_cuda && config.verify_tokens > 0) {
-    report.warnings.push_back(
+    warn(
         "--verify compares a GPU with the CPU reference; on the cpu backend "
         "it has nothing to compare and was skipped");
   }
   if (!use_cuda && (config.graph == GraphMode::kOn || config.graph == GraphMode::kBoth)) {
-    throw usage_error(std::string("--graph ") + graph_mode_name(config.graph) +
-                      " needs the cuda backend");
+    const std::string what = std::string("--graph ") + graph_mode_name(config.graph);
+    if (config.backend == BackendKind::kCpu) throw usage_error(what + " needs the cuda backend");
+    // backend auto without a GPU: a missing resource, not a usage error.
+    throw resource_error(what + " needs a CUDA device: " +
+                         (cuda ? why_not : std::string("this build has no CUDA backend")));
   }
 
   // Model.
@@ -153,6 +159,10 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
     capacity += std::max(config.tokens, config.warmup);
     const bool host_workspace = !use_cuda || want_reference;
     const int64_t weights = synthetic_weight_bytes(config.shape, config.dtype);
+    if (!use_cuda && weights > (int64_t{2} << 30)) {
+      warn("decoding " + gib(weights) + " of weights on the CPU takes minutes and as much RAM; " +
+           "--preset smollm2-135m is a quick CPU check");
+    }
     const int64_t work =
         host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity) : 0;
     check_host_memory(weights + work, "the synthetic model (weights " + std::to_string(weights) +
@@ -258,8 +268,7 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
           throw runtime_error("graph capture failed: " + why +
                               "; the context recovered (use --graph auto to fall back to eager)");
         }
-        report.warnings.push_back("graph capture failed (" + why + "); " + pass.exec.recovery +
-                                  ", ran eagerly instead");
+        warn("graph capture failed (" + why + "); " + pass.exec.recovery + ", ran eagerly instead");
       }
       if (!pass.argmax_mismatches.empty()) report.exit_code = ExitCode::kVerification;
       report.passes.push_back(make_pass_report(std::move(pass), model.info.bytes_per_token));
@@ -286,7 +295,7 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
         const std::string msg = "graph replay and eager produced different tokens from step " +
                                 std::to_string(i) + " on";
         if (!config.keep_going) throw Error(ExitCode::kVerification, msg);
-        report.warnings.push_back(msg);
+        warn(msg);
         report.exit_code = ExitCode::kVerification;
       }
     }
@@ -300,7 +309,7 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
                               std::to_string(check.reference_id) + " (reference margin " +
                               std::to_string(check.reference_margin) + ", max abs logit error " +
                               std::to_string(check.max_abs_error) + ")";
-      report.warnings.push_back(msg);
+      warn(msg);
       // A near tie (top two logits within 1e-3, relative) is expected rounding, not a failure.
       if (check.reference_margin > 1e-3 * std::fabs(check.reference_top)) {
         report.exit_code = ExitCode::kVerification;
@@ -330,10 +339,9 @@ RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
     }
   }
   if (main_pass.pass.stopped_at_end_of_generation) {
-    report.warnings.push_back("generation reached an end-of-generation token after " +
-                              std::to_string(main_pass.pass.samples_ns.size()) +
-                              " steps (use --ignore-eos to time all " +
-                              std::to_string(config.tokens) + ")");
+    warn("generation reached an end-of-generation token after " +
+         std::to_string(main_pass.pass.samples_ns.size()) +
+         " steps (use --ignore-eos to time all " + std::to_string(config.tokens) + ")");
   }
   if (model.tokenizer) report.generated_text = model.tokenizer->decode(main_pass.pass.ids);
   return report;

@@ -65,12 +65,18 @@ using ProgressFn = std::function<void(const std::string&)>;
 /// Called after every timed step: (pass label, steps done, steps in the round).
 using StepProgressFn = std::function<void(const std::string&, int64_t, int64_t)>;
 
+/// How a run talks to its user while it runs; every member may be empty.
+struct RunCallbacks {
+  ProgressFn progress;  ///< what the run is doing now ("prefill of 32 tokens")
+  StepProgressFn step;  ///< after every timed step
+  ProgressFn warning;   ///< each warning the moment it arises (also kept in RunReport)
+};
+
 /// Executes a resolved run. Throws decodebench::Error: exit 2 for bad input (model file, prompt
 /// out of vocabulary, context exceeded), 3 when memory is insufficient (both numbers in the
 /// message) or no CUDA device exists for --backend cuda, 4 for a verification failure (unless
 /// --keep-going, then report.exit_code says it).
-RunReport execute_run(const RunConfig& config, const ProgressFn& progress,
-                      const StepProgressFn& step_progress = {});
+RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks = {});
 
 /// One line that says what the run found: the fastest pass's tokens/s and TPOT, its share of the
 /// measured bandwidth roofline (CUDA), what bounds it (launch/latency vs bandwidth, from the graph

@@ -30,6 +30,7 @@
 #include "cuda/kernels/noop.cuh"
 #include "cuda/kernels/rms_norm.cuh"
 #include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/rope_kv.cuh"
 #include "cuda/kernels/swiglu.cuh"
 
 namespace decodebench::cuda {
@@ -187,7 +188,8 @@ json plan_json(const GemvLaunchInfo& i) {
           {"grid", i.grid},
           {"block", i.block},
           {"smem_bytes", i.smem_bytes},
-          {"tasks", i.tasks}};
+          {"tasks", i.tasks},
+          {"chunk", i.chunk}};
 }
 
 void progress(const std::string& line) {
@@ -255,6 +257,7 @@ class GemvSection {
       bool pdl;
       bool presplit;
       std::string label;
+      int probe = 0;
     };
     std::vector<Run> runs;
     if (all_variants) {
@@ -263,6 +266,11 @@ class GemvSection {
       runs.push_back({0, false, false, ""});
     }
     runs.push_back({0, true, false, "+pdl"});
+    // Load-pipeline ceiling of the automatic kernel on the big 7B shapes (math skipped).
+    if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+      runs.push_back({0, false, false, "-probe-load", 1});
+      runs.push_back({0, false, false, "-probe-math", 2});
+    }
     const bool quant = tr.block_elems >= 32;
     DeviceBuffer split;
     if (quant && c.cols % 32 == 0) {
@@ -282,6 +290,7 @@ class GemvSection {
       p.variant = run.variant;
       p.pdl = run.pdl;
       p.x_split = run.presplit ? split.get() : nullptr;
+      p.probe = run.probe;
       const GemvLaunchInfo info = gemv_launch_info(p);
       const std::string kernel = std::string(info.kernel) + run.label;
       const std::string what = c.model + " " + c.shape + " " + tr.name + " " + kernel;
@@ -295,8 +304,8 @@ class GemvSection {
         });
         const double us = t.median_ms * 1e3 / launches;
         const double gbps = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
-        const bool is_auto =
-            !run.pdl && !run.presplit && (run.variant == 0 || info.variant == auto_info.variant);
+        const bool is_auto = !run.pdl && !run.presplit && run.probe == 0 &&
+                             (run.variant == 0 || info.variant == auto_info.variant);
         out_.push_back({{"model", c.model},
                         {"shape", c.shape},
                         {"rows", c.rows},
@@ -306,6 +315,7 @@ class GemvSection {
                         {"kernel", kernel},
                         {"pdl", run.pdl},
                         {"presplit", run.presplit},
+                        {"probe", run.probe},
                         {"auto", is_auto},
                         {"bytes", bytes},
                         {"launches", launches},
@@ -316,7 +326,7 @@ class GemvSection {
                         {"pct_stream", round_to(100.0 * gbps / stream_gbps_, 0.1)},
                         {"plan", plan_json(info)}});
         if (is_auto) r.auto_us = us;
-        if (!run.pdl && !run.presplit) r.best_us = std::min(r.best_us, us);
+        if (!run.pdl && !run.presplit && run.probe == 0) r.best_us = std::min(r.best_us, us);
         char line[256];
         std::snprintf(line, sizeof line, "%-8s %-8s %5s %-18s %9.2f us %7.0f GB/s %5.1f%%",
                       c.model.c_str(), c.shape.c_str(), tr.name, kernel.c_str(), us, gbps,
@@ -326,6 +336,7 @@ class GemvSection {
     }
     p.pdl = false;
     p.x_split = nullptr;
+    p.probe = 0;
     if (r.auto_us > 0) results_[{c.model + "/" + c.shape, tr.name}] = r;
   }
 
@@ -438,6 +449,27 @@ class OpsSection {
               launch_rope(q.data<float>(), k.data<float>(), m.heads, m.kv_heads, m.head_dim,
                           m.head_dim, in.pos(), d_inv.data<double>(), RopeStyle::kHalfSplit, s);
             });
+    {
+      RopeKvParams rk;
+      rk.q = q.data<float>();
+      rk.k = k.data<float>();
+      rk.v = v.data<float>();
+      rk.k_cache = kc.data<float>();
+      rk.v_cache = vc.data<float>();
+      rk.n_heads = m.heads;
+      rk.n_kv_heads = m.kv_heads;
+      rk.head_dim = m.head_dim;
+      rk.rope_dim = m.head_dim;
+      rk.capacity = capacity;
+      rk.d_pos = in.pos();
+      rk.d_inv_freq = d_inv.data<double>();
+      rk.d_error = err.data<int32_t>();
+      measure(m, "rope_kv_append", "fused rope + kv append", 16.0 * m.kv_dim(), kLaunches,
+              [&](cudaStream_t s) { launch_rope_kv_append(rk, s); });
+      rk.pdl = true;
+      measure(m, "rope_kv_append", "fused rope + kv append, pdl", 16.0 * m.kv_dim(), kLaunches,
+              [&](cudaStream_t s) { launch_rope_kv_append(rk, s); });
+    }
     measure(m, "kv_append", "capacity 256", 16.0 * m.kv_dim(), kLaunches, [&](cudaStream_t s) {
       launch_kv_append(k.data<float>(), v.data<float>(), kc.data<float>(), vc.data<float>(),
                        m.kv_heads, m.head_dim, capacity, in.pos(), err.data<int32_t>(), s);
@@ -478,6 +510,7 @@ class OpsSection {
       int32_t seq_len;
     };
     std::vector<Case> cases;
+    cases.push_back({256, 129});  // the whole-step benchmark's setting
     for (const int32_t s : seq_lens) cases.push_back({s, s});
     cases.push_back({8192, 128});  // a large workspace at a short context (capacity-driven splits)
     for (const Case& c : cases) {
@@ -503,18 +536,27 @@ class OpsSection {
       p.splits = splits;
       p.scratch = scratch.data<float>();
       const int launches = static_cast<int>(m.layers) * 4;
-      const std::string detail = "seq_len " + std::to_string(c.seq_len) + " capacity " +
-                                 std::to_string(c.capacity) + " splits " + std::to_string(splits);
-      measure(m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len, launches,
-              [&](cudaStream_t s) {
-                for (int i = 0; i < launches; ++i) {
-                  AttentionParams pi = p;
-                  pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
-                  pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
-                  launch_attention(pi, s);
-                }
-              },
-              /*enqueue_is_all=*/true);
+      // Both kernels where the short-context one is reasonable, else the automatic choice.
+      const std::vector<int> paths =
+          c.capacity <= 1024 ? std::vector<int>{1, 2} : std::vector<int>{0};
+      for (const int path : paths) {
+        p.path = path;
+        const std::string detail =
+            "seq_len " + std::to_string(c.seq_len) + " capacity " + std::to_string(c.capacity) +
+            (attention_uses_short_path(p) ? " short-path"
+                                          : " split-kv splits " + std::to_string(splits));
+        measure(m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len,
+                launches,
+                [&](cudaStream_t s) {
+                  for (int i = 0; i < launches; ++i) {
+                    AttentionParams pi = p;
+                    pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
+                    pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
+                    launch_attention(pi, s);
+                  }
+                },
+                /*enqueue_is_all=*/true);
+      }
     }
   }
 
@@ -591,6 +633,7 @@ class StepModel {
     argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(m.vocab, 1));
     next_ = DeviceBuffer(16);
     err_ = filled(16, 0);
+    split_ = DeviceBuffer(gemv_x_split_bytes(std::max(m.ffn, m.hidden) / 32 * 32 + 32));
     const std::vector<double> inv = inv_freq(m);
     inv_freq_ = DeviceBuffer(inv.size() * sizeof(double));
     DB_CUDA_CHECK(cudaMemcpy(inv_freq_.get(), inv.data(), inv.size() * sizeof(double),
@@ -598,6 +641,15 @@ class StepModel {
   }
 
   void set_inputs(int32_t token, int32_t pos) const { in_.set(token, pos, pos + 1); }
+
+  /// The logits of the last step (synchronous copy).
+  [[nodiscard]] std::vector<float> logits() const {
+    std::vector<float> v(static_cast<size_t>(m_.vocab));
+    DB_CUDA_CHECK(cudaDeviceSynchronize());
+    DB_CUDA_CHECK(
+        cudaMemcpy(v.data(), logits_.get(), v.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return v;
+  }
 
   /// Weight bytes one token reads (all layer matrices, the LM head, one embedding row).
   [[nodiscard]] double bytes_per_token() const {
@@ -676,6 +728,131 @@ class StepModel {
                   next_.data<int32_t>(), s);
   }
 
+  /// The decode step with the fused launchers: per layer [norm→QKV GEMV (stacked weights, three
+  /// output segments)] → [RoPE + KV append] → [attention] → [o GEMV + residual] → [norm→gate/up
+  /// GEMV (two segments)] → [SwiGLU→down GEMV + residual] (6 kernels; 7 with `presplit`, which
+  /// splits SwiGLU(gate, up) once in its own kernel for the quantized down GEMV). `pdl`: every
+  /// launch carries the programmatic-dependent-launch attribute.
+  void enqueue_fused(cudaStream_t s, bool pdl, bool presplit) const {
+    const float eps = m_.eps;
+    float* x = x_.data<float>();
+    float* q = q_.data<float>();
+    float* k = q + m_.q_dim();
+    float* v = k + m_.kv_dim();
+    float* gate = gu_.data<float>();
+    float* up = gate + m_.ffn;
+    launch_embedding(head_type_, head(), m_.hidden, in_.token(), x, s, pdl);
+    const int64_t kv_layer = m_.kv_dim() * capacity_;
+    for (int64_t l = 0; l < m_.layers; ++l) {
+      const LayerPtrs L = layer(l);
+      GemvParams qkv;
+      qkv.type = type_;
+      qkv.w = L.qkv;
+      qkv.rows = m_.q_dim() + 2 * m_.kv_dim();
+      qkv.cols = m_.hidden;
+      qkv.x = x;
+      qkv.input = GemvInput::kRmsNorm;
+      qkv.norm_w = L.attn_norm;
+      qkv.eps = eps;
+      qkv.y = q;
+      qkv.y1 = k;
+      qkv.y2 = v;
+      qkv.y_end0 = m_.q_dim();
+      qkv.y_end1 = m_.q_dim() + m_.kv_dim();
+      qkv.bias = L.bias;
+      qkv.pdl = pdl;
+      launch_gemv(qkv, s);
+      float* kc = k_cache_.data<float>() + l * kv_layer;
+      float* vc = v_cache_.data<float>() + l * kv_layer;
+      RopeKvParams rk;
+      rk.q = q;
+      rk.k = k;
+      rk.v = v;
+      rk.k_cache = kc;
+      rk.v_cache = vc;
+      rk.n_heads = m_.heads;
+      rk.n_kv_heads = m_.kv_heads;
+      rk.head_dim = m_.head_dim;
+      rk.rope_dim = m_.head_dim;
+      rk.capacity = capacity_;
+      rk.d_pos = in_.pos();
+      rk.d_inv_freq = inv_freq_.data<double>();
+      rk.style = RopeStyle::kHalfSplit;
+      rk.d_error = err_.data<int32_t>();
+      rk.pdl = pdl;
+      launch_rope_kv_append(rk, s);
+      AttentionParams ap;
+      ap.q = q;
+      ap.k_cache = kc;
+      ap.v_cache = vc;
+      ap.out = att_.data<float>();
+      ap.n_heads = m_.heads;
+      ap.n_kv_heads = m_.kv_heads;
+      ap.head_dim = m_.head_dim;
+      ap.capacity = capacity_;
+      ap.d_seq_len = in_.seq_len();
+      ap.scratch = attn_scratch_.data<float>();
+      ap.splits = splits_;
+      ap.pdl = pdl;
+      launch_attention(ap, s);
+      GemvParams o;
+      o.type = type_;
+      o.w = L.o;
+      o.rows = m_.hidden;
+      o.cols = m_.q_dim();
+      o.x = att_.data<float>();
+      o.y = x;
+      o.residual = x;
+      o.pdl = pdl;
+      launch_gemv(o, s);
+      GemvParams gu;
+      gu.type = type_;
+      gu.w = L.gu;
+      gu.rows = 2 * m_.ffn;
+      gu.cols = m_.hidden;
+      gu.x = x;
+      gu.input = GemvInput::kRmsNorm;
+      gu.norm_w = L.ffn_norm;
+      gu.eps = eps;
+      gu.y = gate;
+      gu.y1 = up;
+      gu.y_end0 = m_.ffn;
+      gu.pdl = pdl;
+      launch_gemv(gu, s);
+      GemvParams dn;
+      dn.type = type_;
+      dn.w = L.down;
+      dn.rows = m_.hidden;
+      dn.cols = m_.ffn;
+      dn.x = gate;
+      dn.x2 = up;
+      dn.input = GemvInput::kSwiGlu;
+      dn.y = x;
+      dn.residual = x;
+      dn.pdl = pdl;
+      if (presplit) {
+        launch_gemv_prepare_x(GemvInput::kSwiGlu, gate, up, nullptr, 0.0f, m_.ffn, split_.get(),
+                              pdl, s);
+        dn.x_split = split_.get();
+      }
+      launch_gemv(dn, s);
+    }
+    GemvParams lm;
+    lm.type = head_type_;
+    lm.w = head();
+    lm.rows = m_.vocab;
+    lm.cols = m_.hidden;
+    lm.x = x;
+    lm.input = GemvInput::kRmsNorm;
+    lm.norm_w = output_norm();
+    lm.eps = eps;
+    lm.y = logits_.data<float>();
+    lm.pdl = pdl;
+    launch_gemv(lm, s);
+    launch_argmax(logits_.data<float>(), m_.vocab, argmax_scratch_.get(), argmax_scratch_.bytes(),
+                  next_.data<int32_t>(), s, pdl);
+  }
+
  private:
   struct LayerPtrs {
     const uint8_t* qkv;
@@ -714,7 +891,7 @@ class StepModel {
          head_bytes_ = 0;
   DeviceBuffer weights_, vectors_;
   DeviceBuffer x_, xn_, q_, att_, gu_, act_, logits_, k_cache_, v_cache_, attn_scratch_;
-  DeviceBuffer argmax_scratch_, next_, err_, inv_freq_;
+  DeviceBuffer argmax_scratch_, next_, err_, inv_freq_, split_;
   DeviceInputs in_;
   int splits_ = 1;
 };
@@ -733,29 +910,54 @@ void run_step(GraphTimer& timer, double stream_gbps, const ModelShape& m, Weight
     StepModel model(m, type, head_type, capacity);
     model.set_inputs(1, 128);  // the 129th token: 128 positions of context
     const double bytes = model.bytes_per_token();
-    const auto record = [&](const char* variant, const Timing& t) {
-      const double us = t.median_ms * 1e3;
-      const double gbps = bytes / (us * 1e-6) / 1e9;
-      out.push_back({{"model", m.name},
-                     {"type", weight_traits(type).name},
-                     {"head_type", weight_traits(head_type).name},
-                     {"variant", variant},
-                     {"seq_len", 129},
-                     {"capacity", capacity},
-                     {"nodes", t.nodes},
-                     {"us", round_to(us, 0.01)},
-                     {"us_min", round_to(t.min_ms * 1e3, 0.01)},
-                     {"us_per_node", round_to(us / static_cast<double>(t.nodes), 0.001)},
-                     {"tok_s", round_to(1e6 / us, 0.1)},
-                     {"bytes", bytes},
-                     {"gbps", round_to(gbps, 0.1)},
-                     {"pct_stream", round_to(100.0 * gbps / stream_gbps, 0.1)}});
-      char line[256];
-      std::snprintf(line, sizeof line, "%s %-9s %8.1f us/token %7.1f tok/s %4zu nodes %6.0f GB/s",
-                    what.c_str(), variant, us, 1e6 / us, t.nodes, gbps);
-      progress(line);
+    std::vector<float> reference;  // logits of the baseline step
+    const auto run = [&](const char* variant, const std::function<void(cudaStream_t)>& enqueue) {
+      guarded(errors, what + " " + variant, [&] {
+        const Timing t = timer.time(enqueue);
+        // The step recomputes everything from the same inputs on every replay: compare its
+        // logits with the baseline's (different summation orders: small relative differences).
+        const std::vector<float> logits = model.logits();
+        double diff = 0.0, scale = 0.0;
+        if (reference.empty()) {
+          reference = logits;
+        } else {
+          for (size_t i = 0; i < logits.size(); ++i) {
+            const double d = std::fabs(static_cast<double>(logits[i]) - reference[i]);
+            diff = std::isnan(d) ? INFINITY : std::max(diff, d);
+            scale = std::max(scale, std::fabs(static_cast<double>(reference[i])));
+          }
+        }
+        const double us = t.median_ms * 1e3;
+        const double gbps = bytes / (us * 1e-6) / 1e9;
+        out.push_back({{"model", m.name},
+                       {"type", weight_traits(type).name},
+                       {"head_type", weight_traits(head_type).name},
+                       {"variant", variant},
+                       {"seq_len", 129},
+                       {"capacity", capacity},
+                       {"nodes", t.nodes},
+                       {"us", round_to(us, 0.01)},
+                       {"us_min", round_to(t.min_ms * 1e3, 0.01)},
+                       {"us_per_node", round_to(us / static_cast<double>(t.nodes), 0.001)},
+                       {"tok_s", round_to(1e6 / us, 0.1)},
+                       {"bytes", bytes},
+                       {"gbps", round_to(gbps, 0.1)},
+                       {"pct_stream", round_to(100.0 * gbps / stream_gbps, 0.1)},
+                       {"logits_max_abs_diff_vs_baseline", diff},
+                       {"logits_max_abs", scale}});
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "%s %-18s %8.1f us/token %7.1f tok/s %4zu nodes %6.0f GB/s  diff %.3g",
+                      what.c_str(), variant, us, 1e6 / us, t.nodes, gbps, diff);
+        progress(line);
+      });
     };
-    record("baseline", timer.time([&](cudaStream_t s) { model.enqueue_baseline(s); }));
+    run("baseline", [&](cudaStream_t s) { model.enqueue_baseline(s); });
+    run("fused", [&](cudaStream_t s) { model.enqueue_fused(s, false, false); });
+    run("fused+pdl", [&](cudaStream_t s) { model.enqueue_fused(s, true, false); });
+    if (weight_traits(type).block_elems >= 32) {
+      run("fused+pdl+presplit", [&](cudaStream_t s) { model.enqueue_fused(s, true, true); });
+    }
   });
 }
 

@@ -117,15 +117,19 @@ void print_report(const nlohmann::json& r, FILE* out) {
   }
   if (!r["layers"].empty()) {
     fmt::print(out, "\nWhole decode step as one graph (seq_len 129, capacity 256)\n");
-    fmt::print(out, "{:<8} {:<11} {:<16} {:>10} {:>9} {:>6} {:>8} {:>8} {:>6}\n", "model",
-               "types", "variant", "µs/token", "tok/s", "nodes", "µs/node", "GB/s", "%");
+    fmt::print(out, "{:<8} {:<11} {:<19} {:>10} {:>9} {:>6} {:>8} {:>8} {:>6} {:>10}\n", "model",
+               "types", "variant", "µs/token", "tok/s", "nodes", "µs/node", "GB/s", "%",
+               "Δlogits");
     for (const auto& s : r["layers"]) {
-      fmt::print(out, "{:<8} {:<11} {:<16} {:>10.1f} {:>9.1f} {:>6} {:>8.2f} {:>8.0f} {:>6.1f}\n",
+      fmt::print(out,
+                 "{:<8} {:<11} {:<19} {:>10.1f} {:>9.1f} {:>6} {:>8.2f} {:>8.0f} {:>6.1f} {:>10.3g}\n",
                  str(s, "model"), str(s, "type") + "/" + str(s, "head_type"), str(s, "variant"),
                  s["us"].get<double>(), s["tok_s"].get<double>(), s["nodes"].get<int64_t>(),
                  s["us_per_node"].get<double>(), s["gbps"].get<double>(),
-                 s["pct_stream"].get<double>());
+                 s["pct_stream"].get<double>(),
+                 s.value("logits_max_abs_diff_vs_baseline", 0.0));
     }
+    fmt::print(out, "(Δlogits: largest |logit − baseline logit|, same weights and inputs)\n");
   }
   for (const auto& e : r["errors"]) {
     fmt::print(out, "ERROR {}: {}\n", str(e, "what"), str(e, "error"));

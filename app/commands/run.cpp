@@ -97,7 +97,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       ->group(stopping);
   app.add_option("--max-noise", o.max_noise,
                  "Repeat rounds until the median TPOT's relative noise (95% CI half-width / "
-                 "median) is at most PCT percent, or --max-time is spent")
+                 "median) is at most PCT percent, or --max-time is spent (0 = off, the default)")
       ->group(stopping);
   app.add_option("--max-time", o.max_time, "Time budget of the repetition in seconds (default 30)")
       ->group(stopping);
@@ -154,13 +154,26 @@ int run_command(RunFlags& f) {
   ProgressFn progress;
   if (f.verbose) progress = [](const std::string& s) { spdlog::info("{}", s); };
   ProgressBar bar(!f.quiet);
-  const RunReport report =
-      execute_run(config, progress, [&bar](const std::string& label, int64_t done, int64_t total) {
-        bar.update(label, done, total);
-      });
+  RunCallbacks callbacks;
+  callbacks.progress = progress;
+  callbacks.step = [&bar](const std::string& label, int64_t done, int64_t total) {
+    bar.update(label, done, total);
+  };
+  // Warnings go to stderr the moment they arise, even with --quiet: they change what the figures
+  // mean (e.g. the CPU fallback of backend auto).
+  callbacks.warning = [&bar](const std::string& w) {
+    bar.clear();
+    std::fprintf(stderr, "decodebench: warning: %s\n", w.c_str());
+  };
+  const RunReport report = execute_run(config, callbacks);
   bar.clear();
   if (!f.quiet) print_run_report(report, report_stream, isatty(fileno(report_stream)) != 0);
-  if (!config.json_path.empty()) write_json_file(config.json_path, result_json(report));
+  if (!config.json_path.empty()) {
+    write_json_file(config.json_path, result_json(report));
+    if (!f.quiet && config.json_path != "-") {
+      std::fprintf(stderr, "decodebench: wrote %s\n", config.json_path.c_str());
+    }
+  }
   return static_cast<int>(report.exit_code);
 }
 

@@ -102,10 +102,13 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   ProgressBar bar(!quiet);
   SuiteCallbacks callbacks;
   std::string current;
-  if (verbose) callbacks.progress = [](const std::string& s) { spdlog::info("{}", s); };
-  callbacks.step_progress = [&bar, &current](const std::string& label, int64_t done,
-                                             int64_t total) {
+  if (verbose) callbacks.run.progress = [](const std::string& s) { spdlog::info("{}", s); };
+  callbacks.run.step = [&bar, &current](const std::string& label, int64_t done, int64_t total) {
     bar.update(current + " " + label, done, total);
+  };
+  callbacks.run.warning = [&bar, &current](const std::string& w) {
+    bar.clear();
+    std::fprintf(stderr, "decodebench: warning: %s %s\n", current.c_str(), w.c_str());
   };
   callbacks.on_start = [&current](const PreparedRun& run, size_t total) {
     current = fmt::format("[{}/{}]", run.index + 1, total);

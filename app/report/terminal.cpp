@@ -85,8 +85,9 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
              "{} parameters · {} weights · {} read per token\n",
              c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
              count_text(m.parameters), bytes_text(m.weight_bytes), bytes_text(m.bytes_per_token));
-  fmt::print(out, "prompt   {} tokens · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
-             r.prompt_ids.size(), r.load_ns / 1e9, r.setup_ns / 1e9, r.prefill_ns / 1e6);
+  fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
+             r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
+             r.setup_ns / 1e9, r.prefill_ns / 1e6);
   fmt::print(out, "\n{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (TPOT, µs)\n", "run",
              "tokens/s", "mean", "median", "p90", "p99", "min", "max", "stddev");
   for (const auto& p : r.passes) {
@@ -104,8 +105,8 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   }
   for (const auto& p : r.passes) {
     if (p.phases.empty()) continue;
-    fmt::print(out, "\nphases of '{}' (µs)  {:>9} {:>9} {:>9} {:>9} {:>9}\n", p.pass.spec.label,
-               "median", "mean", "p90", "p99", "max");
+    fmt::print(out, "\nphases of '{}' (µs)\n  {:<20} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+               p.pass.spec.label, "", "median", "mean", "p90", "p99", "max");
     for (const char* name : {"h2d", "launch", "wait", "argmax", "total"}) {
       const auto it = p.phases.find(name);
       if (it == p.phases.end()) continue;
@@ -175,7 +176,10 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   if (!r.generated_text.empty()) {
     fmt::print(out, "text     {}\n", one_line(r.generated_text, 400));
   }
-  for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);
+  if (!r.warnings.empty()) {
+    fmt::print(out, "warnings {} (printed on stderr as they arose; listed in the JSON)\n",
+               r.warnings.size());
+  }
   fmt::print(out, "verdict  {}\n", run_verdict(r));
   std::fflush(out);
 }

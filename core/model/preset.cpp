@@ -15,20 +15,75 @@ std::vector<std::string> preset_names() {
   return names;
 }
 
+namespace {
+
+// Checks a preset document: an object with known keys of the right JSON types and every shape key
+// that has no default. Throws Error (exit 2) naming the preset and the key.
+nlohmann::json checked(const std::string& name, nlohmann::json j) {
+  static const std::pair<const char*, nlohmann::json::value_t> kKeys[] = {
+      {"name", nlohmann::json::value_t::string},
+      {"description", nlohmann::json::value_t::string},
+      {"source", nlohmann::json::value_t::string},
+      {"architecture", nlohmann::json::value_t::string},
+      {"layers", nlohmann::json::value_t::number_unsigned},
+      {"hidden", nlohmann::json::value_t::number_unsigned},
+      {"heads", nlohmann::json::value_t::number_unsigned},
+      {"kv_heads", nlohmann::json::value_t::number_unsigned},
+      {"head_dim", nlohmann::json::value_t::number_unsigned},
+      {"ffn", nlohmann::json::value_t::number_unsigned},
+      {"vocab", nlohmann::json::value_t::number_unsigned},
+      {"context_length", nlohmann::json::value_t::number_unsigned},
+      {"rope_theta", nlohmann::json::value_t::number_float},
+      {"rms_eps", nlohmann::json::value_t::number_float},
+      {"tied_embeddings", nlohmann::json::value_t::boolean},
+      {"qkv_bias", nlohmann::json::value_t::boolean}};
+  if (!j.is_object()) throw usage_error("preset '" + name + "' is not a JSON object");
+  std::string known;
+  for (const auto& [k, t] : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+  for (const auto& [key, value] : j.items()) {
+    bool found = false;
+    for (const auto& [k, t] : kKeys) {
+      if (key != k) continue;
+      found = true;
+      const bool number_ok = t == nlohmann::json::value_t::number_float && value.is_number();
+      const bool unsigned_ok = t == nlohmann::json::value_t::number_unsigned &&
+                               value.is_number_integer() && value.get<int64_t>() >= 0;
+      if (!(number_ok || unsigned_ok || value.type() == t)) {
+        throw usage_error("preset '" + name + "': key '" + key + "' has the wrong type (" +
+                          value.type_name() + ")");
+      }
+    }
+    if (!found) {
+      throw usage_error("preset '" + name + "': unknown key '" + key + "' (known keys: " + known +
+                        ")");
+    }
+  }
+  for (const char* required : {"layers", "hidden", "heads", "ffn", "vocab"}) {
+    if (!j.contains(required)) {
+      throw usage_error("preset '" + name + "' lacks the key '" + required + "'");
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json load_preset(const std::string& name_or_path) {
   for (const auto& p : embedded_presets()) {
-    if (name_or_path == p.name) return nlohmann::json::parse(p.json);
+    if (name_or_path == p.name) return checked(p.name, nlohmann::json::parse(p.json));
   }
   const bool looks_like_path =
       name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (looks_like_path) {
     std::ifstream in(name_or_path);
     if (!in) throw usage_error("--preset: cannot read preset file '" + name_or_path + "'");
+    nlohmann::json j;
     try {
-      return nlohmann::json::parse(in);
+      j = nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& e) {
       throw usage_error("--preset: '" + name_or_path + "' is not valid JSON: " + e.what());
     }
+    return checked(name_or_path, std::move(j));
   }
   std::string known;
   for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;

@@ -20,8 +20,9 @@ const std::vector<EmbeddedPreset>& embedded_presets();
 std::vector<std::string> preset_names();
 
 /// The JSON of preset `name_or_path`: an embedded preset name, or a path to a .json file.
-/// Throws decodebench::Error (exit 2) for an unknown name (listing the known ones) or a file that
-/// cannot be read or parsed.
+/// Throws decodebench::Error (exit 2) for an unknown name (listing the known ones), a file that
+/// cannot be read or parsed, an unknown key, a key of the wrong type, or a missing shape key
+/// (layers, hidden, heads, ffn, vocab).
 nlohmann::json load_preset(const std::string& name_or_path);
 
 }  // namespace decodebench

@@ -1,8 +1,11 @@
 #include "core/result/json_file.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -32,6 +35,15 @@ void check_destination(const std::string& path, const std::string& flag) {
   if (::access(dir.c_str(), W_OK) != 0) {
     throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
   }
+  // Prove it: create and remove a probe file now rather than fail after a long run.
+  const std::string probe = path + ".probe." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) {
+    throw usage_error(flag + ": cannot create files next to '" + path +
+                      "': " + std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void check_json_destination(const std::string& path) { check_destination(path, "--json"); }
@@ -49,12 +61,14 @@ void write_text_file(const std::string& path, const std::string& text, const std
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      throw usage_error(flag + ": cannot write '" + tmp + "'");
+      throw usage_error(flag + ": cannot write '" + tmp + "': " + std::strerror(errno));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp.c_str());
-    throw usage_error(flag + ": cannot rename '" + tmp + "' to '" + path + "'");
+    throw usage_error(flag + ": cannot rename '" + tmp + "' to '" + path +
+                      "': " + std::strerror(err));
   }
 }
 

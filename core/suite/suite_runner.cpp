@@ -60,7 +60,7 @@ SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedR
     const auto t0 = Clock::now();
     std::optional<nlohmann::json> doc;
     try {
-      const RunReport report = execute_run(run.config, callbacks.progress, callbacks.step_progress);
+      const RunReport report = execute_run(run.config, callbacks.run);
       doc = result_json(report);
       entry.exit_code = report.exit_code;
     } catch (const Error& e) {

@@ -51,8 +51,7 @@ struct SuiteCallbacks {
   std::function<void(const PreparedRun& run, size_t total)> on_start;
   /// `result` is the configuration's result document, nullptr when it failed or was skipped.
   std::function<void(const SuiteEntry& entry, const nlohmann::json* result)> on_finish;
-  ProgressFn progress;           ///< passed to execute_run
-  StepProgressFn step_progress;  ///< passed to execute_run
+  RunCallbacks run;  ///< passed to execute_run for every configuration
 };
 
 /// The outcome of a suite.

@@ -8,6 +8,8 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/argmax.cuh"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/gemv_device.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -57,6 +59,8 @@ __device__ __forceinline__ Candidate block_best(Candidate c) {
 /// Pass 1: block (b, r) reduces values [b·kChunk, (b+1)·kChunk) of row r to partial[r][b].
 __global__ void __launch_bounds__(kThreads)
     argmax_partial_kernel(const float* x, int64_t n, int64_t row_stride, Candidate* partial) {
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
   const int64_t row = blockIdx.y;
   const float* xr = x + row * row_stride;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk + threadIdx.x;
@@ -80,6 +84,8 @@ __global__ void __launch_bounds__(kThreads)
 /// Pass 2: block r reduces the `nparts` partials of row r to out[r].
 __global__ void __launch_bounds__(kThreads)
     argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out) {
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
   const Candidate* pr = partial + static_cast<int64_t>(blockIdx.x) * nparts;
   Candidate c{-INFINITY, INT_MAX};
   for (int p = static_cast<int>(threadIdx.x); p < nparts; p += kThreads) {
@@ -106,7 +112,7 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m) {
 }
 
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
-                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream) {
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl) {
   check_sizes(n, m);
   if (x == nullptr || d_out == nullptr || scratch == nullptr) {
     throw runtime_error("argmax: null device pointer");
@@ -123,15 +129,19 @@ void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_str
   auto* partial = static_cast<Candidate*>(scratch);
   const int64_t parts = partial_count(n);
   const dim3 grid1(static_cast<unsigned>(parts), static_cast<unsigned>(m));
-  argmax_partial_kernel<<<grid1, kThreads, 0, stream>>>(x, n, row_stride, partial);
-  argmax_final_kernel<<<static_cast<unsigned>(m), kThreads, 0, stream>>>(
-      partial, static_cast<int>(parts), d_out);
-  DB_CUDA_CHECK_LAUNCH();
+  int64_t stride = row_stride;
+  void* args1[] = {const_cast<float**>(&x), &n, &stride, &partial};
+  gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_partial_kernel), args1, grid1,
+                               dim3(kThreads), 0, pdl, stream);
+  int nparts = static_cast<int>(parts);
+  void* args2[] = {&partial, &nparts, &d_out};
+  gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_final_kernel), args2,
+                               dim3(static_cast<unsigned>(m)), dim3(kThreads), 0, pdl, stream);
 }
 
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream) {
-  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream);
+                   cudaStream_t stream, bool pdl) {
+  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl);
 }
 
 }  // namespace decodebench::cuda

@@ -20,12 +20,14 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m);
 /// `scratch` must hold argmax_scratch_bytes(n, 1) bytes (`scratch_bytes` is checked).
 /// Throws decodebench::Error (exit 1) for null pointers, bad sizes, too little scratch or a
 /// failed launch.
+/// `pdl`: programmatic dependent launch (both kernels wait for the preceding kernel's results).
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream);
+                   cudaStream_t stream, bool pdl = false);
 
 /// Batched form: d_out[r] = argmax of row r (x + r·row_stride, n values) for r < m, in the same
 /// two launches. row_stride >= n (in floats).
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
-                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream);
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream,
+                           bool pdl = false);
 
 }  // namespace decodebench::cuda

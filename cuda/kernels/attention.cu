@@ -15,6 +15,7 @@
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
 // the context is long; splits that start past seq_len return at once.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -22,6 +23,8 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/gemv_device.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 
 namespace decodebench::cuda {
@@ -34,6 +37,7 @@ constexpr int kMaxGroup = 8;   ///< query heads per block (more → more blocks 
 constexpr int kMinChunk = 64;  ///< smallest split, in positions
 constexpr int kMaxSplits = 64;
 constexpr int kSplitGranule = 128;  ///< capacity per split in attention_splits
+constexpr int kShortMaxCapacity = 512;  ///< automatic short-context path up to this capacity
 
 /// Compile-time geometry for one head dimension (all tiles hold 8192 floats of K).
 template <int HD>
@@ -61,6 +65,7 @@ struct AttnArgs {
   int head_dim;
   int capacity;
   int splits;
+  int hpb;  ///< query heads per block (<= kMaxGroup); grid.z = ceil(group / hpb)
   float scale;
   const int32_t* d_seq_len;
   int32_t* d_error;
@@ -90,6 +95,8 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
 template <int HD>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
   using C = Cfg<HD>;
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
   __shared__ __align__(16) float q_s[kMaxGroup][HD];
   __shared__ float s_s[kMaxGroup][C::kTile];
   __shared__ __align__(16) float red_s[C::kPG][kMaxGroup][HD];
@@ -100,8 +107,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
   const int t = static_cast<int>(threadIdx.x);
   const int split = static_cast<int>(blockIdx.x);
   const int kvh = static_cast<int>(blockIdx.y);
-  const int g0 = static_cast<int>(blockIdx.z) * kMaxGroup;
-  const int ng = min(kMaxGroup, a.group - g0);  // query heads in this block
+  const int g0 = static_cast<int>(blockIdx.z) * a.hpb;
+  const int ng = min(a.hpb, a.group - g0);  // query heads in this block
   const int h0 = kvh * a.group + g0;            // the first of them
 
   const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
@@ -145,6 +152,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
   for (int g = 0; g < kMaxGroup; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
   for (int t0 = c0; t0 < c1; t0 += C::kTile) {
+    // V rows of the tile are loaded together with its K rows: one memory round trip per tile.
+    float4 vr[C::kVPos];
+#pragma unroll
+    for (int j = 0; j < C::kVPos; ++j) {
+      const int pos = t0 + vp_grp + C::kPG * j;
+      vr[j] = pos < c1
+                  ? __ldg(reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD) +
+                          vp_col)
+                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
     // (1) Scores of the tile.
     {
       float4 kr[C::kPasses][4];
@@ -209,16 +226,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
 
     // (3) Accumulate p·v.
     {
-      float4 vr[C::kVPos];
-#pragma unroll
-      for (int j = 0; j < C::kVPos; ++j) {
-        const int pos = t0 + vp_grp + C::kPG * j;
-        vr[j] =
-            pos < c1
-                ? __ldg(reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD) +
-                        vp_col)
-                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g < ng) {
@@ -262,6 +269,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
 
 /// Merges the partials of the active splits: block h, thread d.
 __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a) {
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
   const int h = static_cast<int>(blockIdx.x);
   const int d = static_cast<int>(threadIdx.x);
   const int seq_len = read_seq_len(a, false);
@@ -281,17 +290,40 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
   a.out[static_cast<int64_t>(h) * a.head_dim + d] = l > 0.0f ? o / l : 0.0f;
 }
 
+
 template <int HD>
-void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, cudaStream_t stream) {
+void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, bool pdl, cudaStream_t stream) {
+  AttnArgs a = args;
+  void* params[] = {&a};
   const dim3 grid(static_cast<unsigned>(args.splits), static_cast<unsigned>(n_kv_heads),
-                  static_cast<unsigned>(ceil_div(args.group, kMaxGroup)));
-  attention_kernel<HD><<<grid, kThreads, 0, stream>>>(args);
+                  static_cast<unsigned>(ceil_div(args.group, args.hpb)));
+  gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_kernel<HD>), params, grid,
+                               dim3(kThreads), 0, pdl, stream);
   if (args.splits > 1) {
-    attention_combine_kernel<<<static_cast<unsigned>(args.n_heads), HD, 0, stream>>>(args);
+    gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_combine_kernel), params,
+                                 dim3(static_cast<unsigned>(args.n_heads)), dim3(HD), 0, pdl,
+                                 stream);
   }
 }
 
+/// Query heads per block: as many as share a KV head (K and V are then read once per block),
+/// but fewer when that leaves the GPU with under ~2 blocks per SM (each block then re-reads the
+/// KV head from L2, which is cheap next to a mostly idle GPU).
+int heads_per_block(int splits, int n_kv_heads, int group) {
+  const int64_t units = static_cast<int64_t>(splits) * n_kv_heads * group;
+  const int64_t target = 2 * static_cast<int64_t>(gemv_impl::sm_count());
+  int hpb = static_cast<int>(std::min<int64_t>(kMaxGroup, ceil_div<int64_t>(units, target)));
+  hpb = std::max(1, std::min(hpb, group));
+  // Even out the blocks of a KV head (e.g. group 7 with hpb 4 → 4 + 3, not 4 + 4 padded).
+  const int z = ceil_div(group, hpb);
+  return ceil_div(group, z);
+}
+
 }  // namespace
+
+bool attention_uses_short_path(const AttentionParams& p) {
+  return p.path == 2 || (p.path == 0 && p.capacity <= kShortMaxCapacity);
+}
 
 int attention_splits(int64_t capacity) {
   if (capacity <= kSplitGranule) return 1;
@@ -304,9 +336,10 @@ int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits) 
 }
 
 void launch_attention(const AttentionParams& p, cudaStream_t stream) {
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+  if (p.head_dim != 16 && p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128 &&
+      p.head_dim != 256) {
     throw usage_error("attention: unsupported head_dim: " + std::to_string(p.head_dim) +
-                      " (supported: 64, 128, 256)");
+                      " (supported: 16, 32, 64, 128, 256)");
   }
   if (p.q == nullptr || p.k_cache == nullptr || p.v_cache == nullptr || p.out == nullptr ||
       p.d_seq_len == nullptr) {
@@ -319,7 +352,11 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
                         " n_kv_heads=" + std::to_string(p.n_kv_heads) +
                         " capacity=" + std::to_string(p.capacity));
   }
-  if (p.splits < 1 || p.splits > 65535 || (p.splits > 1 && p.scratch == nullptr)) {
+  if (p.path < 0 || p.path > 2) {
+    throw runtime_error("attention: invalid path " + std::to_string(p.path));
+  }
+  const bool small = attention_uses_short_path(p);
+  if (!small && (p.splits < 1 || p.splits > 65535 || (p.splits > 1 && p.scratch == nullptr))) {
     throw runtime_error("attention: invalid splits " + std::to_string(p.splits) +
                         (p.splits > 1 && p.scratch == nullptr ? " without scratch" : ""));
   }
@@ -328,27 +365,35 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.k = p.k_cache;
   a.v = p.v_cache;
   a.out = p.out;
-  a.part_acc = p.scratch;
-  a.part_ml =
-      p.splits > 1 ? p.scratch + static_cast<int64_t>(p.splits) * p.n_heads * p.head_dim : nullptr;
+  a.part_acc = small ? nullptr : p.scratch;
+  a.part_ml = !small && p.splits > 1
+                  ? p.scratch + static_cast<int64_t>(p.splits) * p.n_heads * p.head_dim
+                  : nullptr;
   a.n_heads = static_cast<int>(p.n_heads);
   a.group = static_cast<int>(p.n_heads / p.n_kv_heads);
   a.head_dim = static_cast<int>(p.head_dim);
   a.capacity = static_cast<int>(p.capacity);
-  a.splits = p.splits;
+  a.splits = small ? 1 : p.splits;
+  a.hpb = heads_per_block(a.splits, static_cast<int>(p.n_kv_heads), a.group);
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
   a.d_seq_len = p.d_seq_len;
   a.d_error = p.d_error;
   const int nkv = static_cast<int>(p.n_kv_heads);
   switch (p.head_dim) {
+    case 16:
+      launch_for_head_dim<16>(a, nkv, p.pdl, stream);
+      break;
+    case 32:
+      launch_for_head_dim<32>(a, nkv, p.pdl, stream);
+      break;
     case 64:
-      launch_for_head_dim<64>(a, nkv, stream);
+      launch_for_head_dim<64>(a, nkv, p.pdl, stream);
       break;
     case 128:
-      launch_for_head_dim<128>(a, nkv, stream);
+      launch_for_head_dim<128>(a, nkv, p.pdl, stream);
       break;
     case 256:
-      launch_for_head_dim<256>(a, nkv, stream);
+      launch_for_head_dim<256>(a, nkv, p.pdl, stream);
       break;
     default:
       break;  // rejected above

@@ -16,13 +16,21 @@ struct AttentionParams {
   float* out = nullptr;            ///< [n_heads][head_dim]; must not alias q or scratch
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;  ///< divides n_heads; head h reads KV head h / (n_heads/n_kv_heads)
-  int64_t head_dim = 0;    ///< 64, 128 or 256
+  int64_t head_dim = 0;    ///< 16, 32, 64, 128 or 256
   int64_t capacity = 0;    ///< KV positions allocated per head
   const int32_t* d_seq_len = nullptr;  ///< positions [0, *d_seq_len) attend (read on the device)
   int splits = 1;                      ///< from attention_splits(capacity); fixed per workspace
   float* scratch = nullptr;    ///< attention_scratch_floats(...) floats; unused if splits == 1
   int32_t* d_error = nullptr;  ///< optional device error word (kv_cache.cuh): seq_len clamped
+  /// Kernel choice: 0 = automatic (short-context form when capacity <= 512), 1 = split-KV with
+  /// `splits`, 2 = short-context form (one split, so no combine kernel: one launch; splits and
+  /// scratch unused).
+  int path = 0;
+  bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
 };
+
+/// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
+bool attention_uses_short_path(const AttentionParams& p);
 
 /// Number of KV splits for a cache of `capacity` positions: ceil(capacity / 128) clamped to
 /// [1, 64]. Fixed when the workspace is allocated, so the launch shape never changes; at run time
@@ -34,12 +42,15 @@ int attention_splits(int64_t capacity);
 int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits);
 
 /// out[h] = softmax(q[h]·Kᵀ / sqrt(head_dim)) · V over positions [0, *d_seq_len) of KV head
-/// h / (n_heads / n_kv_heads) (cpu::attention). One block per (split, KV head, group of up to 8
-/// query heads sharing it) with an online softmax over tiles of positions; with splits > 1 a
-/// second kernel merges the per-split partials. seq_len > capacity is clamped to capacity and
+/// h / (n_heads / n_kv_heads) (cpu::attention). Split-KV path: one block per (split, KV head,
+/// group of up to 8 query heads sharing it) with an online softmax over tiles of positions; with
+/// splits > 1 a second kernel merges the per-split partials. K and V rows of a tile are loaded
+/// together (one memory round trip per tile). When that gives too few blocks for the GPU, the
+/// query heads of a KV head are spread over more blocks (each re-reads K/V from L2).
+/// Short-context form (capacity <= 512 or path 2): a single split, no combine kernel. seq_len > capacity is clamped to capacity and
 /// sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives zeros.
 /// Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims other than
-/// 64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch, or a failed
+/// 16/32/64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch, or a failed
 /// launch.
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
 

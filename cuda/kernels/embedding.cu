@@ -6,6 +6,8 @@
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/dequant.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemv_device.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -16,6 +18,8 @@ template <WeightType T>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const uint8_t* table, int64_t cols, int64_t row_bytes, const int32_t* d_token,
                      float* out) {
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= cols) return;
   const int64_t token = *d_token;
@@ -25,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
-                      float* out, cudaStream_t stream) {
+                      float* out, cudaStream_t stream, bool pdl) {
   const WeightTraits tr = weight_traits(type);
   if (tr.name == nullptr) {
     throw usage_error("embedding: unsupported weight type #" +
@@ -41,10 +45,13 @@ void launch_embedding(WeightType type, const void* table, int64_t cols, const in
   const int64_t rb = row_bytes(type, cols);
   const auto* t = static_cast<const uint8_t*>(table);
   const dim3 grid(static_cast<unsigned>(kernels::ceil_div<int64_t>(cols, kThreads)));
+  int64_t c = cols;
+  int64_t r = rb;
+  void* args[] = {const_cast<uint8_t**>(&t), &c, &r, const_cast<int32_t**>(&d_token), &out};
   kernels::dispatch_weight_type(type, [&]<WeightType T>() {
-    embedding_kernel<T><<<grid, kThreads, 0, stream>>>(t, cols, rb, d_token, out);
+    gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&embedding_kernel<T>), args, grid,
+                                 dim3(kThreads), 0, pdl, stream);
   });
-  DB_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace decodebench::cuda

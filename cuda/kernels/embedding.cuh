@@ -16,7 +16,8 @@ namespace decodebench::cuda {
 /// < vocab). `table` must be 2-byte aligned (4-byte for F32).
 /// Throws decodebench::Error: exit 2 for an unsupported type, exit 1 for null pointers, cols not
 /// a positive multiple of the block size, or a failed launch.
+/// `pdl`: programmatic dependent launch (the kernel waits for the preceding kernel first).
 void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
-                      float* out, cudaStream_t stream);
+                      float* out, cudaStream_t stream, bool pdl = false);
 
 }  // namespace decodebench::cuda

@@ -24,6 +24,7 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/dequant.cuh"
+#include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
 
@@ -73,8 +74,14 @@ struct GemvArgs {
   int ksplit;
 };
 
+/// Bytes of x' staged in shared memory after the layout (fused inputs): cols floats + 32 floats
+/// of reduction scratch.
+int64_t staged_x_bytes(const gemv_impl::KernelArgs& a) {
+  return a.x.kind == gemv_impl::XKind::kPlain ? 0 : (a.cols + 3) / 4 * 16 + 128;
+}
+
 template <WeightType T>
-__global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a) {
+__global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
   using Ops = QuantOps<T>;
   using L = Layout<T>;
   constexpr int kNbc = Ops::kChunkBlocks;
@@ -131,6 +138,15 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a)
     if (s < my_chunks) issue(s, s);
     kernels::cp_async_commit();
   }
+  // Weights only so far: the rest waits for the preceding kernel (PDL) and forms x'.
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
+  const float* xsrc = a.x.x;
+  if (a.x.kind != gemv_impl::XKind::kPlain) {
+    float* xs = reinterpret_cast<float*>(smem + L::kSmemBytes);
+    kernels::load_x_to_smem(a.x, a.cols, xs, xs + (a.cols + 3) / 4 * 4);
+    xsrc = xs;
+  }
 
   const int piece = lane % Ops::kPieces;
   const int bsub = lane / Ops::kPieces;
@@ -167,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a)
       __syncwarp();
     }
 
-    const float* xc = a.x + blk0 * Ops::kBlockElems;
+    const float* xc = xsrc + blk0 * Ops::kBlockElems;
 #pragma unroll
     for (int st = 0; st < L::kSteps; ++st) {
       const int b = st * L::kBlocksPerStep + bsub;
@@ -176,7 +192,7 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a)
         float4 xg[Ops::kGroups];
 #pragma unroll
         for (int g = 0; g < Ops::kGroups; ++g) {
-          xg[g] = __ldg(reinterpret_cast<const float4*>(xb + tcol[g]));
+          xg[g] = *reinterpret_cast<const float4*>(xb + tcol[g]);
         }
 #pragma unroll
         for (int i = 0; i < kRows; ++i) {
@@ -205,9 +221,7 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const GemvArgs a)
     if (r < a.rows) {
       float s = 0.0f;
       for (int k = 0; k < a.ksplit; ++k) s += partial[(g * a.ksplit + k) * kRows + i];
-      if (a.bias != nullptr) s += a.bias[r];
-      if (a.residual != nullptr) s += a.residual[r];
-      a.y[r] = s;
+      kernels::store_row(a.y, r, s);
     }
   }
 }
@@ -276,10 +290,15 @@ void check_params(const GemvParams& p) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-/// True when the request uses a form only the fast kernels implement.
+/// True when the request uses a form the scalar fallback does not implement.
 bool needs_fast(const GemvParams& p) {
   return p.input != GemvInput::kPlain || p.x_split != nullptr || p.y1 != nullptr;
 }
+
+/// Weight bytes below which the quantized types take the staged kernel: small GEMVs are bound by
+/// latency, and the staged kernel (many small CTAs, x read directly) starts fastest; the mma
+/// kernel (persistent, x split per CTA) wins on bandwidth-bound sizes.
+constexpr int64_t kMmaMinBytes = int64_t{16} << 20;
 
 bool is_float_type(WeightType t) {
   return t == WeightType::kF32 || t == WeightType::kF16 || t == WeightType::kBF16;
@@ -290,7 +309,10 @@ int auto_variant(const GemvParams& p) {
   if (is_float_type(p.type)) {
     return gemv_impl::direct_supported(p.type, p.cols) ? kVariantDirect : kVariantStaged;
   }
-  return gemv_impl::mma_supported(p.type, p.cols) ? kVariantMma : kVariantStaged;
+  if (p.x_split != nullptr) return kVariantMma;
+  const int64_t bytes = p.rows * row_bytes(p.type, p.cols);
+  return bytes >= kMmaMinBytes && gemv_impl::mma_supported(p.type, p.cols) ? kVariantMma
+                                                                            : kVariantStaged;
 }
 
 /// Whether the vectors `p` reads allow the vectorized kernels.
@@ -308,6 +330,7 @@ struct Choice {
 template <WeightType T>
 Choice staged_choice(const GemvParams& p) {
   using Ops = QuantOps<T>;
+  using L = Layout<T>;
   Choice c;
   GemvLaunchInfo& info = c.info;
   const int64_t groups = ceil_div<int64_t>(p.rows, kRows);
@@ -324,7 +347,13 @@ Choice staged_choice(const GemvParams& p) {
   info.rows_per_warp = kRows;
   info.block = kThreads;
   info.grid = ceil_div<int64_t>(groups, kWarps / ks);
-  info.smem_bytes = Layout<T>::kSmemBytes;
+  info.smem_bytes = L::kSmemBytes;
+  if (p.input != GemvInput::kPlain) {  // x' in shared memory after the staging buffers
+    info.smem_bytes += static_cast<int>((p.cols + 3) / 4 * 16 + 128);
+    // Raises the kernel's dynamic shared-memory limit (once) when x' needs more than 48 KB.
+    (void)gemv_impl::ctas_per_sm(reinterpret_cast<const void*>(&gemv_staged_kernel<T>), kThreads,
+                                 info.smem_bytes);
+  }
   info.tasks = info.grid;
   return c;
 }
@@ -334,18 +363,19 @@ Choice choose(const GemvParams& p) {
   const bool float_type = is_float_type(p.type);
   const bool aligned = aligned16(p.w) && inputs_aligned(p) && (!float_type || p.cols % 4 == 0);
   int v = p.variant != 0 ? p.variant : auto_variant(p);
-  if (needs_fast(p) && v == kVariantStaged) v = auto_variant(p);
+  if (p.x_split != nullptr) v = kVariantMma;
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
   if (p.x_split != nullptr && v != kVariantMma) {
     throw runtime_error("GEMV: a pre-split x needs the mma kernel (quantized types, cols " +
                         std::to_string(p.cols) + ")");
   }
-  if (!aligned || (needs_fast(p) && v == kVariantStaged)) {
+  const bool staged_ok = !float_type || p.cols % 4 == 0;
+  if (!aligned || (v == kVariantStaged && !staged_ok)) {
     if (needs_fast(p)) {
       throw runtime_error(
           "GEMV: fused input / output segments need 16-byte aligned w and x vectors and a shape "
-          "the fast kernels take (" +
+          "the vectorized kernels take (" +
           std::string(weight_traits(p.type).name) + " " + std::to_string(p.rows) + "x" +
           std::to_string(p.cols) + ")");
     }
@@ -373,6 +403,7 @@ Choice choose(const GemvParams& p) {
   c.info.block = c.plan.block;
   c.info.smem_bytes = c.plan.smem;
   c.info.tasks = c.plan.ntasks;
+  c.info.chunk = c.plan.chunk;
   return c;
 }
 
@@ -515,6 +546,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.y.bias = p.bias;
     a.y.residual = p.residual;
     a.pdl = p.pdl ? 1 : 0;
+    a.probe = p.probe;
     if (c.info.variant == kVariantDirect) {
       gemv_impl::direct_launch(p.type, a, c.plan, stream);
     } else {
@@ -522,14 +554,32 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     }
     return;
   }
+  if (c.info.staged) {  // staged kernel (variant 1)
+    gemv_impl::KernelArgs a;
+    a.w = static_cast<const uint8_t*>(p.w);
+    a.rows = p.rows;
+    a.cols = p.cols;
+    a.x = x_source(p);
+    a.y.y0 = p.y;
+    a.y.y1 = p.y1;
+    a.y.y2 = p.y2;
+    a.y.end0 = p.y1 != nullptr ? p.y_end0 : p.rows;
+    a.y.end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
+    a.y.bias = p.bias;
+    a.y.residual = p.residual;
+    a.ksplit = c.info.column_splits;
+    void* params[] = {&a};
+    kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
+      gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&gemv_staged_kernel<T>), params,
+                                   grid, dim3(static_cast<unsigned>(c.info.block)),
+                                   static_cast<size_t>(c.info.smem_bytes), p.pdl, stream);
+    });
+    return;
+  }
   const GemvArgs args{static_cast<const uint8_t*>(p.w), p.x, p.y, p.bias, p.residual,
                       p.rows, p.cols, c.info.column_splits};
   kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
-    if (c.info.staged) {
-      gemv_staged_kernel<T><<<grid, c.info.block, c.info.smem_bytes, stream>>>(args);
-    } else {
-      gemv_fallback_kernel<T><<<grid, c.info.block, 0, stream>>>(args);
-    }
+    gemv_fallback_kernel<T><<<grid, c.info.block, 0, stream>>>(args);
   });
   DB_CUDA_CHECK_LAUNCH();
 }

@@ -55,6 +55,10 @@ struct GemvParams {
   /// is still running (it prefetches weights, then waits for that kernel's results). Only for
   /// fast kernels; ignored by the scalar fallback and the staged kernel.
   bool pdl = false;
+  /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
+  /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
+  /// math on stale data (math ceiling).
+  int probe = 0;
 };
 
 /// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row, f32
@@ -82,6 +86,7 @@ struct GemvLaunchInfo {
   int block = 0;       ///< threads per block
   int smem_bytes = 0;  ///< dynamic shared memory per block
   int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
+  int chunk = 0;       ///< mma: weight blocks per pipeline stage
 };
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

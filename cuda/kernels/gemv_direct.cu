@@ -95,7 +95,7 @@ constexpr int64_t smem_bytes(int64_t cols) {
 }
 
 template <WeightType T>
-__global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const KernelArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelArgs a) {
   using V = FloatVec<T>;
   constexpr int kE = V::kE;
   constexpr int kEB = 16 / kE;  // bytes per element
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const KernelArgs 
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
-      const bool ok = j0 + u < upw && col < a.cols;
+      const bool ok = j0 + u < upw && col < a.cols && a.probe != 2;
 #pragma unroll
       for (int i = 0; i < kR; ++i) {
         wv[i][u] = ok ? kernels::ldg_stream(rp[i] + col * kEB) : make_uint4(0u, 0u, 0u, 0u);
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) gemv_direct_kernel(const KernelArgs 
       if (next_task != task) row_ptrs(next_task, nrp);
       load_batch(nrp, next_j0, nv);
     }
-    if (j0 < upw) {
+    if (j0 < upw && a.probe != 1) {
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
@@ -263,7 +263,9 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
     // Row slots past the last row re-read it and discard the result.
     const double row_use =
         static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kR);
-    const double score = balance * col_use * row_use * std::min(1.0, 0.5 + fill);
+    // A warp with fewer units than one batch keeps few loads in flight.
+    const double depth = std::min(1.0, static_cast<double>(upw) / kU + 0.25);
+    const double score = balance * col_use * row_use * depth * std::min(1.0, 0.2 + fill);
     if (score > best + 1e-9) {
       best = score;
       p.ksplit = ks;

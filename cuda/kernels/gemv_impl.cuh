@@ -49,7 +49,9 @@ struct KernelArgs {
   YSink y;
   int ksplit = 1;      ///< warps sharing one row group (column split), divides the CTA's warps
   int64_t ntasks = 0;  ///< row groups of a CTA (CTAs loop over tasks: persistent grid)
-  int pdl = 0;         ///< 1: kernel waits on cudaGridDependencySynchronize (PDL launch)
+  int pdl = 0;         ///< 1: launched with the programmatic-dependent-launch attribute
+  int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
+  int probe = 0;       ///< diagnostics: 1 = stream the weights but skip the math (wrong results)
 };
 
 /// A launch configuration.
@@ -60,15 +62,16 @@ struct Plan {
   int ksplit = 1;
   int rows_per_warp = 1;
   int64_t ntasks = 0;
+  int chunk = 0;  ///< MMA kernel: blocks per stage
 };
 
 // ---- x split format (MMA kernel) ------------------------------------------------------------
 // For every 32-column tile j of x': an exponent e_j (2^e_j ≥ max|x'|/64) and four signed 8-bit
 // digits per column, x'[c] ≈ 2^e_j · (X0 + X1/128 + X2/128² + X3/128³) (error ≤ 2^-22 relative to
 // the tile's max), stored as digits [4][cols + 16] bytes followed by per-tile meta: three int4:
-//   {f0, f1, Σlo(X0)|Σlo(X1)<<16, Σhi(X0)|Σhi(X1)<<16}, the same for digits 2 and 3 (f_n =
-//   2^(e_j − 7n) as float bits; Σlo/Σhi: digit sums over columns 0..15 / 16..31 of the tile, as
-//   int16), and {Σ x'[c] as float bits, 0, 0, 0}.
+//   {f0, f1, Σ X0, Σ X1}, {f2, f3, Σ X2, Σ X3} (f_n = 2^(e_j − 7n) as float bits; digit sums over
+//   the tile's 32 columns) and {Σ x'[c] as float bits, Σlo X0 | Σlo X1 << 16, Σlo X2 | Σlo X3 <<
+//   16, 0} (Σlo: over columns 0..15, as int16).
 
 /// Bytes of the digit rows of a split x of `cols` columns (4 rows of cols + 16 bytes).
 constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }

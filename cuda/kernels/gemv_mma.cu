@@ -2,22 +2,23 @@
 //
 // Why: at HBM speed a 4-bit GEMV must turn ~28 weights per clock and SM into products; unpacking
 // each code to a float (PRMT + FADD) and multiplying (FFMA) costs ~4 instructions per weight,
-// more than the SM can issue. Here the codes stay integers: a warp multiplies a 16-row × 32-column
-// tile of codes (u8/s8, as stored, biased codes offset through the accumulator's initial value)
-// with x' written as four signed 7-bit digits per value (x' = 2^e·(X0 + X1/128 + X2/128² +
-// X3/128³), e per 32 columns, exact to 2^-22 of the tile's largest |x'|) in one
-// mma.m16n8k32.s8 (columns n = digit); integer products and sums are exact. Per tile and row the
-// four digit sums are combined in f32 with the block scale (and minimum), so the result differs
-// from the CPU's f32 dot product only by f32 rounding of per-block terms and the 2^-22 digit
-// residue.
+// more than the SM can issue. Here the codes stay integers: a warp multiplies 16 rows × 32 codes
+// (u8/s8 as stored; the code bias goes into the accumulator's start value) with x' written as
+// four signed 7-bit digits per value (x' = 2^e·(X0 + X1/128 + X2/128² + X3/128³), e per 32
+// columns, exact to 2^-22 of the tile's largest |x'|) in mma.m16n8k32.s8; integer products and
+// sums are exact. Each MMA covers two 16-column pieces of two blocks (k 0..15 against digit
+// columns 0..3, k 16..31 against columns 4..7), so all eight result columns are used; per block
+// and row the four digit sums are combined in f32 with the block scale (and minimum). Results
+// differ from the CPU's f32 dot product only by f32 rounding of per-block terms and the 2^-22
+// digit residue.
 //
 // Layout. A CTA of 8 warps runs a persistent loop over tasks (row tiles of 16 rows per warp
-// slot); the warps of a slot split the row's chunks of kCB blocks (ksplit) and add their partial
-// sums in a fixed order. Each warp streams its 16 rows × kCB blocks per stage into shared memory
-// with cp.async (the blocks are 18, 20, 22, ... bytes: staging keeps the global loads 16-byte and
+// slot); the warps of a slot split the row's chunks (ksplit) and add their partial sums in a
+// fixed order. Each warp streams its 16 rows × `chunk` blocks per stage into shared memory with
+// cp.async (blocks are 18, 20, 22, ... bytes: staging keeps the global loads 16-byte and
 // coalesced), kStages deep, continuously across tasks. x' is split once per CTA into shared
-// memory (or read pre-split from global memory, prepare_x_launch). The first stages are issued
-// before the PDL wait.
+// memory, or copied there pre-split (prepare_x_launch). The first stages are issued before the
+// PDL wait.
 #include <algorithm>
 
 #include "core/error.hpp"
@@ -38,194 +39,205 @@ using kernels::ld_u32_a4;
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = 16;
-constexpr int kMagic = 0x4B400000;      ///< float bits of 1.5·2^23
-constexpr float kMagicF = 12582912.0f;  ///< 1.5·2^23
+constexpr float kMagicF = 12582912.0f;  ///< 1.5·2^23 (rounds a float to an integer)
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 
-// ---- tensor-core MMA wrappers (C = {c_a, c_b} per column pair, both row halves) --------------
+// ---- tensor-core MMA wrappers ------------------------------------------------------------------
 
-__device__ __forceinline__ void mma_k32_u8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                           uint32_t a3, uint32_t b0, uint32_t b1, int ca,
-                                           int cb) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%10,%11};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(ca), "r"(cb));
-}
-
-__device__ __forceinline__ void mma_k32_s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                           uint32_t a3, uint32_t b0, uint32_t b1, int ca,
-                                           int cb) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%11,%10,%11};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(ca), "r"(cb));
-}
-
-__device__ __forceinline__ void mma_k16_u8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t b0,
-                                           int ca, int cb) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-      "{%7,%8,%7,%8};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a0), "r"(a1), "r"(b0), "r"(ca), "r"(cb));
-}
-
-/// The integer an accumulator holds (it started at kMagic + bias term): exact for |S| < 2^22.
-__device__ __forceinline__ float acc_value(int d) { return __int_as_float(d) - kMagicF; }
-
-/// Σ over this thread's two digits (columns 2t, 2t+1 of C) weighted by their scales.
-__device__ __forceinline__ float combine(int da, int db, float fa, float fb) {
-  return fmaf(fb, acc_value(db), fa * acc_value(da));
-}
-
-/// Sign-extended low / high int16 of a packed pair.
-__device__ __forceinline__ int lo16(int v) { return static_cast<int>(static_cast<int16_t>(v)); }
-__device__ __forceinline__ int hi16(int v) { return v >> 16; }
-
-// ---- x' in split form (shared or global memory, generic pointers) ------------------------------
-
-struct XView {
-  const int8_t* dig;  ///< [4][stride]
-  int64_t stride;     ///< cols + 16
-  const int4* meta;   ///< [cols / 32][3]
-};
-
-/// B fragment word of digit (g & 3) at columns col + 4t .. +3.
-__device__ __forceinline__ uint32_t b_word(const XView& x, int g, int t, int64_t col) {
-  return *reinterpret_cast<const uint32_t*>(x.dig + (g & 3) * x.stride + col + 4 * t);
-}
-
-/// Per-tile scales and digit sums of this thread's digit pair (2(t&1), 2(t&1)+1).
-__device__ __forceinline__ int4 meta_pair(const XView& x, int64_t tile, int t) {
-  return x.meta[3 * tile + (t & 1)];
-}
-
-/// Σ x' over the tile, counted once per row: only threads t == 0 contribute it (threads t = 1
-/// hold digits 2, 3 of the same rows, t = 2, 3 hold duplicates that are discarded).
-__device__ __forceinline__ float tile_sum_x(const XView& x, int64_t tile, int t) {
-  return t == 0 ? __int_as_float(x.meta[3 * tile + 2].x) : 0.0f;
-}
-
-/// Accumulator start values for a 32-column tile of codes with bias `kBias` (code − kBias is
-/// the signed weight): kMagic − kBias·Σ digits.
-template <int kBias>
-__device__ __forceinline__ void c_init32(const int4& m, int* ca, int* cb) {
-  if constexpr (kBias == 0) {
-    *ca = kMagic;
-    *cb = kMagic;
+/// D = A·B + C for one m16n8k32 tile: A = 16 rows × 32 codes (u8, or s8 for kSignedA), B = 32
+/// columns × 8 digit columns (s8). Registers as in the PTX fragment layout: thread (g = lane/4,
+/// t = lane%4) holds A rows g and g+8 at k = 4t..4t+3 (a0, a1) and k = 16+4t.. (a2, a3), B column
+/// g at k = 4t.. (b0) and 16+4t.. (b1), and C/D rows g, g+8 × columns 2t, 2t+1.
+template <bool kSignedA>
+__device__ __forceinline__ void mma_k32(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1, const int (&c)[4]) {
+  if constexpr (kSignedA) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%11,%12,%13};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]),
+          "r"(c[3]));
   } else {
-    *ca = kMagic - kBias * (lo16(m.z) + lo16(m.w));
-    *cb = kMagic - kBias * (hi16(m.z) + hi16(m.w));
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%10,%11,%12,%13};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(c[0]), "r"(c[1]), "r"(c[2]),
+          "r"(c[3]));
   }
 }
 
+/// This thread's two digit columns of C as one value in units of the second digit's scale:
+/// da·128 + db (exact in int32: |d| < 2^20); its float rounds to 24 bits when |·| >= 2^24.
+__device__ __forceinline__ float combine(int da, int db) {
+  return static_cast<float>(da * 128 + db);
+}
+
+// ---- x' in split form, in shared memory ----------------------------------------------------------
+//
+// Pairing. One MMA multiplies 16 rows × 32 codes, but x' has only 4 digit columns of the 8. So
+// every MMA covers two "pieces" of 16 columns from two different blocks (or sub-blocks): k 0..15
+// = piece 0 against digit columns 0..3, k 16..31 = piece 1 against digit columns 4..7 (the B
+// operand is zero across the pieces). Thread t then owns piece t/2, digits 2(t%2), 2(t%2)+1, and
+// all 32 threads' results are useful. Two MMAs (first and second halves of each block's 32
+// columns) accumulate into the same C, so C ends with whole-block sums.
+
+struct XView {
+  const int8_t* dig;  ///< [4][stride], shared memory
+  int stride;         ///< cols + 16
+  const int4* meta;   ///< [cols / 32][3], shared memory
+};
+
+/// Per-lane constants of the fragment layout.
+struct Lane {
+  int g;              ///< lane / 4: A rows g, g + 8; B column g
+  int t;              ///< lane % 4
+  int piece;          ///< t / 2: which piece of each MMA this thread's results belong to
+  bool low;           ///< g < 4: this lane's B column is a digit of piece 0
+  const int8_t* dig;  ///< digit row (g % 4) + 4t
+};
+
+__device__ __forceinline__ uint32_t lds_u32(const int8_t* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+/// B words for an MMA whose pieces start at x columns c0 (piece 0) and c1 (piece 1); `two`:
+/// whether piece 1 exists.
+__device__ __forceinline__ void b_words(const Lane& l, int64_t c0, int64_t c1, bool two,
+                                        uint32_t* b0, uint32_t* b1) {
+  const uint32_t v = lds_u32(l.dig + (l.low ? c0 : c1));
+  *b0 = l.low ? v : 0u;
+  *b1 = (l.low || !two) ? 0u : v;
+}
+
+/// Accumulator start for this thread's two columns: −kBias·(digit sums of its piece), so that C
+/// ends as Σ (code − kBias)·digit.
+template <int kBias>
+__device__ __forceinline__ void c_init(int sa, int sb, int (&c)[4]) {
+  c[0] = -kBias * sa;
+  c[1] = -kBias * sb;
+  c[2] = c[0];
+  c[3] = c[1];
+}
+
+/// Σ x' over a tile (only threads t % 2 == 0 add it, once per row and piece).
+__device__ __forceinline__ float tile_sum_x(const XView& x, int64_t tile, const Lane& l) {
+  return (l.t & 1) == 0 ? __int_as_float(x.meta[3 * tile + 2].x) : 0.0f;
+}
+
+/// Adds this thread's digits of C (rows g, g+8) with the rows' scales: f_a·D_a + f_b·D_b =
+/// f_b·(128·D_a + D_b), since f_a = 128·f_b.
+__device__ __forceinline__ void epilogue(const int (&d)[4], const int4& m, float sg, float s8,
+                                         float& ag, float& a8) {
+  const float fb = __int_as_float(m.y);
+  ag = fmaf(sg * fb, combine(d[0], d[1]), ag);
+  a8 = fmaf(s8 * fb, combine(d[2], d[3]), a8);
+}
+
 // ---- per-type code ------------------------------------------------------------------------------
-// block(pg, p8, tg, t8, g, t, x, tile0, acc_g, acc_8): adds block (pg: row g, p8: row g + 8, in
-// shared memory) times x' (32-column tiles tile0...) to the rows' accumulators; tg/t8: the rows'
-// coefficient table entries for this block (K-quants). kTable: float2 entries per block and row.
+// stage(pg, p8, nblk, tg, t8, l, x, tile0, ag, a8): adds the stage's nblk blocks of row g (pg) and
+// row g + 8 (p8) times x' (32-column tiles from tile0) to the rows' accumulators. tg/t8: the rows'
+// coefficient tables (K-quants: kTable entries per block). kCB: the most blocks per stage.
+
+/// Legacy 32-value blocks with 4-bit codes (+ an optional fifth bit): Q4_0, Q4_1, Q5_0, Q5_1.
+template <int kBB_, int kD, int kM, int kQh, int kQs, int kBias, bool kA4>
+struct Legacy4 {
+  static constexpr int kBB = kBB_, kBE = 32, kCB = 8, kStages = 4, kTable = 0;
+  __device__ static uint32_t ld(const uint8_t* p) { return kA4 ? ld_u32_a4(p) : ld_u32_a2(p); }
+  /// Codes of columns 4t..4t+3 (lo) and 16+4t.. (hi) of a block.
+  __device__ static void words(const uint8_t* blk, int t, uint32_t* lo, uint32_t* hi) {
+    const uint32_t w = ld(blk + kQs + 4 * t);
+    *lo = w & kLow4;
+    *hi = (w >> 4) & kLow4;
+    if constexpr (kQh >= 0) {
+      const uint32_t h = ld(blk + kQh);
+      *lo |= kernels::spread_bit4((h >> (4 * t)) & 0xFu);
+      *hi |= kernels::spread_bit4((h >> (16 + 4 * t)) & 0xFu);
+    }
+  }
+  __device__ static void stage(const uint8_t* pg, const uint8_t* p8, int nblk, const float2*,
+                               const float2*, const Lane& l, const XView& x, int64_t tile0,
+                               float& ag, float& a8) {
+#pragma unroll 2
+    for (int b = 0; b < nblk; b += 2) {
+      const bool two = b + 1 < nblk;
+      const uint8_t* qg = pg + b * kBB;
+      const uint8_t* q8 = p8 + b * kBB;
+      uint32_t lg0, hg0, l80, h80, lg1 = 0, hg1 = 0, l81 = 0, h81 = 0;
+      words(qg, l.t, &lg0, &hg0);
+      words(q8, l.t, &l80, &h80);
+      if (two) {
+        words(qg + kBB, l.t, &lg1, &hg1);
+        words(q8 + kBB, l.t, &l81, &h81);
+      }
+      const int64_t t0 = tile0 + b;
+      const int64_t tile = two ? t0 + l.piece : t0;
+      const int4 m = x.meta[3 * tile + (l.t & 1)];
+      int c[4];
+      c_init<kBias>(m.z, m.w, c);
+      uint32_t b0, b1;
+      int d[4];
+      b_words(l, 32 * t0, 32 * t0 + 32, two, &b0, &b1);
+      mma_k32<false>(d, lg0, l80, lg1, l81, b0, b1, c);
+      b_words(l, 32 * t0 + 16, 32 * t0 + 48, two, &b0, &b1);
+      mma_k32<false>(d, hg0, h80, hg1, h81, b0, b1, d);
+      if (l.piece == 0 || two) {
+        const uint8_t* bg = qg + l.piece * kBB;
+        const uint8_t* b8 = q8 + l.piece * kBB;
+        epilogue(d, m, ld_f16(bg + kD), ld_f16(b8 + kD), ag, a8);
+        if constexpr (kM >= 0) {
+          const float sx = tile_sum_x(x, tile, l);
+          ag = fmaf(ld_f16(bg + kM), sx, ag);
+          a8 = fmaf(ld_f16(b8 + kM), sx, a8);
+        }
+      }
+    }
+  }
+};
 
 template <WeightType T>
 struct MmaOps;
 
-template <>
-struct MmaOps<WeightType::kQ4_0> {  // d f16 @0 · qs[16] @2
-  static constexpr int kBB = 18, kBE = 32, kCB = 8, kStages = 4, kTable = 0;
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2*, const float2*,
-                               int g, int t, const XView& x, int64_t tile, float& ag, float& a8) {
-    const uint32_t wg = ld_u32_a2(pg + 2 + 4 * t);
-    const uint32_t w8 = ld_u32_a2(p8 + 2 + 4 * t);
-    const int4 m = meta_pair(x, tile, t);
-    int ca, cb;
-    c_init32<8>(m, &ca, &cb);
-    int d[4];
-    mma_k32_u8(d, wg & kLow4, w8 & kLow4, (wg >> 4) & kLow4, (w8 >> 4) & kLow4,
-               b_word(x, g, t, 32 * tile), b_word(x, g, t, 32 * tile + 16), ca, cb);
-    const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-    ag = fmaf(ld_f16(pg), combine(d[0], d[1], fa, fb), ag);
-    a8 = fmaf(ld_f16(p8), combine(d[2], d[3], fa, fb), a8);
-  }
-};
-
-template <>
-struct MmaOps<WeightType::kQ4_1> {  // d @0 · m @2 · qs[16] @4 (4-byte aligned)
-  static constexpr int kBB = 20, kBE = 32, kCB = 8, kStages = 4, kTable = 0;
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2*, const float2*,
-                               int g, int t, const XView& x, int64_t tile, float& ag, float& a8) {
-    const uint32_t wg = ld_u32_a4(pg + 4 + 4 * t);
-    const uint32_t w8 = ld_u32_a4(p8 + 4 + 4 * t);
-    const int4 m = meta_pair(x, tile, t);
-    int d[4];
-    mma_k32_u8(d, wg & kLow4, w8 & kLow4, (wg >> 4) & kLow4, (w8 >> 4) & kLow4,
-               b_word(x, g, t, 32 * tile), b_word(x, g, t, 32 * tile + 16), kMagic, kMagic);
-    const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-    const float sx = tile_sum_x(x, tile, t);
-    ag = fmaf(ld_f16(pg + 2), sx, fmaf(ld_f16(pg), combine(d[0], d[1], fa, fb), ag));
-    a8 = fmaf(ld_f16(p8 + 2), sx, fmaf(ld_f16(p8), combine(d[2], d[3], fa, fb), a8));
-  }
-};
-
-/// Q5_0/Q5_1: codes of columns 4t..4t+3 (low nibbles) and 16+4t.. (high) with their fifth bits.
-__device__ __forceinline__ void q5_words(uint32_t w, uint32_t h, int t, uint32_t* lo,
-                                         uint32_t* hi) {
-  *lo = (w & kLow4) | kernels::spread_bit4((h >> (4 * t)) & 0xFu);
-  *hi = ((w >> 4) & kLow4) | kernels::spread_bit4((h >> (16 + 4 * t)) & 0xFu);
-}
-
-template <>
-struct MmaOps<WeightType::kQ5_0> {  // d @0 · qh u32 @2 · qs[16] @6
-  static constexpr int kBB = 22, kBE = 32, kCB = 8, kStages = 4, kTable = 0;
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2*, const float2*,
-                               int g, int t, const XView& x, int64_t tile, float& ag, float& a8) {
-    uint32_t lg, hg, l8, h8;
-    q5_words(ld_u32_a2(pg + 6 + 4 * t), ld_u32_a2(pg + 2), t, &lg, &hg);
-    q5_words(ld_u32_a2(p8 + 6 + 4 * t), ld_u32_a2(p8 + 2), t, &l8, &h8);
-    const int4 m = meta_pair(x, tile, t);
-    int ca, cb;
-    c_init32<16>(m, &ca, &cb);
-    int d[4];
-    mma_k32_u8(d, lg, l8, hg, h8, b_word(x, g, t, 32 * tile), b_word(x, g, t, 32 * tile + 16), ca,
-               cb);
-    const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-    ag = fmaf(ld_f16(pg), combine(d[0], d[1], fa, fb), ag);
-    a8 = fmaf(ld_f16(p8), combine(d[2], d[3], fa, fb), a8);
-  }
-};
-
-template <>
-struct MmaOps<WeightType::kQ5_1> {  // d @0 · m @2 · qh u32 @4 · qs[16] @8 (8-byte aligned)
-  static constexpr int kBB = 24, kBE = 32, kCB = 8, kStages = 4, kTable = 0;
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2*, const float2*,
-                               int g, int t, const XView& x, int64_t tile, float& ag, float& a8) {
-    uint32_t lg, hg, l8, h8;
-    q5_words(ld_u32_a4(pg + 8 + 4 * t), ld_u32_a4(pg + 4), t, &lg, &hg);
-    q5_words(ld_u32_a4(p8 + 8 + 4 * t), ld_u32_a4(p8 + 4), t, &l8, &h8);
-    const int4 m = meta_pair(x, tile, t);
-    int d[4];
-    mma_k32_u8(d, lg, l8, hg, h8, b_word(x, g, t, 32 * tile), b_word(x, g, t, 32 * tile + 16),
-               kMagic, kMagic);
-    const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-    const float sx = tile_sum_x(x, tile, t);
-    ag = fmaf(ld_f16(pg + 2), sx, fmaf(ld_f16(pg), combine(d[0], d[1], fa, fb), ag));
-    a8 = fmaf(ld_f16(p8 + 2), sx, fmaf(ld_f16(p8), combine(d[2], d[3], fa, fb), a8));
-  }
-};
+template <>  // d @0 · qs[16] @2
+struct MmaOps<WeightType::kQ4_0> : Legacy4<18, 0, -1, -1, 2, 8, false> {};
+template <>  // d @0 · m @2 · qs[16] @4 (4-byte aligned)
+struct MmaOps<WeightType::kQ4_1> : Legacy4<20, 0, 2, -1, 4, 0, true> {};
+template <>  // d @0 · qh u32 @2 · qs[16] @6
+struct MmaOps<WeightType::kQ5_0> : Legacy4<22, 0, -1, 2, 6, 16, false> {};
+template <>  // d @0 · m @2 · qh u32 @4 · qs[16] @8 (8-byte aligned)
+struct MmaOps<WeightType::kQ5_1> : Legacy4<24, 0, 2, 4, 8, 0, true> {};
 
 template <>
 struct MmaOps<WeightType::kQ8_0> {  // d @0 · qs int8[32] @2
   static constexpr int kBB = 34, kBE = 32, kCB = 4, kStages = 4, kTable = 0;
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2*, const float2*,
-                               int g, int t, const XView& x, int64_t tile, float& ag, float& a8) {
-    const int4 m = meta_pair(x, tile, t);
-    int d[4];
-    mma_k32_s8(d, ld_u32_a2(pg + 2 + 4 * t), ld_u32_a2(p8 + 2 + 4 * t),
-               ld_u32_a2(pg + 18 + 4 * t), ld_u32_a2(p8 + 18 + 4 * t), b_word(x, g, t, 32 * tile),
-               b_word(x, g, t, 32 * tile + 16), kMagic, kMagic);
-    const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-    ag = fmaf(ld_f16(pg), combine(d[0], d[1], fa, fb), ag);
-    a8 = fmaf(ld_f16(p8), combine(d[2], d[3], fa, fb), a8);
+  __device__ static void stage(const uint8_t* pg, const uint8_t* p8, int nblk, const float2*,
+                               const float2*, const Lane& l, const XView& x, int64_t tile0,
+                               float& ag, float& a8) {
+#pragma unroll 2
+    for (int b = 0; b < nblk; b += 2) {
+      const bool two = b + 1 < nblk;
+      const uint8_t* qg = pg + b * kBB;
+      const uint8_t* q8 = p8 + b * kBB;
+      const int64_t t0 = tile0 + b;
+      const int64_t tile = two ? t0 + l.piece : t0;
+      const int4 m = x.meta[3 * tile + (l.t & 1)];
+      int c[4];
+      c_init<0>(m.z, m.w, c);
+      uint32_t b0, b1;
+      int d[4];
+      const int o = 2 + 4 * l.t;
+      b_words(l, 32 * t0, 32 * t0 + 32, two, &b0, &b1);
+      mma_k32<true>(d, ld_u32_a2(qg + o), ld_u32_a2(q8 + o), two ? ld_u32_a2(qg + kBB + o) : 0u,
+                    two ? ld_u32_a2(q8 + kBB + o) : 0u, b0, b1, c);
+      b_words(l, 32 * t0 + 16, 32 * t0 + 48, two, &b0, &b1);
+      mma_k32<true>(d, ld_u32_a2(qg + o + 16), ld_u32_a2(q8 + o + 16),
+                    two ? ld_u32_a2(qg + kBB + o + 16) : 0u,
+                    two ? ld_u32_a2(q8 + kBB + o + 16) : 0u, b0, b1, d);
+      if (l.piece == 0 || two) {
+        epilogue(d, m, ld_f16(qg + l.piece * kBB), ld_f16(q8 + l.piece * kBB), ag, a8);
+      }
+    }
   }
 };
 
@@ -237,77 +249,60 @@ __device__ __forceinline__ float2 k_affine_coef(const uint8_t* blk, int s) {
                      ld_f16(blk + 2) * static_cast<float>(mn));
 }
 
-/// Adds one K-quant sub-block's MMA result with its coefficients (scale, minimum).
-__device__ __forceinline__ void k_affine_add(const int (&d)[4], const int4& m, float2 cg,
-                                             float2 c8, float sx, float& ag, float& a8) {
-  const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-  ag = fmaf(-cg.y, sx, fmaf(cg.x, combine(d[0], d[1], fa, fb), ag));
-  a8 = fmaf(-c8.y, sx, fmaf(c8.x, combine(d[2], d[3], fa, fb), a8));
-}
-
-template <>
-struct MmaOps<WeightType::kQ4_K> {  // d @0 · dmin @2 · scales[12] @4 · qs[128] @16
-  static constexpr int kBB = 144, kBE = 256, kCB = 1, kStages = 3, kTable = 8;
-  __device__ static float2 table_entry(const uint8_t* blk, int s) { return k_affine_coef(blk, s); }
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2* tg,
-                               const float2* t8, int g, int t, const XView& x, int64_t tile0,
-                               float& ag, float& a8) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t lg = ld_u32_a4(pg + 16 + 32 * c + 4 * t);
-      const uint32_t hg = ld_u32_a4(pg + 32 + 32 * c + 4 * t);
-      const uint32_t l8 = ld_u32_a4(p8 + 16 + 32 * c + 4 * t);
-      const uint32_t h8 = ld_u32_a4(p8 + 32 + 32 * c + 4 * t);
-#pragma unroll
-      for (int hn = 0; hn < 2; ++hn) {  // sub-block 2c + hn: low (hn = 0) or high nibbles
-        const int s = 2 * c + hn;
-        const int64_t tile = tile0 + s;
-        const int sh = 4 * hn;
-        const int4 m = meta_pair(x, tile, t);
-        int d[4];
-        mma_k32_u8(d, (lg >> sh) & kLow4, (l8 >> sh) & kLow4, (hg >> sh) & kLow4,
-                   (h8 >> sh) & kLow4, b_word(x, g, t, 32 * tile),
-                   b_word(x, g, t, 32 * tile + 16), kMagic, kMagic);
-        k_affine_add(d, m, tg[s], t8[s], tile_sum_x(x, tile, t), ag, a8);
-      }
-    }
-  }
-};
-
-template <>
-struct MmaOps<WeightType::kQ5_K> {  // d @0 · dmin @2 · scales @4 · qh[32] @16 · qs[128] @48
-  static constexpr int kBB = 176, kBE = 256, kCB = 1, kStages = 3, kTable = 8;
+/// Q4_K (kQh = false) and Q5_K (kQh = true): one super-block of 256 per stage; sub-blocks 2c and
+/// 2c+1 (low / high nibbles of the same 32 code bytes) are the two pieces of MMA pair c.
+template <int kBB_, int kQs, bool kQh>
+struct KAffine {
+  static constexpr int kBB = kBB_, kBE = 256, kCB = 1, kStages = 3, kTable = 8;
   __device__ static float2 table_entry(const uint8_t* blk, int s) { return k_affine_coef(blk, s); }
   __device__ static uint32_t code(uint32_t w, uint32_t h, int s) {
-    return ((w >> (4 * (s & 1))) & kLow4) | (((h >> s) & 0x01010101u) << 4);
+    uint32_t q = (w >> (4 * (s & 1))) & kLow4;
+    if constexpr (kQh) q |= ((h >> s) & 0x01010101u) << 4;
+    return q;
   }
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2* tg,
-                               const float2* t8, int g, int t, const XView& x, int64_t tile0,
+  __device__ static void stage(const uint8_t* pg, const uint8_t* p8, int, const float2* tg,
+                               const float2* t8, const Lane& l, const XView& x, int64_t tile0,
                                float& ag, float& a8) {
-    const uint32_t qhl_g = ld_u32_a4(pg + 16 + 4 * t);  // qh[l], l = 4t..4t+3
-    const uint32_t qhh_g = ld_u32_a4(pg + 32 + 4 * t);  // qh[l], l = 16+4t..
-    const uint32_t qhl_8 = ld_u32_a4(p8 + 16 + 4 * t);
-    const uint32_t qhh_8 = ld_u32_a4(p8 + 32 + 4 * t);
+    const int t = l.t;
+    uint32_t hlg = 0, hhg = 0, hl8 = 0, hh8 = 0;
+    if constexpr (kQh) {
+      hlg = ld_u32_a4(pg + 16 + 4 * t);  // qh[l], l = 4t..4t+3
+      hhg = ld_u32_a4(pg + 32 + 4 * t);  // qh[l], l = 16+4t..
+      hl8 = ld_u32_a4(p8 + 16 + 4 * t);
+      hh8 = ld_u32_a4(p8 + 32 + 4 * t);
+    }
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const uint32_t lg = ld_u32_a4(pg + 48 + 32 * c + 4 * t);
-      const uint32_t hg = ld_u32_a4(pg + 64 + 32 * c + 4 * t);
-      const uint32_t l8 = ld_u32_a4(p8 + 48 + 32 * c + 4 * t);
-      const uint32_t h8 = ld_u32_a4(p8 + 64 + 32 * c + 4 * t);
-#pragma unroll
-      for (int hn = 0; hn < 2; ++hn) {
-        const int s = 2 * c + hn;
-        const int64_t tile = tile0 + s;
-        const int4 m = meta_pair(x, tile, t);
-        int d[4];
-        mma_k32_u8(d, code(lg, qhl_g, s), code(l8, qhl_8, s), code(hg, qhh_g, s),
-                   code(h8, qhh_8, s), b_word(x, g, t, 32 * tile), b_word(x, g, t, 32 * tile + 16),
-                   kMagic, kMagic);
-        k_affine_add(d, m, tg[s], t8[s], tile_sum_x(x, tile, t), ag, a8);
-      }
+      const uint32_t wlg = ld_u32_a4(pg + kQs + 32 * c + 4 * t);
+      const uint32_t whg = ld_u32_a4(pg + kQs + 16 + 32 * c + 4 * t);
+      const uint32_t wl8 = ld_u32_a4(p8 + kQs + 32 * c + 4 * t);
+      const uint32_t wh8 = ld_u32_a4(p8 + kQs + 16 + 32 * c + 4 * t);
+      const int64_t t0 = tile0 + 2 * c;
+      const int64_t tile = t0 + l.piece;
+      const int s = 2 * c + l.piece;
+      const int4 m = x.meta[3 * tile + (t & 1)];
+      int cc[4];
+      c_init<0>(m.z, m.w, cc);
+      uint32_t b0, b1;
+      int d[4];
+      b_words(l, 32 * t0, 32 * t0 + 32, true, &b0, &b1);
+      mma_k32<false>(d, code(wlg, hlg, 2 * c), code(wl8, hl8, 2 * c), code(wlg, hlg, 2 * c + 1),
+                     code(wl8, hl8, 2 * c + 1), b0, b1, cc);
+      b_words(l, 32 * t0 + 16, 32 * t0 + 48, true, &b0, &b1);
+      mma_k32<false>(d, code(whg, hhg, 2 * c), code(wh8, hh8, 2 * c), code(whg, hhg, 2 * c + 1),
+                     code(wh8, hh8, 2 * c + 1), b0, b1, d);
+      epilogue(d, m, tg[s].x, t8[s].x, ag, a8);
+      const float sx = tile_sum_x(x, tile, l);
+      ag = fmaf(-tg[s].y, sx, ag);
+      a8 = fmaf(-t8[s].y, sx, a8);
     }
   }
 };
+
+template <>  // d @0 · dmin @2 · scales[12] @4 · qs[128] @16
+struct MmaOps<WeightType::kQ4_K> : KAffine<144, 16, false> {};
+template <>  // d @0 · dmin @2 · scales @4 · qh[32] @16 · qs[128] @48
+struct MmaOps<WeightType::kQ5_K> : KAffine<176, 48, true> {};
 
 template <>
 struct MmaOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int8[16] @192 · d @208
@@ -316,40 +311,52 @@ struct MmaOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int8[
     const float sc = static_cast<float>(reinterpret_cast<const int8_t*>(blk + 192)[s]);
     return make_float2(ld_f16(blk + 208) * sc, 0.0f);
   }
-  /// Codes (0..63) of columns l0..l0+3 of 32-column group g2 from ql words qa (ql[64hh + l]),
-  /// qb (ql[64hh + 32 + l]) and the qh word h (qh[32hh + l]).
+  /// Codes (0..63) of 4 columns of 32-column group g2 from ql words qa (ql[64hh + l]), qb
+  /// (ql[64hh + 32 + l]) and the qh word h (qh[32hh + l]).
   __device__ static uint32_t code(uint32_t qa, uint32_t qb, uint32_t h, int g2) {
     const uint32_t low = ((g2 & 1) ? qb : qa) >> (4 * (g2 >> 1));
     return (low & kLow4) | (((h >> (2 * g2)) & 0x03030303u) << 4);
   }
-  __device__ static void block(const uint8_t* pg, const uint8_t* p8, const float2* tg,
-                               const float2* t8, int g, int t, const XView& x, int64_t tile0,
+  __device__ static void stage(const uint8_t* pg, const uint8_t* p8, int, const float2* tg,
+                               const float2* t8, const Lane& l, const XView& x, int64_t tile0,
                                float& ag, float& a8) {
+    const int t = l.t;
 #pragma unroll 1
     for (int hh = 0; hh < 2; ++hh) {
+      // Half 0 (columns l = 4t..) is piece 0, half 1 (l = 16+4t..) piece 1 of each tile's MMA.
+      const uint32_t qa0g = ld_u32_a2(pg + 64 * hh + 4 * t);
+      const uint32_t qb0g = ld_u32_a2(pg + 64 * hh + 32 + 4 * t);
+      const uint32_t h0g = ld_u32_a2(pg + 128 + 32 * hh + 4 * t);
+      const uint32_t qa1g = ld_u32_a2(pg + 64 * hh + 16 + 4 * t);
+      const uint32_t qb1g = ld_u32_a2(pg + 64 * hh + 48 + 4 * t);
+      const uint32_t h1g = ld_u32_a2(pg + 128 + 32 * hh + 16 + 4 * t);
+      const uint32_t qa08 = ld_u32_a2(p8 + 64 * hh + 4 * t);
+      const uint32_t qb08 = ld_u32_a2(p8 + 64 * hh + 32 + 4 * t);
+      const uint32_t h08 = ld_u32_a2(p8 + 128 + 32 * hh + 4 * t);
+      const uint32_t qa18 = ld_u32_a2(p8 + 64 * hh + 16 + 4 * t);
+      const uint32_t qb18 = ld_u32_a2(p8 + 64 * hh + 48 + 4 * t);
+      const uint32_t h18 = ld_u32_a2(p8 + 128 + 32 * hh + 16 + 4 * t);
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int l0 = 16 * half + 4 * t;
-        const uint32_t qa_g = ld_u32_a2(pg + 64 * hh + l0);
-        const uint32_t qb_g = ld_u32_a2(pg + 64 * hh + 32 + l0);
-        const uint32_t h_g = ld_u32_a2(pg + 128 + 32 * hh + l0);
-        const uint32_t qa_8 = ld_u32_a2(p8 + 64 * hh + l0);
-        const uint32_t qb_8 = ld_u32_a2(p8 + 64 * hh + 32 + l0);
-        const uint32_t h_8 = ld_u32_a2(p8 + 128 + 32 * hh + l0);
-#pragma unroll
-        for (int g2 = 0; g2 < 4; ++g2) {
-          const int s = 8 * hh + 2 * g2 + half;  // sub-block of 16: columns 16s..16s+15
-          const int64_t tile = tile0 + 4 * hh + g2;
-          const int4 m = meta_pair(x, tile, t);
-          const int sums = half == 0 ? m.z : m.w;
-          int d[4];
-          mma_k16_u8(d, code(qa_g, qb_g, h_g, g2), code(qa_8, qb_8, h_8, g2),
-                     b_word(x, g, t, 32 * tile + 16 * half), kMagic - 32 * lo16(sums),
-                     kMagic - 32 * hi16(sums));
-          const float fa = __int_as_float(m.x), fb = __int_as_float(m.y);
-          ag = fmaf(tg[s].x, combine(d[0], d[1], fa, fb), ag);
-          a8 = fmaf(t8[s].x, combine(d[2], d[3], fa, fb), a8);
+      for (int g2 = 0; g2 < 4; ++g2) {
+        const int64_t tile = tile0 + 4 * hh + g2;  // columns 128hh + 32g2 .. +31
+        const int s = 8 * hh + 2 * g2 + l.piece;   // 16-column sub-block of this thread's piece
+        const int4 m = x.meta[3 * tile + (t & 1)];
+        const int4 e = x.meta[3 * tile + 2];
+        const int packed = (t & 1) == 0 ? e.y : e.z;  // Σlo of this thread's digit pair
+        const int lo_a = static_cast<int>(static_cast<int16_t>(packed));
+        const int lo_b = packed >> 16;
+        int cc[4];
+        if (l.piece == 0) {
+          c_init<32>(lo_a, lo_b, cc);
+        } else {
+          c_init<32>(m.z - lo_a, m.w - lo_b, cc);
         }
+        uint32_t b0, b1;
+        int d[4];
+        b_words(l, 32 * tile, 32 * tile + 16, true, &b0, &b1);
+        mma_k32<false>(d, code(qa0g, qb0g, h0g, g2), code(qa08, qb08, h08, g2),
+                       code(qa1g, qb1g, h1g, g2), code(qa18, qb18, h18, g2), b0, b1, cc);
+        epilogue(d, m, tg[s].x, t8[s].x, ag, a8);
       }
     }
   }
@@ -449,11 +456,11 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
     const auto pack = [](int a, int b) { return (a & 0xFFFF) | (b << 16); };
     int4 out;
     if (q == 0) {
-      out = make_int4(f(0), f(1), pack(sums[0], sums[1]), pack(other[0], other[1]));
+      out = make_int4(f(0), f(1), sums[0] + other[0], sums[1] + other[1]);
     } else if (q == 1) {
-      out = make_int4(f(2), f(3), pack(sums[2], sums[3]), pack(other[2], other[3]));
+      out = make_int4(f(2), f(3), sums[2] + other[2], sums[3] + other[3]);
     } else {
-      out = make_int4(__float_as_int(sx), 0, 0, 0);
+      out = make_int4(__float_as_int(sx), pack(sums[0], sums[1]), pack(sums[2], sums[3]), 0);
     }
     meta[3 * tile + q] = out;
   }
@@ -489,6 +496,7 @@ __device__ __forceinline__ void split_x_cta(const XSource& s, int64_t cols, int8
 template <WeightType T>
 struct MmaLayout {
   using Ops = MmaOps<T>;
+  static_assert(Ops::kCB * Ops::kBB <= 482, "a stage row must fit 32 pieces of 16 bytes");
   static constexpr int kRegion = (Ops::kCB * Ops::kBB + 30 + 15) / 16 * 16;  ///< one row
   static constexpr int kStageBytes = kTileRows * kRegion;
   static constexpr int kTableBytes = kTileRows * Ops::kCB * Ops::kTable * 8;
@@ -496,39 +504,46 @@ struct MmaLayout {
   static constexpr int kFixedBytes = kWarps * kWarpBytes + 2 * kWarps * kTileRows * 4 + 32 * 4;
 };
 
-/// Shared-memory bytes of the kernel: x' split (unless pre-split), per-warp stages, partials.
+/// Shared-memory bytes of the kernel: x' split, per-warp stages, partials.
 template <WeightType T>
-int64_t mma_smem_bytes(int64_t cols, bool presplit) {
-  return (presplit ? 0 : (x_split_bytes(cols) + 15) / 16 * 16) + MmaLayout<T>::kFixedBytes;
+int64_t mma_smem_bytes(int64_t cols) {
+  return (x_split_bytes(cols) + 15) / 16 * 16 + MmaLayout<T>::kFixedBytes;
 }
 
 template <WeightType T>
-__global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const KernelArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs a) {
   using Ops = MmaOps<T>;
   using L = MmaLayout<T>;
   constexpr int kBB = Ops::kBB;
   constexpr int kS = Ops::kStages;
   extern __shared__ __align__(16) uint8_t smem[];
 
-  const bool presplit = a.x.kind == XKind::kPreSplit;
-  const int64_t split_bytes = presplit ? 0 : (x_split_bytes(a.cols) + 15) / 16 * 16;
+  const int64_t split_bytes = (x_split_bytes(a.cols) + 15) / 16 * 16;
   uint8_t* warp_base = smem + split_bytes;
   float* partial = reinterpret_cast<float*>(warp_base + kWarps * L::kWarpBytes);
   float* red = partial + 2 * kWarps * kTileRows;
+  int8_t* dig = reinterpret_cast<int8_t*>(smem);
+  int4* meta = reinterpret_cast<int4*>(smem + x_split_digit_bytes(a.cols));
 
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int g = lane >> 2;
-  const int t = lane & 3;
   const int ks = warp % a.ksplit;
   const int rg = warp / a.ksplit;
   const int rgs = kWarps / a.ksplit;
   uint8_t* wsm = warp_base + warp * L::kWarpBytes;
   float2* table = reinterpret_cast<float2*>(wsm + kS * L::kStageBytes);
+  Lane ln;
+  ln.g = lane >> 2;
+  ln.t = lane & 3;
+  ln.piece = ln.t >> 1;
+  ln.low = ln.g < 4;
+  const int stride = static_cast<int>(a.cols) + 16;
+  ln.dig = dig + (ln.g & 3) * stride + 4 * ln.t;
 
+  const int cb = a.chunk;                // blocks per stage (<= Ops::kCB)
   const int64_t nb = a.cols / Ops::kBE;  // blocks per row
   const int64_t row_bytes = nb * kBB;
-  const int64_t nchunks = ceil_div<int64_t>(nb, Ops::kCB);
+  const int64_t nchunks = ceil_div<int64_t>(nb, cb);
   const int64_t tiles_per_block = Ops::kBE / 32;
 
   // (task, chunk) items of this warp in order; `issue_*` runs kS − 1 items ahead of compute.
@@ -547,19 +562,31 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const KernelArgs a) 
   };
   // Copies the 16 rows' chunk into stage `buf`: lanes 2r and 2r+1 copy row r's 16-byte aligned
   // span (it may start up to 15 bytes early, inside W; the last piece stops at the chunk's end).
+  // Copies the 16 rows' chunk into stage `buf`. Each row's span is 16-byte aligned (it may start
+  // up to 15 bytes early, inside W; the last piece stops at the chunk's end). Lanes take
+  // consecutive 16-byte pieces of consecutive rows, so one cp.async instruction covers a few
+  // whole rows (few cache lines) rather than a sliver of 16 rows.
   const auto issue = [&](int buf) {
-    if (issue_task < a.ntasks) {
-      const int r = lane >> 1;
-      const int64_t blk0 = issue_chunk * Ops::kCB;
-      const int64_t bytes = kernels::min64(Ops::kCB, nb - blk0) * kBB;
-      const uint8_t* start = row_ptr(issue_task, r) + blk0 * kBB;
-      const int lead = static_cast<int>(reinterpret_cast<uintptr_t>(start) & 15u);
-      const uint8_t* base = start - lead;
-      const int span = lead + static_cast<int>(bytes);
-      uint8_t* dst = wsm + buf * L::kStageBytes + r * L::kRegion;
-      for (int o = (lane & 1) * 16; o < span; o += 32) {
-        kernels::cp_async_16(dst + o, base + o, min(16, span - o));
+    if (issue_task < a.ntasks && a.probe != 2) {
+      const int64_t blk0 = issue_chunk * cb;
+      const int bytes = static_cast<int>(kernels::min64(cb, nb - blk0) * kBB);
+      const int pieces = (bytes + 30) / 16;  // per row, whatever the lead (<= 32: bytes <= 482)
+      const int rows_per_pass = 32 / pieces;
+      const int lr = lane / pieces;
+      const int o = (lane % pieces) * 16;
+      if (lr < rows_per_pass) {
+        uint8_t* dst = wsm + buf * L::kStageBytes + o;
+        for (int r = lr; r < kTileRows; r += rows_per_pass) {
+          const uint8_t* start = row_ptr(issue_task, r) + blk0 * kBB;
+          const int lead = static_cast<int>(reinterpret_cast<uintptr_t>(start) & 15u);
+          const int span = lead + bytes;
+          if (o < span) {
+            kernels::cp_async_16(dst + r * L::kRegion, start - lead + o, min(16, span - o));
+          }
+        }
       }
+    }
+    if (issue_task < a.ntasks) {
       issue_chunk += a.ksplit;
       normalize(issue_task, issue_chunk);
     }
@@ -571,18 +598,23 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const KernelArgs a) 
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
 
-  XView xv;
-  xv.stride = a.cols + 16;
-  if (presplit) {
-    xv.dig = static_cast<const int8_t*>(a.x.split);
-    xv.meta = reinterpret_cast<const int4*>(xv.dig + x_split_digit_bytes(a.cols));
+  if (a.x.kind == XKind::kPreSplit) {
+    // Copy the split x' (written by prepare_x) into shared memory: one round trip.
+    const auto* src = static_cast<const uint8_t*>(a.x.split);
+    const int64_t n16 = x_split_bytes(a.cols) / 16;
+    for (int64_t i = threadIdx.x; i < n16; i += kThreads) {
+      kernels::cp_async_16(smem + 16 * i, src + 16 * i, 16);
+    }
+    kernels::cp_async_commit();
+    kernels::cp_async_wait<0>();
+    __syncthreads();
   } else {
-    int8_t* dig = reinterpret_cast<int8_t*>(smem);
-    int4* meta = reinterpret_cast<int4*>(smem + x_split_digit_bytes(a.cols));
     split_x_cta(a.x, a.cols, dig, meta, red);
-    xv.dig = dig;
-    xv.meta = meta;
   }
+  XView xv;
+  xv.dig = dig;
+  xv.stride = stride;
+  xv.meta = meta;
 
   int64_t item = 0;
   int parity = 0;
@@ -594,50 +626,43 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const KernelArgs a) 
       kernels::cp_async_wait<kS - 1>();
       __syncwarp();
       const int buf = static_cast<int>(item % kS);
-      const int64_t blk0 = chunk * Ops::kCB;
-      const int nblk = static_cast<int>(kernels::min64(Ops::kCB, nb - blk0));
+      const int64_t blk0 = chunk * cb;
+      const int nblk = static_cast<int>(kernels::min64(cb, nb - blk0));
       const uint8_t* stage = wsm + buf * L::kStageBytes;
       const auto region = [&](int r) {
         const uint8_t* start = row_ptr(task, r) + blk0 * kBB;
         return stage + r * L::kRegion + static_cast<int>(reinterpret_cast<uintptr_t>(start) & 15u);
       };
-      const uint8_t* pg = region(g);
-      const uint8_t* p8 = region(g + 8);
-      if constexpr (Ops::kTable > 0) {
-        constexpr int kPer = Ops::kCB * Ops::kTable;  // entries per row
-        for (int e = lane; e < kTileRows * kPer; e += 32) {
-          const int r = e / kPer;
-          const int b = (e / Ops::kTable) % Ops::kCB;
-          if (b < nblk) table[e] = Ops::table_entry(region(r) + b * kBB, e % Ops::kTable);
+      if (a.probe != 1) {
+        if constexpr (Ops::kTable > 0) {
+          static_assert(Ops::kCB == 1, "the table holds one block per row");
+          for (int e = lane; e < kTileRows * Ops::kTable; e += 32) {  // kCB == 1
+            table[e] = Ops::table_entry(region(e / Ops::kTable), e % Ops::kTable);
+          }
+          __syncwarp();
         }
-        __syncwarp();
-      }
-      for (int b = 0; b < nblk; ++b) {
-        const float2* tg = table + (g * Ops::kCB + b) * Ops::kTable;
-        const float2* t8 = table + ((g + 8) * Ops::kCB + b) * Ops::kTable;
-        Ops::block(pg + b * kBB, p8 + b * kBB, tg, t8, g, t, xv, (blk0 + b) * tiles_per_block,
-                   acc_g, acc_8);
+        Ops::stage(region(ln.g), region(ln.g + 8), nblk, table + ln.g * Ops::kTable,
+                   table + (ln.g + 8) * Ops::kTable, ln, xv, blk0 * tiles_per_block, acc_g,
+                   acc_8);
       }
       __syncwarp();  // stage `buf` (and the table) are refilled later
     }
-    // Threads t = 0, 1 hold digits (0,1) and (2,3) of rows g, g + 8; t = 2, 3 hold copies.
-    if (t >= 2) {
-      acc_g = 0.0f;
-      acc_8 = 0.0f;
-    }
+    // Each thread holds two digits of one piece for rows g, g + 8: sum the four threads.
     acc_g += __shfl_xor_sync(kernels::kFullMask, acc_g, 1);
     acc_8 += __shfl_xor_sync(kernels::kFullMask, acc_8, 1);
+    acc_g += __shfl_xor_sync(kernels::kFullMask, acc_g, 2);
+    acc_8 += __shfl_xor_sync(kernels::kFullMask, acc_8, 2);
     const int64_t row0 = (task * rgs + rg) * kTileRows;
     if (a.ksplit == 1) {
-      if (t == 0) {
-        if (row0 + g < a.rows) kernels::store_row(a.y, row0 + g, acc_g);
-        if (row0 + g + 8 < a.rows) kernels::store_row(a.y, row0 + g + 8, acc_8);
+      if (ln.t == 0) {
+        if (row0 + ln.g < a.rows) kernels::store_row(a.y, row0 + ln.g, acc_g);
+        if (row0 + ln.g + 8 < a.rows) kernels::store_row(a.y, row0 + ln.g + 8, acc_8);
       }
     } else {
       float* pb = partial + parity * kWarps * kTileRows;
-      if (t == 0) {
-        pb[warp * kTileRows + g] = acc_g;
-        pb[warp * kTileRows + g + 8] = acc_8;
+      if (ln.t == 0) {
+        pb[warp * kTileRows + ln.g] = acc_g;
+        pb[warp * kTileRows + ln.g + 8] = acc_8;
       }
       kernels::named_barrier(1 + rg, a.ksplit * 32);
       if (ks == 0 && lane < kTileRows && row0 + lane < a.rows) {
@@ -708,24 +733,31 @@ bool dispatch_quant(WeightType t, F&& f) {
 bool mma_supported(WeightType t, int64_t cols) {
   bool ok = false;
   dispatch_quant(t, [&]<WeightType T>() {
-    ok = cols % MmaOps<T>::kBE == 0 && mma_smem_bytes<T>(cols, true) <= kMaxSmem;
+    ok = cols % MmaOps<T>::kBE == 0 && mma_smem_bytes<T>(cols) <= kMaxSmem;
   });
   return ok;
 }
 
 Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) {
+  (void)presplit;  // the split lives in shared memory either way
   Plan p;
   dispatch_quant(t, [&]<WeightType T>() {
     using Ops = MmaOps<T>;
     p.block = kThreads;
     p.rows_per_warp = kTileRows;
-    const int64_t smem = mma_smem_bytes<T>(cols, presplit);
+    const int64_t smem = mma_smem_bytes<T>(cols);
     if (smem > kMaxSmem) return;  // grid 0: not possible (caller checks)
     p.smem = static_cast<int>(smem);
-    const int ctas =
-        std::max(1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), kThreads, p.smem));
+    const int ctas = std::max(
+        1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), kThreads, p.smem));
     const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
-    const int64_t nchunks = ceil_div<int64_t>(cols / Ops::kBE, Ops::kCB);
+    const int64_t nb = cols / Ops::kBE;
+    // Blocks per stage: the type's maximum, fewer (an even number) for short rows so that a row
+    // still has about 8 chunks to spread over the warps.
+    int cb = Ops::kCB;
+    if (Ops::kCB > 1) cb = static_cast<int>(std::clamp<int64_t>(nb / 8 / 2 * 2, 2, Ops::kCB));
+    p.chunk = cb;
+    const int64_t nchunks = ceil_div<int64_t>(nb, cb);
     double best = -1.0;
     for (int ks = 1; ks <= kWarps; ks *= 2) {
       const int64_t tasks =
@@ -736,11 +768,11 @@ Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) 
       const double fill = static_cast<double>(grid) / static_cast<double>(max_grid);
       const int64_t cpw = ceil_div<int64_t>(nchunks, ks);
       const double col_use = static_cast<double>(nchunks) / static_cast<double>(cpw * ks);
-      // Few chunks per warp leave the pipeline mostly empty: prefer >= kStages chunks.
-      const double depth = std::min(1.0, static_cast<double>(cpw) / Ops::kStages + 0.25);
+      // Few chunks per warp leave the pipeline mostly empty.
+      const double depth = std::min(1.0, static_cast<double>(cpw) / Ops::kStages + 0.5);
       const double row_use =
           static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kTileRows);
-      const double score = balance * col_use * depth * row_use * std::min(1.0, 0.5 + fill);
+      const double score = balance * col_use * depth * row_use * std::min(1.0, 0.2 + fill);
       if (score > best + 1e-9) {
         best = score;
         p.ksplit = ks;
@@ -756,6 +788,7 @@ void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t s
   KernelArgs args = a;
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
+  args.chunk = p.chunk;
   void* params[] = {&args};
   dispatch_quant(t, [&]<WeightType T>() {
     launch_with_attrs(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), params,

@@ -103,6 +103,8 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--prompt", "hello"}, "tokenizer"},
       {{"--model", "/nonexistent/model.gguf"}, "model.gguf"},
       {{"--json", "/nonexistent-dir/x.json"}, "does not exist"},
+      {{"--json", "/proc/x.json"}, "cannot create files"},
+      {{"--seed", "-1"}, "--seed must be >= 0"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
@@ -181,6 +183,23 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   const auto bad = run_decodebench(tiny({"--max-noise", "150"}));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--max-noise"), std::string::npos) << bad.err;
+}
+
+TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
+  const auto r = run_decodebench(tiny({"--backend", "auto", "--graph", "on"}));
+  if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("--graph on needs a CUDA device"), std::string::npos) << r.err;
+}
+
+TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {
+  const auto r = run_decodebench(tiny({"--backend", "auto", "-q"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.err.find("no usable CUDA device") == std::string::npos) {
+    // A CPU-only build has no CUDA provider and nothing to fall back from.
+    EXPECT_EQ(r.err, "");
+  }
+  EXPECT_EQ(r.out, "") << "quiet prints nothing on stdout";
 }
 
 TEST(RunCli, VersionAndHelp) {

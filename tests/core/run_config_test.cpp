@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench {
 namespace {
@@ -170,6 +173,28 @@ TEST(RunConfig, QuantizedDtypeNeedsWholeBlocksPerRow) {
   o.dtype = "q4_1";  // blocks of 32 fit
   EXPECT_EQ(code_of(o), ExitCode::kOk);
   EXPECT_EQ(resolve_run_config(o, 1).dtype, WeightType::kQ4_1);
+}
+
+TEST(RunConfig, PresetFilesAreChecked) {
+  decodebench::testing::TempDir dir;
+  const auto write = [&](const std::string& text) {
+    const auto path = dir / "p.json";
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  std::string msg;
+  RunOptions o;
+  o.preset = write(R"({"layerz": 2})");
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("unknown key 'layerz'"), std::string::npos) << msg;
+  o.preset = write(R"({"layers": "two", "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("'layers' has the wrong type"), std::string::npos) << msg;
+  o.preset = write(R"({"hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("lacks the key 'layers'"), std::string::npos) << msg;
+  o.preset = write(R"({"layers": 2, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kOk) << msg;
 }
 
 TEST(RunConfig, PromptIdsParse) {

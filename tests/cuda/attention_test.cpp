@@ -31,7 +31,8 @@ using testing::upload;
 
 struct Case {
   int64_t n_heads, n_kv_heads, head_dim, capacity;
-  int splits;  ///< 0: attention_splits(capacity)
+  int splits;    ///< 0: attention_splits(capacity)
+  int path = 0;  ///< AttentionParams::path
 };
 
 /// Runs the case for each seq_len (same device buffers: the launch shape is fixed per case).
@@ -67,6 +68,7 @@ void check_attention(const Case& c, const std::vector<int32_t>& seq_lens) {
   p.splits = splits;
   p.scratch = d_scratch.data<float>();
   p.d_error = d_err.data<int32_t>();
+  p.path = c.path;
 
   std::vector<float> scratch(static_cast<size_t>(c.capacity) + 1);
   for (const int32_t seq_len : seq_lens) {
@@ -84,7 +86,8 @@ void check_attention(const Case& c, const std::vector<int32_t>& seq_lens) {
     const std::string what =
         "attention Hq=" + std::to_string(c.n_heads) + " Hkv=" + std::to_string(c.n_kv_heads) +
         " hd=" + std::to_string(c.head_dim) + " cap=" + std::to_string(c.capacity) +
-        " splits=" + std::to_string(splits) + " seq_len=" + std::to_string(seq_len);
+        " splits=" + std::to_string(splits) + " seq_len=" + std::to_string(seq_len) +
+        (attention_uses_short_path(p) ? " short-path" : " split-kv");
     EXPECT_TRUE(all_near(
         got, want, [](size_t) { return 1e-4 + 1e-6; }, what));
     const int32_t err = download<int32_t>(d_err.get(), 1)[0];
@@ -112,6 +115,9 @@ TEST(Attention, HeadDims) {
   check_attention({8, 8, 64, 300, 0}, {1, 7, 300});
   check_attention({16, 8, 256, 1500, 0}, {1, 7, 300, 1500});
   check_attention({12, 3, 128, 128, 0}, {1, 128});  // capacity 128: a single split
+  check_attention({4, 2, 16, 300, 0}, {1, 7, 300});  // the GGUF test fixtures' head dims
+  check_attention({4, 2, 32, 700, 0}, {1, 513, 700});
+  check_attention({4, 4, 32, 200, 1}, {1, 200});
 }
 
 TEST(Attention, LargeGroupsUseSeveralBlocks) {
@@ -127,6 +133,19 @@ TEST(Attention, EmptyAndOverlongSequences) {
   // seq_len 0 gives zeros; seq_len > capacity is clamped and flagged.
   check_attention({8, 2, 128, 1000, 0}, {0, 1000, 1001, 70000});
   check_attention({8, 2, 128, 1000, 1}, {0, 1200});
+}
+
+TEST(Attention, ShortContextPathAgreesWithSplitKv) {
+  DB_REQUIRE_CUDA();
+  // The same cases forced onto each path; SmolLM2-like (9/3 heads of 64) and Qwen-like shapes,
+  // a context that spans several 32-position tiles per warp, and seq_len 0 / > capacity.
+  for (const int path : {1, 2}) {
+    check_attention({9, 3, 64, 256, 0, path}, {0, 1, 31, 32, 33, 129, 256, 300});
+    check_attention({28, 4, 128, 256, 0, path}, {1, 129, 256});
+    check_attention({8, 2, 256, 512, 0, path}, {1, 255, 512});
+    check_attention({4, 2, 16, 64, 0, path}, {1, 17, 64});
+    check_attention({6, 2, 32, 3000, 0, path}, {1, 1000, 3000});
+  }
 }
 
 TEST(Attention, SplitHelpers) {

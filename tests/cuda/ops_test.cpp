@@ -24,6 +24,7 @@
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rms_norm.cuh"
 #include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/rope_kv.cuh"
 #include "cuda/kernels/swiglu.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -236,6 +237,127 @@ TEST(KvAppend, WritesOnePositionAndFlagsOutOfRange) {
   launch_kv_append(d_k.data<float>(), d_v.data<float>(), d_kc.data<float>(), d_vc.data<float>(),
                    n_kv, head_dim, capacity, d_pos.data<int32_t>(), nullptr, nullptr);
   testing::sync();
+}
+
+// ---- fused RoPE + KV append (+ QK-norm) -------------------------------------------------------
+//
+// Against the CPU sequence rms_norm per head (optional) → rope → cache write. Tolerance: as for
+// RoPE, 2e-6·(|a| + |b|) of the (normed) input pair, which also covers the QK-norm's different
+// sum-of-squares order (a few ulp on the scale); v and untouched cache entries bit-exact.
+
+void check_rope_kv(int64_t n_heads, int64_t n_kv, int64_t head_dim, int64_t rope_dim, int32_t pos,
+                   RopeStyle style, bool qk_norm, int64_t capacity) {
+  const std::vector<double> inv = inv_freq_table(rope_dim, 1000000.0);
+  const std::vector<float> q = random_floats(static_cast<size_t>(n_heads * head_dim), 51u + pos);
+  const std::vector<float> k = random_floats(static_cast<size_t>(n_kv * head_dim), 52u + pos);
+  const std::vector<float> v = random_floats(static_cast<size_t>(n_kv * head_dim), 53u + pos);
+  const std::vector<float> qn = random_floats(static_cast<size_t>(head_dim), 54, 0.5f, 1.5f);
+  const std::vector<float> kn = random_floats(static_cast<size_t>(head_dim), 55, 0.5f, 1.5f);
+  const size_t cache_n = static_cast<size_t>(n_kv * capacity * head_dim);
+  const std::vector<float> sentinel(cache_n, -7.0f);
+  DeviceBuffer d_q = upload(q), d_k = upload(k), d_v = upload(v), d_qn = upload(qn),
+               d_kn = upload(kn), d_inv = upload(inv), d_kc = upload(sentinel),
+               d_vc = upload(sentinel);
+  DeviceBuffer d_pos(sizeof(int32_t));
+  DeviceBuffer d_err = upload(std::vector<int32_t>{0});
+  poke(d_pos.get(), pos);
+  RopeKvParams p;
+  p.q = d_q.data<float>();
+  p.k = d_k.data<float>();
+  p.v = d_v.data<float>();
+  p.k_cache = d_kc.data<float>();
+  p.v_cache = d_vc.data<float>();
+  p.n_heads = n_heads;
+  p.n_kv_heads = n_kv;
+  p.head_dim = head_dim;
+  p.rope_dim = rope_dim;
+  p.capacity = capacity;
+  p.d_pos = d_pos.data<int32_t>();
+  p.d_inv_freq = d_inv.data<double>();
+  p.style = style;
+  p.q_norm = qk_norm ? d_qn.data<float>() : nullptr;
+  p.k_norm = qk_norm ? d_kn.data<float>() : nullptr;
+  p.eps = 1e-6f;
+  p.d_error = d_err.data<int32_t>();
+  p.pdl = true;
+  launch_rope_kv_append(p, nullptr);
+  testing::sync();
+
+  std::vector<float> wq = q, wk = k;
+  if (qk_norm) {
+    for (int64_t h = 0; h < n_heads; ++h) {
+      cpu::rms_norm(wq.data() + h * head_dim, qn.data(), wq.data() + h * head_dim, head_dim, 1e-6f);
+    }
+    for (int64_t h = 0; h < n_kv; ++h) {
+      cpu::rms_norm(wk.data() + h * head_dim, kn.data(), wk.data() + h * head_dim, head_dim, 1e-6f);
+    }
+  }
+  const std::vector<float> nq = wq, nk = wk;  // rope inputs, for the tolerance
+  cpu::rope(wq.data(), n_heads, head_dim, rope_dim, pos, inv.data(), style);
+  cpu::rope(wk.data(), n_kv, head_dim, rope_dim, pos, inv.data(), style);
+  const bool in_range = pos >= 0 && pos < capacity;
+  std::vector<float> want_vc = sentinel;
+  if (in_range) {
+    for (int64_t h = 0; h < n_kv; ++h) {
+      for (int64_t d = 0; d < head_dim; ++d) {
+        want_vc[(h * capacity + pos) * head_dim + d] = v[h * head_dim + d];
+      }
+    }
+  }
+  const auto pair_tol = [&](const std::vector<float>& in) {
+    return [&in, head_dim, rope_dim, style](size_t i) {
+      const int64_t d = static_cast<int64_t>(i) % head_dim;
+      if (d >= rope_dim) return 2e-6 * std::fabs(in[i]);  // normed only
+      const int64_t half = rope_dim / 2;
+      const int64_t partner =
+          style == RopeStyle::kAdjacent ? (d ^ 1) : (d < half ? d + half : d - half);
+      const size_t base = i - static_cast<size_t>(d);
+      return 2e-6 * (std::fabs(in[base + d]) + std::fabs(in[base + partner])) + 1e-30;
+    };
+  };
+  const std::string what = std::string("rope_kv ") + rope_style_name(style) +
+                           (qk_norm ? " qk-norm" : "") + " hd=" + std::to_string(head_dim) +
+                           " rope_dim=" + std::to_string(rope_dim) + " pos=" + std::to_string(pos);
+  EXPECT_TRUE(all_near(download<float>(d_q.get(), q.size()), wq, pair_tol(nq), what + " q"));
+  // The K cache entry: compare the written row against the CPU's rotated k.
+  const std::vector<float> got_kc = download<float>(d_kc.get(), cache_n);
+  std::vector<float> got_k(static_cast<size_t>(n_kv * head_dim)), exp_k = wk;
+  if (in_range) {
+    for (int64_t h = 0; h < n_kv; ++h) {
+      for (int64_t d = 0; d < head_dim; ++d) {
+        got_k[h * head_dim + d] = got_kc[(h * capacity + pos) * head_dim + d];
+      }
+    }
+    EXPECT_TRUE(all_near(got_k, exp_k, pair_tol(nk), what + " k cache row"));
+  }
+  // Everything else in the caches: untouched (sentinel) or, for v, bit-exact.
+  std::vector<float> kc_rest = got_kc;
+  if (in_range) {
+    for (int64_t h = 0; h < n_kv; ++h) {
+      for (int64_t d = 0; d < head_dim; ++d) kc_rest[(h * capacity + pos) * head_dim + d] = -7.0f;
+    }
+  }
+  EXPECT_TRUE(all_bits_equal(kc_rest, sentinel, what + " k cache elsewhere"));
+  EXPECT_TRUE(all_bits_equal(download<float>(d_vc.get(), cache_n), want_vc, what + " v cache"));
+  EXPECT_EQ(download<int32_t>(d_err.get(), 1)[0], in_range ? 0 : kDeviceErrorKvPosition) << what;
+}
+
+TEST(RopeKv, MatchesTheSeparateKernelsOnTheCpu) {
+  DB_REQUIRE_CUDA();
+  for (const RopeStyle style : {RopeStyle::kAdjacent, RopeStyle::kHalfSplit}) {
+    for (const bool norm : {false, true}) {
+      for (const int32_t pos : {0, 1, 17, 255}) {
+        check_rope_kv(9, 3, 64, 64, pos, style, norm, 256);     // SmolLM2
+        check_rope_kv(28, 4, 128, 128, pos, style, norm, 300);  // Qwen2.5-7B
+        check_rope_kv(4, 1, 64, 32, pos, style, norm, 300);     // partial rotation
+        check_rope_kv(16, 8, 256, 256, pos, style, norm, 256);
+        check_rope_kv(4, 2, 16, 16, pos, style, norm, 256);  // GGUF fixture dims
+      }
+    }
+  }
+  // Out-of-range positions: q is rotated, nothing is written, the error bit is set.
+  check_rope_kv(9, 3, 64, 64, 256, RopeStyle::kHalfSplit, false, 256);
+  check_rope_kv(9, 3, 64, 64, -1, RopeStyle::kHalfSplit, true, 256);
 }
 
 // ---- SwiGLU --------------------------------------------------------------------------------
