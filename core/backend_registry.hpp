@@ -19,6 +19,11 @@ struct CudaBackendOptions {
   CaptureMode capture_mode = CaptureMode::kThreadLocal;
   CaptureFault inject_fault = CaptureFault::kNone;
   int device = 0;
+  /// Fused kernels: RMSNorm inside the GEMVs, stacked QKV and gate/up GEMVs, SwiGLU inside the
+  /// down projection, RoPE with the KV append (fewer launches per layer).
+  bool fused = true;
+  /// Programmatic dependent launch: a kernel starts (loads weights) while its predecessor ends.
+  bool pdl = true;
 };
 
 /// Entry points of the CUDA backend.

@@ -321,6 +321,13 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
         kValues);
   }
   c.phase_timing = r.get<bool>("phase_timing", o.phase_timing, nullptr, false);
+  {
+    static const char* const kNames[] = {"on", "off"};
+    static const bool kValues[] = {true, false};
+    c.fusion = parse_choice("--fusion", r.get<std::string>("fusion", o.fusion, nullptr, "on"),
+                            kNames, kValues);
+    c.pdl = parse_choice("--pdl", r.get<std::string>("pdl", o.pdl, nullptr, "on"), kNames, kValues);
+  }
   c.min_time_s = r.get<double>("min_time_s", o.min_time, nullptr, 0.0);
   if (c.min_time_s < 0) throw usage_error("--min-time must be >= 0 seconds");
   const double noise_pct = r.get<double>("max_noise_pct", o.max_noise, nullptr, 0.0);

@@ -54,6 +54,8 @@ struct RunOptions {
   std::optional<std::string> capture_mode;
   std::optional<std::string> inject_capture_fault;
   std::optional<bool> phase_timing;
+  std::optional<std::string> fusion;  ///< on | off
+  std::optional<std::string> pdl;     ///< on | off
   // Stopping rules.
   std::optional<double> min_time;   ///< s
   std::optional<double> max_noise;  ///< percent
@@ -96,6 +98,8 @@ struct RunConfig {
   CaptureMode capture_mode = CaptureMode::kThreadLocal;
   CaptureFault inject_fault = CaptureFault::kNone;
   bool phase_timing = false;
+  bool fusion = true;  ///< CUDA: fused kernels (norm in GEMV, stacked QKV/gate-up, RoPE+KV)
+  bool pdl = true;     ///< CUDA: programmatic dependent launch
 
   double min_time_s = 0;   ///< repeat rounds until this much timed time (0 = one round)
   double max_noise = 0;    ///< repeat until the median's relative noise ≤ this fraction (0 = off)

@@ -78,6 +78,10 @@ struct RunCallbacks {
 /// --keep-going, then report.exit_code says it).
 RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks = {});
 
+/// The pass a run is summarised by: the fastest pass without phase timing (phase timing adds
+/// synchronisation), or the first pass when every pass had it.
+const PassReport& headline_pass(const RunReport& report);
+
 /// One line that says what the run found: the fastest pass's tokens/s and TPOT, its share of the
 /// measured bandwidth roofline (CUDA), what bounds it (launch/latency vs bandwidth, from the graph
 /// node count and the phase split when available), and the graph speed-up over eager.

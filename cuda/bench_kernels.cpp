@@ -208,7 +208,8 @@ void guarded(json& errors, const std::string& what, F&& f) {
   }
 }
 
-// ---- GEMV section --------------------------------------------------------------------------------
+// ---- GEMV section
+// --------------------------------------------------------------------------------
 
 struct GemvResult {
   double auto_us = 0;
@@ -361,15 +362,16 @@ class GemvSection {
       if (!complete) continue;
       const double gbps = bytes / (auto_us * 1e-6) / 1e9;
       const double best_gbps = bytes / (best_us * 1e-6) / 1e9;
-      out.push_back({{"model", m.name},
-                     {"type", tname},
-                     {"layout", fused ? "fused" : "separate"},
-                     {"bytes", bytes},
-                     {"us", round_to(auto_us, 0.01)},
-                     {"gbps", round_to(gbps, 0.1)},
-                     {"pct_stream", round_to(100.0 * gbps / stream_gbps_, 0.1)},
-                     {"best_variants_us", round_to(best_us, 0.01)},
-                     {"best_variants_pct_stream", round_to(100.0 * best_gbps / stream_gbps_, 0.1)}});
+      out.push_back(
+          {{"model", m.name},
+           {"type", tname},
+           {"layout", fused ? "fused" : "separate"},
+           {"bytes", bytes},
+           {"us", round_to(auto_us, 0.01)},
+           {"gbps", round_to(gbps, 0.1)},
+           {"pct_stream", round_to(100.0 * gbps / stream_gbps_, 0.1)},
+           {"best_variants_us", round_to(best_us, 0.01)},
+           {"best_variants_pct_stream", round_to(100.0 * best_gbps / stream_gbps_, 0.1)}});
     }
   }
 
@@ -382,7 +384,8 @@ class GemvSection {
   std::map<std::pair<std::string, std::string>, GemvResult> results_;
 };
 
-// ---- other per-step kernels ----------------------------------------------------------------------
+// ---- other per-step kernels
+// ----------------------------------------------------------------------
 
 std::vector<double> inv_freq(const ModelShape& m) {
   std::vector<double> inv(static_cast<size_t>(m.head_dim / 2));
@@ -424,8 +427,8 @@ class OpsSection {
     DeviceBuffer err = filled(16, 0);
     const std::vector<double> inv = inv_freq(m);
     DeviceBuffer d_inv(inv.size() * sizeof(double));
-    DB_CUDA_CHECK(cudaMemcpy(d_inv.get(), inv.data(), inv.size() * sizeof(double),
-                             cudaMemcpyHostToDevice));
+    DB_CUDA_CHECK(
+        cudaMemcpy(d_inv.get(), inv.data(), inv.size() * sizeof(double), cudaMemcpyHostToDevice));
     DeviceInputs in;
     in.set(1, 100, 101);
     const int64_t capacity = 256;
@@ -481,23 +484,22 @@ class OpsSection {
       DeviceBuffer logits = floats(m.vocab);
       DeviceBuffer scratch(argmax_scratch_bytes(m.vocab, 1));
       DeviceBuffer next(16);
-      measure(m, "argmax", std::to_string(m.vocab), 4.0 * m.vocab, kLaunches,
-              [&](cudaStream_t s) {
-                launch_argmax(logits.data<float>(), m.vocab, scratch.get(), scratch.bytes(),
-                              next.data<int32_t>(), s);
-              });
+      measure(m, "argmax", std::to_string(m.vocab), 4.0 * m.vocab, kLaunches, [&](cudaStream_t s) {
+        launch_argmax(logits.data<float>(), m.vocab, scratch.get(), scratch.bytes(),
+                      next.data<int32_t>(), s);
+      });
     }
     {
       DeviceBuffer split(gemv_x_split_bytes(std::max(m.hidden, m.ffn)));
-      measure(m, "gemv_prepare_x", "rmsnorm " + std::to_string(m.hidden), 8.0 * m.hidden,
-              kLaunches, [&](cudaStream_t s) {
+      measure(m, "gemv_prepare_x", "rmsnorm " + std::to_string(m.hidden), 8.0 * m.hidden, kLaunches,
+              [&](cudaStream_t s) {
                 launch_gemv_prepare_x(GemvInput::kRmsNorm, x.data<float>(), nullptr,
                                       w.data<float>(), m.eps, m.hidden, split.get(), false, s);
               });
       measure(m, "gemv_prepare_x", "swiglu " + std::to_string(m.ffn), 8.0 * m.ffn, kLaunches,
               [&](cudaStream_t s) {
-                launch_gemv_prepare_x(GemvInput::kSwiGlu, g.data<float>(), u.data<float>(),
-                                      nullptr, 0.0f, m.ffn, split.get(), false, s);
+                launch_gemv_prepare_x(GemvInput::kSwiGlu, g.data<float>(), u.data<float>(), nullptr,
+                                      0.0f, m.ffn, split.get(), false, s);
               });
     }
     attention(m, {128, 1024, 8192});
@@ -545,25 +547,25 @@ class OpsSection {
             "seq_len " + std::to_string(c.seq_len) + " capacity " + std::to_string(c.capacity) +
             (attention_uses_short_path(p) ? " short-path"
                                           : " split-kv splits " + std::to_string(splits));
-        measure(m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len,
-                launches,
-                [&](cudaStream_t s) {
-                  for (int i = 0; i < launches; ++i) {
-                    AttentionParams pi = p;
-                    pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
-                    pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
-                    launch_attention(pi, s);
-                  }
-                },
-                /*enqueue_is_all=*/true);
+        measure(
+            m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len, launches,
+            [&](cudaStream_t s) {
+              for (int i = 0; i < launches; ++i) {
+                AttentionParams pi = p;
+                pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
+                pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
+                launch_attention(pi, s);
+              }
+            },
+            /*enqueue_is_all=*/true);
       }
     }
   }
 
  private:
   /// Times `launches` back-to-back calls of `one` (or one call of `one` that enqueues them all).
-  void measure(const ModelShape& m, const std::string& op, const std::string& detail,
-               double bytes, int launches, const std::function<void(cudaStream_t)>& one,
+  void measure(const ModelShape& m, const std::string& op, const std::string& detail, double bytes,
+               int launches, const std::function<void(cudaStream_t)>& one,
                bool enqueue_is_all = false) {
     guarded(errors_, std::string(m.name) + " " + op + " " + detail, [&] {
       const Timing t = timer_.time([&](cudaStream_t s) {
@@ -596,7 +598,8 @@ class OpsSection {
   json& errors_;
 };
 
-// ---- whole decode steps ----------------------------------------------------------------------------
+// ---- whole decode steps
+// ----------------------------------------------------------------------------
 
 /// Synthetic device weights and workspace of one model in the backend's layout, and the decode
 /// step as enqueue_forward issues it (baseline), for timing as one graph.
@@ -614,8 +617,8 @@ class StepModel {
     layer_bytes_ = qkv_bytes_ + o_bytes_ + gu_bytes_ + down_bytes_;
     head_bytes_ = align_up(static_cast<size_t>(m.vocab * row_bytes(head_type, m.hidden)));
     weights_ = filled(layer_bytes_ * static_cast<size_t>(m.layers) + head_bytes_, 0x11);
-    vectors_ = filled(static_cast<size_t>(m.layers * (2 * m.hidden + qkv_rows) + m.hidden) * 4,
-                      0x3C);
+    vectors_ =
+        filled(static_cast<size_t>(m.layers * (2 * m.hidden + qkv_rows) + m.hidden) * 4, 0x3C);
     const auto floats = [](int64_t n) { return filled(static_cast<size_t>(n) * 4, 0x3C); };
     x_ = floats(m.hidden);
     xn_ = floats(m.hidden);
@@ -628,8 +631,8 @@ class StepModel {
     k_cache_ = floats(kv);
     v_cache_ = floats(kv);
     splits_ = attention_splits(capacity);
-    attn_scratch_ = floats(std::max<int64_t>(
-        attention_scratch_floats(m.heads, m.head_dim, splits_), 4));
+    attn_scratch_ =
+        floats(std::max<int64_t>(attention_scratch_floats(m.heads, m.head_dim, splits_), 4));
     argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(m.vocab, 1));
     next_ = DeviceBuffer(16);
     err_ = filled(16, 0);
@@ -733,7 +736,8 @@ class StepModel {
   /// GEMV (two segments)] → [SwiGLU→down GEMV + residual] (6 kernels; 7 with `presplit`, which
   /// splits SwiGLU(gate, up) once in its own kernel for the quantized down GEMV). `pdl`: every
   /// launch carries the programmatic-dependent-launch attribute.
-  void enqueue_fused(cudaStream_t s, bool pdl, bool presplit) const {
+  void enqueue_fused(cudaStream_t s, bool pdl, bool presplit,
+                     bool rope_in_attention = false) const {
     const float eps = m_.eps;
     float* x = x_.data<float>();
     float* q = q_.data<float>();
@@ -780,7 +784,7 @@ class StepModel {
       rk.style = RopeStyle::kHalfSplit;
       rk.d_error = err_.data<int32_t>();
       rk.pdl = pdl;
-      launch_rope_kv_append(rk, s);
+      if (!rope_in_attention) launch_rope_kv_append(rk, s);
       AttentionParams ap;
       ap.q = q;
       ap.k_cache = kc;
@@ -794,6 +798,15 @@ class StepModel {
       ap.scratch = attn_scratch_.data<float>();
       ap.splits = splits_;
       ap.pdl = pdl;
+      ap.d_error = err_.data<int32_t>();
+      if (rope_in_attention) {  // 5 kernels per layer: RoPE + KV append inside attention
+        ap.k_new = k;
+        ap.v_new = v;
+        ap.d_pos = in_.pos();
+        ap.d_inv_freq = inv_freq_.data<double>();
+        ap.rope_dim = m_.head_dim;
+        ap.rope_style = RopeStyle::kHalfSplit;
+      }
       launch_attention(ap, s);
       GemvParams o;
       o.type = type_;
@@ -955,6 +968,7 @@ void run_step(GraphTimer& timer, double stream_gbps, const ModelShape& m, Weight
     run("baseline", [&](cudaStream_t s) { model.enqueue_baseline(s); });
     run("fused", [&](cudaStream_t s) { model.enqueue_fused(s, false, false); });
     run("fused+pdl", [&](cudaStream_t s) { model.enqueue_fused(s, true, false); });
+    run("fused+pdl+attnrope", [&](cudaStream_t s) { model.enqueue_fused(s, true, false, true); });
     if (weight_traits(type).block_elems >= 32) {
       run("fused+pdl+presplit", [&](cudaStream_t s) { model.enqueue_fused(s, true, true); });
     }
@@ -988,8 +1002,7 @@ json run_kernel_bench(const KernelBenchOptions& o) {
   GraphTimer timer(o.iterations);
 
   progress("measuring the streaming read bandwidth ...");
-  const double stream_gbps =
-      measure_read_bandwidth_gbps(o.bandwidth_bytes, 20, timer.stream());
+  const double stream_gbps = measure_read_bandwidth_gbps(o.bandwidth_bytes, 20, timer.stream());
   doc["stream_read_gbps"] = round_to(stream_gbps, 0.1);
   progress("streaming read: " + std::to_string(static_cast<int>(stream_gbps)) + " GB/s");
   json type_names = json::array();
@@ -1009,8 +1022,7 @@ json run_kernel_bench(const KernelBenchOptions& o) {
     for (const ModelShape* m : models) {
       for (const GemvCase& c : model_gemv_cases(*m)) {
         for (const WeightType t : types) {
-          guarded(errors, c.model + " " + c.shape,
-                  [&] { section.run(c, t, o.all_variants); });
+          guarded(errors, c.model + " " + c.shape, [&] { section.run(c, t, o.all_variants); });
         }
       }
       for (const WeightType t : types) section.summarize(*m, t, per_token);

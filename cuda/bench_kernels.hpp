@@ -23,14 +23,14 @@ struct GemvShapeArg {
 /// vocab 152064) and "smollm2" (SmolLM2-135M: 30 layers, hidden 576, 9/3 heads of 64, ffn 1536,
 /// vocab 49152).
 struct KernelBenchOptions {
-  std::vector<WeightType> types;       ///< GEMV weight types; empty = every supported type
-  std::vector<std::string> models;     ///< "7b", "smollm2"
-  std::vector<GemvShapeArg> shapes;    ///< extra GEMV shapes (rows × cols)
-  int iterations = 20;                 ///< timed graph replays per measurement (median reported)
-  bool gemv = true;                    ///< GEMV section
-  bool ops = true;                     ///< other per-step kernels
-  bool layers = true;                  ///< whole-step graphs of the models
-  bool all_variants = true;            ///< time every GEMV variant, not only the automatic one
+  std::vector<WeightType> types;     ///< GEMV weight types; empty = every supported type
+  std::vector<std::string> models;   ///< "7b", "smollm2"
+  std::vector<GemvShapeArg> shapes;  ///< extra GEMV shapes (rows × cols)
+  int iterations = 20;               ///< timed graph replays per measurement (median reported)
+  bool gemv = true;                  ///< GEMV section
+  bool ops = true;                   ///< other per-step kernels
+  bool layers = true;                ///< whole-step graphs of the models
+  bool all_variants = true;          ///< time every GEMV variant, not only the automatic one
   size_t bandwidth_bytes = size_t{4} << 30;  ///< buffer of the streaming-read reference
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
@@ -14,6 +15,7 @@
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rms_norm.cuh"
 #include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/rope_kv.cuh"
 #include "cuda/kernels/swiglu.cuh"
 
 namespace decodebench::cuda {
@@ -104,17 +106,40 @@ void CudaBackend::upload_weights() {
   weights_ = DeviceBuffer(total);
   auto* base = weights_.data<uint8_t>();
   size_t offset = 0;
-  const auto place = [&](const TensorView& t) -> DeviceTensor {
+  // Places tensors back to back (one stacked matrix when they share type and row length, e.g.
+  // [Wq; Wk; Wv]), starting on a 256-byte boundary. Returns the first tensor's view; with
+  // `stack`, the view spans all rows.
+  const auto place_group = [&](std::initializer_list<const TensorView*> group,
+                               bool stack) -> DeviceTensor {
     DeviceTensor d;
-    if (!t.present()) return d;
-    DB_CUDA_CHECK(
-        cudaMemcpy(base + offset, t.data, static_cast<size_t>(t.bytes()), cudaMemcpyHostToDevice));
-    d.type = t.type;
+    const TensorView& first = **group.begin();
+    if (!first.present()) return d;
+    d.type = first.type;
     d.data = base + offset;
-    d.rows = t.rows;
-    d.cols = t.cols;
-    offset += align_up(static_cast<size_t>(t.bytes()));
+    d.cols = first.cols;
+    d.rows = 0;
+    size_t bytes = 0;
+    for (const TensorView* t : group) {
+      DB_CUDA_CHECK(cudaMemcpy(base + offset + bytes, t->data, static_cast<size_t>(t->bytes()),
+                               cudaMemcpyHostToDevice));
+      bytes += static_cast<size_t>(t->bytes());
+      d.rows += t->rows;
+    }
+    if (!stack) d.rows = first.rows;
+    offset += align_up(bytes);
     return d;
+  };
+  const auto place = [&](const TensorView& t) { return place_group({&t}, false); };
+  // A view of rows [row0, row0 + rows) of a stacked tensor.
+  const auto slice = [](const DeviceTensor& stacked, int64_t row0, int64_t rows) {
+    DeviceTensor d = stacked;
+    d.data =
+        static_cast<const uint8_t*>(stacked.data) + row0 * row_bytes(stacked.type, stacked.cols);
+    d.rows = rows;
+    return d;
+  };
+  const auto same_layout = [](const TensorView& a, const TensorView& b) {
+    return a.present() && b.present() && a.type == b.type && a.cols == b.cols;
   };
   const ModelWeights& w = model_.weights;
   token_embd_ = place(w.token_embd);
@@ -123,18 +148,39 @@ void CudaBackend::upload_weights() {
     const LayerWeights& l = w.layers[i];
     DeviceLayer& d = layers_[i];
     d.attn_norm = place(l.attn_norm);
-    d.wq = place(l.wq);
-    d.wk = place(l.wk);
-    d.wv = place(l.wv);
-    d.bq = place(l.bq);
-    d.bk = place(l.bk);
-    d.bv = place(l.bv);
+    // Q, K and V read the same normalised input: one stacked matrix, one GEMV, when the file
+    // stores them alike (GGUF mixes types, e.g. Q4_K_M keeps some V in Q6_K).
+    if (options_.fused && same_layout(l.wq, l.wk) && same_layout(l.wq, l.wv)) {
+      d.wqkv = place_group({&l.wq, &l.wk, &l.wv}, true);
+      d.wq = slice(d.wqkv, 0, l.wq.rows);
+      d.wk = slice(d.wqkv, l.wq.rows, l.wk.rows);
+      d.wv = slice(d.wqkv, l.wq.rows + l.wk.rows, l.wv.rows);
+      if (l.bq.present()) {
+        d.bqkv = place_group({&l.bq, &l.bk, &l.bv}, false);
+        d.bqkv.cols = l.bq.cols + l.bk.cols + l.bv.cols;
+      }
+    } else {
+      d.wq = place(l.wq);
+      d.wk = place(l.wk);
+      d.wv = place(l.wv);
+    }
+    if (!d.wqkv.present()) {
+      d.bq = place(l.bq);
+      d.bk = place(l.bk);
+      d.bv = place(l.bv);
+    }
     d.q_norm = place(l.q_norm);
     d.k_norm = place(l.k_norm);
     d.wo = place(l.wo);
     d.ffn_norm = place(l.ffn_norm);
-    d.w_gate = place(l.w_gate);
-    d.w_up = place(l.w_up);
+    if (options_.fused && same_layout(l.w_gate, l.w_up)) {
+      d.w_gate_up = place_group({&l.w_gate, &l.w_up}, true);
+      d.w_gate = slice(d.w_gate_up, 0, l.w_gate.rows);
+      d.w_up = slice(d.w_gate_up, l.w_gate.rows, l.w_up.rows);
+    } else {
+      d.w_gate = place(l.w_gate);
+      d.w_up = place(l.w_up);
+    }
     d.w_down = place(l.w_down);
   }
   output_norm_ = place(w.output_norm);
@@ -165,6 +211,8 @@ void CudaBackend::allocate_workspace() {
   attn_splits_ = attention_splits(max_positions_);
   attn_scratch_ = floats(attention_scratch_floats(c_.n_heads, c_.head_dim, attn_splits_));
   argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
+  const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
+  x_split_ = DeviceBuffer(gemv_x_split_bytes((widest + 31) / 32 * 32));
   d_next_ = DeviceBuffer(sizeof(int32_t));
   d_inputs_ = DeviceBuffer(sizeof(StepInputs));
   d_error_flag_ = DeviceBuffer(sizeof(int32_t));
@@ -176,8 +224,22 @@ void CudaBackend::allocate_workspace() {
   DB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+void CudaBackend::enqueue_gemv(GemvParams p) {
+  p.pdl = options_.pdl;
+  // Large quantized GEMVs take the tensor-core kernel, which reads x' in a pre-split form: split
+  // it once per GEMV with one small kernel rather than once per CTA.
+  if (p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16 &&
+      p.cols % 32 == 0 && std::string_view(gemv_launch_info(p).kernel) == "mma") {
+    launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
+                          stream_.get());
+    p.x_split = x_split_.data();
+  }
+  launch_gemv(p, stream_.get());
+}
+
 void CudaBackend::enqueue_forward() {
   cudaStream_t s = stream_.get();
+  const bool pdl = options_.pdl;
   const auto* in = d_inputs_.data<StepInputs>();
   const int32_t* d_token = &in->token;
   const int32_t* d_pos = &in->pos;
@@ -185,8 +247,12 @@ void CudaBackend::enqueue_forward() {
   const float eps = static_cast<float>(c_.rms_eps);
   float* x = x_.data<float>();
   float* xn = xn_.data<float>();
+  float* q = q_.data<float>();
+  float* k = k_.data<float>();
+  float* v = v_.data<float>();
+  // y = W·x' (+bias) (+residual), x' = x or RMSNorm(x)·norm_w (fused into the GEMV's input).
   const auto gemv = [&](const DeviceTensor& w, const float* in_vec, float* out,
-                        const DeviceTensor* bias, const float* residual) {
+                        const DeviceTensor* bias, const float* residual, const DeviceTensor* norm) {
     GemvParams p;
     p.type = w.type;
     p.w = w.data;
@@ -196,31 +262,57 @@ void CudaBackend::enqueue_forward() {
     p.y = out;
     p.bias = bias && bias->present() ? bias->f32() : nullptr;
     p.residual = residual;
-    launch_gemv(p, s);
+    if (norm) {
+      p.input = GemvInput::kRmsNorm;
+      p.norm_w = norm->f32();
+      p.eps = eps;
+    }
+    return p;
   };
 
-  launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s);
+  launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s, pdl);
   const int64_t kv_layer = c_.kv_dim() * max_positions_;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const DeviceLayer& L = layers_[l];
-    launch_rms_norm(x, L.attn_norm.f32(), xn, 1, c_.hidden, eps, s);
-    gemv(L.wq, xn, q_.data<float>(), &L.bq, nullptr);
-    gemv(L.wk, xn, k_.data<float>(), &L.bk, nullptr);
-    gemv(L.wv, xn, v_.data<float>(), &L.bv, nullptr);
-    if (L.q_norm.present()) {
-      launch_rms_norm(q_.data<float>(), L.q_norm.f32(), q_.data<float>(), c_.n_heads, c_.head_dim,
-                      eps, s);
-      launch_rms_norm(k_.data<float>(), L.k_norm.f32(), k_.data<float>(), c_.n_kv_heads,
-                      c_.head_dim, eps, s);
-    }
-    launch_rope(q_.data<float>(), k_.data<float>(), c_.n_heads, c_.n_kv_heads, c_.head_dim,
-                c_.rope_dim, d_pos, inv_freq_.data<double>(), c_.rope_style, s);
     float* kc = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
     float* vc = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
-    launch_kv_append(k_.data<float>(), v_.data<float>(), kc, vc, c_.n_kv_heads, c_.head_dim,
-                     max_positions_, d_pos, d_error_flag_.data<int32_t>(), s);
+    // Q, K, V from RMSNorm(x): one GEMV over the stacked [Wq; Wk; Wv] when uploaded so.
+    if (L.wqkv.present()) {
+      GemvParams p = gemv(L.wqkv, x, q, &L.bqkv, nullptr, &L.attn_norm);
+      p.y1 = k;
+      p.y2 = v;
+      p.y_end0 = c_.q_dim();
+      p.y_end1 = c_.q_dim() + c_.kv_dim();
+      enqueue_gemv(p);
+    } else {
+      launch_rms_norm(x, L.attn_norm.f32(), xn, 1, c_.hidden, eps, s);
+      enqueue_gemv(gemv(L.wq, xn, q, &L.bq, nullptr, nullptr));
+      enqueue_gemv(gemv(L.wk, xn, k, &L.bk, nullptr, nullptr));
+      enqueue_gemv(gemv(L.wv, xn, v, &L.bv, nullptr, nullptr));
+    }
+    // (QK-norm,) RoPE and the KV-cache append in one kernel.
+    RopeKvParams rk;
+    rk.q = q;
+    rk.k = k;
+    rk.v = v;
+    rk.k_cache = kc;
+    rk.v_cache = vc;
+    rk.n_heads = c_.n_heads;
+    rk.n_kv_heads = c_.n_kv_heads;
+    rk.head_dim = c_.head_dim;
+    rk.rope_dim = c_.rope_dim;
+    rk.capacity = max_positions_;
+    rk.d_pos = d_pos;
+    rk.d_inv_freq = inv_freq_.data<double>();
+    rk.style = c_.rope_style;
+    rk.q_norm = L.q_norm.present() ? L.q_norm.f32() : nullptr;
+    rk.k_norm = L.k_norm.present() ? L.k_norm.f32() : nullptr;
+    rk.eps = eps;
+    rk.d_error = d_error_flag_.data<int32_t>();
+    rk.pdl = pdl;
+    launch_rope_kv_append(rk, s);
     AttentionParams ap;
-    ap.q = q_.data<float>();
+    ap.q = q;
     ap.k_cache = kc;
     ap.v_cache = vc;
     ap.out = att_.data<float>();
@@ -231,22 +323,34 @@ void CudaBackend::enqueue_forward() {
     ap.d_seq_len = d_seq_len;
     ap.scratch = attn_scratch_.data<float>();
     ap.splits = attn_splits_;
+    ap.d_error = d_error_flag_.data<int32_t>();
+    ap.pdl = pdl;
     launch_attention(ap, s);
-    gemv(L.wo, att_.data<float>(), x, nullptr, x);
-    launch_rms_norm(x, L.ffn_norm.f32(), xn, 1, c_.hidden, eps, s);
-    gemv(L.w_gate, xn, gate_.data<float>(), nullptr, nullptr);
-    gemv(L.w_up, xn, up_.data<float>(), nullptr, nullptr);
-    launch_swiglu(gate_.data<float>(), up_.data<float>(), act_.data<float>(), c_.ffn, s);
-    gemv(L.w_down, act_.data<float>(), x, nullptr, x);
+    enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
+    // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add.
+    if (L.w_gate_up.present()) {
+      GemvParams p = gemv(L.w_gate_up, x, gate_.data<float>(), nullptr, nullptr, &L.ffn_norm);
+      p.y1 = up_.data<float>();
+      p.y_end0 = c_.ffn;
+      p.y_end1 = 2 * c_.ffn;
+      enqueue_gemv(p);
+    } else {
+      launch_rms_norm(x, L.ffn_norm.f32(), xn, 1, c_.hidden, eps, s);
+      enqueue_gemv(gemv(L.w_gate, xn, gate_.data<float>(), nullptr, nullptr, nullptr));
+      enqueue_gemv(gemv(L.w_up, xn, up_.data<float>(), nullptr, nullptr, nullptr));
+    }
+    GemvParams down = gemv(L.w_down, gate_.data<float>(), x, nullptr, x, nullptr);
+    down.input = GemvInput::kSwiGlu;
+    down.x2 = up_.data<float>();
+    enqueue_gemv(down);
   }
-  launch_rms_norm(x, output_norm_.f32(), xn, 1, c_.hidden, eps, s);
-  gemv(output_, xn, logits_.data<float>(), nullptr, nullptr);
+  enqueue_gemv(gemv(output_, x, logits_.data<float>(), nullptr, nullptr, &output_norm_));
 }
 
 void CudaBackend::enqueue_argmax() {
   cudaStream_t s = stream_.get();
   launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
-                d_next_.data<int32_t>(), s);
+                d_next_.data<int32_t>(), s, options_.pdl);
   DB_CUDA_CHECK(
       cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
 }

@@ -14,6 +14,7 @@
 #include "core/model/model.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph.hpp"
+#include "cuda/kernels/gemv.cuh"
 
 namespace decodebench::cuda {
 
@@ -35,9 +36,12 @@ struct DeviceTensor {
   [[nodiscard]] const float* f32() const { return static_cast<const float*>(data); }
 };
 
+/// One layer on the device. With fusion, `wqkv` ([Wq; Wk; Wv]) and `w_gate_up` ([Wgate; Wup]) are
+/// stacked matrices read by one GEMV each, and wq/wk/wv, w_gate/w_up are views into them.
 struct DeviceLayer {
   DeviceTensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm, w_gate, w_up,
       w_down;
+  DeviceTensor wqkv, bqkv, w_gate_up;  ///< stacked forms (absent when types differ or unfused)
 };
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
@@ -70,6 +74,7 @@ class CudaBackend final : public Backend {
   void enqueue_forward();
   void enqueue_argmax();
   void enqueue_step();
+  void enqueue_gemv(GemvParams p);
   ExecReport capture();
 
   const Model& model_;
@@ -88,6 +93,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer x_, xn_, q_, k_, v_, att_, gate_, up_, act_, logits_;
   DeviceBuffer attn_scratch_, argmax_scratch_, d_next_, d_inputs_, d_error_flag_;
   DeviceBuffer fault_scratch_;  // target of the injected legacy-stream copy (never read)
+  DeviceBuffer x_split_;        // pre-split GEMV input for the tensor-core kernels
   int attn_splits_ = 1;
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;

@@ -60,8 +60,7 @@ bool parse_shape(const std::string& s, int64_t* rows, int64_t* cols) {
   const char* end = s.data() + s.size();
   const auto r1 = std::from_chars(a, s.data() + sep, *rows);
   const auto r2 = std::from_chars(b, end, *cols);
-  return r1.ec == std::errc() && r1.ptr == s.data() + sep && r2.ec == std::errc() &&
-         r2.ptr == end;
+  return r1.ec == std::errc() && r1.ptr == s.data() + sep && r2.ec == std::errc() && r2.ptr == end;
 }
 
 #ifdef DECODEBENCH_HAVE_CUDA
@@ -83,9 +82,8 @@ void print_report(const nlohmann::json& r, FILE* out) {
       fmt::print(out, "{:<8} {:<8} {:>13} {:<5} {:<19} {:>9.2f} {:>8.0f} {:>6.1f}  {}\n",
                  str(g, "model"), str(g, "shape"),
                  fmt::format("{}×{}", g["rows"].get<int64_t>(), g["cols"].get<int64_t>()),
-                 str(g, "type"),
-                 str(g, "kernel") + (g["auto"].get<bool>() ? "*" : ""), g["us"].get<double>(),
-                 g["gbps"].get<double>(), g["pct_stream"].get<double>(),
+                 str(g, "type"), str(g, "kernel") + (g["auto"].get<bool>() ? "*" : ""),
+                 g["us"].get<double>(), g["gbps"].get<double>(), g["pct_stream"].get<double>(),
                  fmt::format("grid {} × {} thr, tasks {}, splits {}, rows/warp {}, smem {}",
                              p["grid"].get<int64_t>(), p["block"].get<int>(),
                              p["tasks"].get<int64_t>(), p["column_splits"].get<int>(),
@@ -101,8 +99,7 @@ void print_report(const nlohmann::json& r, FILE* out) {
       fmt::print(out, "{:<8} {:<5} {:<9} {:>10.1f} {:>8.0f} {:>6.1f} {:>10.1f} {:>6.1f}\n",
                  str(g, "model"), str(g, "type"), str(g, "layout"), g["us"].get<double>(),
                  g["gbps"].get<double>(), g["pct_stream"].get<double>(),
-                 g["best_variants_us"].get<double>(),
-                 g["best_variants_pct_stream"].get<double>());
+                 g["best_variants_us"].get<double>(), g["best_variants_pct_stream"].get<double>());
     }
   }
   if (!r["ops"].empty()) {
@@ -118,16 +115,15 @@ void print_report(const nlohmann::json& r, FILE* out) {
   if (!r["layers"].empty()) {
     fmt::print(out, "\nWhole decode step as one graph (seq_len 129, capacity 256)\n");
     fmt::print(out, "{:<8} {:<11} {:<19} {:>10} {:>9} {:>6} {:>8} {:>8} {:>6} {:>10}\n", "model",
-               "types", "variant", "µs/token", "tok/s", "nodes", "µs/node", "GB/s", "%",
-               "Δlogits");
+               "types", "variant", "µs/token", "tok/s", "nodes", "µs/node", "GB/s", "%", "Δlogits");
     for (const auto& s : r["layers"]) {
-      fmt::print(out,
-                 "{:<8} {:<11} {:<19} {:>10.1f} {:>9.1f} {:>6} {:>8.2f} {:>8.0f} {:>6.1f} {:>10.3g}\n",
-                 str(s, "model"), str(s, "type") + "/" + str(s, "head_type"), str(s, "variant"),
-                 s["us"].get<double>(), s["tok_s"].get<double>(), s["nodes"].get<int64_t>(),
-                 s["us_per_node"].get<double>(), s["gbps"].get<double>(),
-                 s["pct_stream"].get<double>(),
-                 s.value("logits_max_abs_diff_vs_baseline", 0.0));
+      fmt::print(
+          out,
+          "{:<8} {:<11} {:<19} {:>10.1f} {:>9.1f} {:>6} {:>8.2f} {:>8.0f} {:>6.1f} {:>10.3g}\n",
+          str(s, "model"), str(s, "type") + "/" + str(s, "head_type"), str(s, "variant"),
+          s["us"].get<double>(), s["tok_s"].get<double>(), s["nodes"].get<int64_t>(),
+          s["us_per_node"].get<double>(), s["gbps"].get<double>(), s["pct_stream"].get<double>(),
+          s.value("logits_max_abs_diff_vs_baseline", 0.0));
     }
     fmt::print(out, "(Δlogits: largest |logit − baseline logit|, same weights and inputs)\n");
   }
@@ -141,9 +137,10 @@ void print_report(const nlohmann::json& r, FILE* out) {
 }  // namespace
 
 void setup_bench_kernels(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand(
-      "bench-kernels", "Time each decode kernel on the GPU (GEMV per type and shape, other "
-                       "kernels, whole-step graphs)");
+  auto* cmd =
+      app.add_subcommand("bench-kernels",
+                         "Time each decode kernel on the GPU (GEMV per type and shape, other "
+                         "kernels, whole-step graphs)");
   static Flags flags;  // CLI11 binds by reference: storage for the process lifetime
   Flags* f = &flags;
   cmd->add_option("--type", f->types, "GEMV weight types, e.g. bf16,q4_k (default: all)")

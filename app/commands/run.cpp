@@ -84,6 +84,14 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                  "Make an illegal call inside the capture to exercise recovery: alloc | "
                  "legacy-sync | host-sync | event-query | device-sync")
       ->group(exec);
+  app.add_option("--fusion", o.fusion,
+                 "CUDA kernel fusion (norm inside GEMVs, stacked QKV and gate/up, SwiGLU inside "
+                 "the down projection, RoPE with the KV append): on (default) | off")
+      ->group(exec);
+  app.add_option("--pdl", o.pdl,
+                 "CUDA programmatic dependent launch (kernels overlap their start with the "
+                 "previous kernel's end): on (default) | off")
+      ->group(exec);
   f.phase_timing = app.add_flag("--phase-timing")
                        ->description(
                            "Per-token phases (h2d, launch, wait, argmax) with CUDA-event GPU "

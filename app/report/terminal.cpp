@@ -125,7 +125,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     fmt::print(out, "phase-timing overhead ({}): {:+.1f} µs per token (median with − without)\n",
                mode, ns / 1000.0);
   }
-  const PassReport& main_pass = r.passes.front();
+  const PassReport& main_pass = headline_pass(r);
   print_gpu_clocks(r, out);
   if (r.measured_bandwidth_gbps > 0) {
     fmt::print(out,

@@ -26,6 +26,7 @@
 #include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
+#include "cuda/kernels/rope_device.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -36,7 +37,7 @@ constexpr int kThreads = 128;
 constexpr int kMaxGroup = 8;   ///< query heads per block (more → more blocks along z)
 constexpr int kMinChunk = 64;  ///< smallest split, in positions
 constexpr int kMaxSplits = 64;
-constexpr int kSplitGranule = 128;  ///< capacity per split in attention_splits
+constexpr int kSplitGranule = 128;      ///< capacity per split in attention_splits
 constexpr int kShortMaxCapacity = 512;  ///< automatic short-context path up to this capacity
 
 /// Compile-time geometry for one head dimension (all tiles hold 8192 floats of K).
@@ -69,6 +70,18 @@ struct AttnArgs {
   float scale;
   const int32_t* d_seq_len;
   int32_t* d_error;
+  // Fused RoPE + KV append (k_new != nullptr).
+  const float* k_new;
+  const float* v_new;
+  float* k_w;  ///< = k (writable) for the cache append
+  float* v_w;
+  const int32_t* d_pos;
+  const double* inv_freq;
+  int rope_half;
+  bool adjacent;
+  const float* q_norm;
+  const float* k_norm;
+  float eps;
 };
 
 /// *d_seq_len clamped to [0, capacity]; `report` sets the error bit when it was too large.
@@ -104,12 +117,38 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
   __shared__ float l_s[kMaxGroup];
   __shared__ float alpha_s[kMaxGroup];
 
+  __shared__ __align__(16) float kv_new_s[HD];
   const int t = static_cast<int>(threadIdx.x);
   const int split = static_cast<int>(blockIdx.x);
   const int kvh = static_cast<int>(blockIdx.y);
+  if (a.k_new != nullptr) {
+    // This token's k (normed, rotated) and v go to the caches; every block of the KV head writes
+    // the same values and then reads its own writes (coherent loads below, after the barrier).
+    const int64_t pos = *a.d_pos;
+    const bool in_range = pos >= 0 && pos < a.capacity;
+    const int w = t >> 5;
+    const int ln = t & 31;
+    if (w == 0) {
+      for (int i = ln; i < HD; i += 32) kv_new_s[i] = a.k_new[static_cast<int64_t>(kvh) * HD + i];
+      __syncwarp();
+      if (a.k_norm != nullptr) kernels::rms_norm_head(kv_new_s, HD, a.k_norm, a.eps, ln);
+      kernels::rope_head(kv_new_s, a.rope_half, a.adjacent, pos, a.inv_freq, ln);
+      if (in_range) {
+        float* dst = a.k_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
+        for (int i = ln; i < HD; i += 32) dst[i] = kv_new_s[i];
+      }
+    } else if (w == 1 && in_range) {
+      float* dst = a.v_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
+      for (int i = ln; i < HD; i += 32) dst[i] = a.v_new[static_cast<int64_t>(kvh) * HD + i];
+    }
+    if (!in_range && split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0 && a.d_error != nullptr) {
+      atomicOr(a.d_error, kDeviceErrorKvPosition);
+    }
+    __syncthreads();
+  }
   const int g0 = static_cast<int>(blockIdx.z) * a.hpb;
   const int ng = min(a.hpb, a.group - g0);  // query heads in this block
-  const int h0 = kvh * a.group + g0;            // the first of them
+  const int h0 = kvh * a.group + g0;        // the first of them
 
   const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
   const int seq_len = read_seq_len(a, reporter);
@@ -137,6 +176,14 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
     l_s[t] = 0.0f;
   }
   __syncthreads();
+  if (a.k_new != nullptr) {  // fused: QK-norm and RoPE of this block's query heads
+    const int64_t pos = *a.d_pos;
+    for (int g = t >> 5; g < ng; g += kThreads / 32) {
+      if (a.q_norm != nullptr) kernels::rms_norm_head(q_s[g], HD, a.q_norm, a.eps, t & 31);
+      kernels::rope_head(q_s[g], a.rope_half, a.adjacent, pos, a.inv_freq, t & 31);
+    }
+    __syncthreads();
+  }
 
   const float* kbase = a.k + static_cast<int64_t>(kvh) * a.capacity * HD;
   const float* vbase = a.v + static_cast<int64_t>(kvh) * a.capacity * HD;
@@ -158,8 +205,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
     for (int j = 0; j < C::kVPos; ++j) {
       const int pos = t0 + vp_grp + C::kPG * j;
       vr[j] = pos < c1
-                  ? __ldg(reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD) +
-                          vp_col)
+                  ? reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD)[vp_col]
                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     // (1) Scores of the tile.
@@ -172,8 +218,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
             reinterpret_cast<const float4*>(kbase + static_cast<int64_t>(pos) * HD);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          kr[p][j] =
-              pos < c1 ? __ldg(krow + sp_part + C::kLP * j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          kr[p][j] = pos < c1 ? krow[sp_part + C::kLP * j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
       }
 #pragma unroll
@@ -290,7 +335,6 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
   a.out[static_cast<int64_t>(h) * a.head_dim + d] = l > 0.0f ? o / l : 0.0f;
 }
 
-
 template <int HD>
 void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, bool pdl, cudaStream_t stream) {
   AttnArgs a = args;
@@ -352,6 +396,13 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
                         " n_kv_heads=" + std::to_string(p.n_kv_heads) +
                         " capacity=" + std::to_string(p.capacity));
   }
+  if (p.k_new != nullptr && (p.v_new == nullptr || p.d_pos == nullptr || p.d_inv_freq == nullptr ||
+                             p.rope_dim <= 0 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim ||
+                             (p.k_norm != nullptr) != (p.q_norm != nullptr) || !(p.eps >= 0.0f))) {
+    throw runtime_error(
+        "attention: fused RoPE/KV append needs v_new, d_pos, d_inv_freq, an even "
+        "rope_dim in (0, head_dim], both or neither QK-norm weights, eps >= 0");
+  }
   if (p.path < 0 || p.path > 2) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
@@ -378,6 +429,17 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
   a.d_seq_len = p.d_seq_len;
   a.d_error = p.d_error;
+  a.k_new = p.k_new;
+  a.v_new = p.v_new;
+  a.k_w = const_cast<float*>(p.k_cache);  // the cache is written only in the fused form
+  a.v_w = const_cast<float*>(p.v_cache);
+  a.d_pos = p.d_pos;
+  a.inv_freq = p.d_inv_freq;
+  a.rope_half = static_cast<int>(p.rope_dim / 2);
+  a.adjacent = p.rope_style == RopeStyle::kAdjacent;
+  a.q_norm = p.q_norm;
+  a.k_norm = p.k_norm;
+  a.eps = p.eps;
   const int nkv = static_cast<int>(p.n_kv_heads);
   switch (p.head_dim) {
     case 16:

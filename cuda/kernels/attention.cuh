@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/model/config.hpp"
+
 namespace decodebench::cuda {
 
 /// Arguments of one decode-attention launch. All pointers are device pointers.
@@ -27,6 +29,21 @@ struct AttentionParams {
   /// scratch unused).
   int path = 0;
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
+
+  // ---- fused RoPE + KV append (+ QK-norm), instead of launch_rope_kv_append ----------------
+  // When k_new is set, every block first writes this token's rope(qk_norm(k)) and v for its KV
+  // head to position *d_pos of the caches (blocks of one KV head write identical values) and
+  // rotates its query heads in shared memory; q in memory stays as it was (not rotated).
+  // Out-of-range positions write nothing and set kDeviceErrorKvPosition in *d_error.
+  const float* k_new = nullptr;        ///< [n_kv_heads][head_dim] this token's k, or null
+  const float* v_new = nullptr;        ///< [n_kv_heads][head_dim] this token's v
+  const int32_t* d_pos = nullptr;      ///< its position (read on the device)
+  const double* d_inv_freq = nullptr;  ///< rope_dim / 2 doubles (rope_inv_freq)
+  int64_t rope_dim = 0;                ///< even, in (0, head_dim]
+  RopeStyle rope_style = RopeStyle::kHalfSplit;
+  const float* q_norm = nullptr;  ///< [head_dim] qwen3 per-head RMSNorm of q, or null
+  const float* k_norm = nullptr;  ///< [head_dim] of k (with q_norm)
+  float eps = 0.0f;               ///< QK-norm epsilon
 };
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
@@ -47,11 +64,11 @@ int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits);
 /// splits > 1 a second kernel merges the per-split partials. K and V rows of a tile are loaded
 /// together (one memory round trip per tile). When that gives too few blocks for the GPU, the
 /// query heads of a KV head are spread over more blocks (each re-reads K/V from L2).
-/// Short-context form (capacity <= 512 or path 2): a single split, no combine kernel. seq_len > capacity is clamped to capacity and
-/// sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives zeros.
-/// Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims other than
-/// 16/32/64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch, or a failed
-/// launch.
+/// Short-context form (capacity <= 512 or path 2): a single split, no combine kernel. seq_len >
+/// capacity is clamped to capacity and sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives
+/// zeros. Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims
+/// other than 16/32/64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch,
+/// or a failed launch.
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace decodebench::cuda

@@ -24,8 +24,8 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/dequant.cuh"
-#include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv.cuh"
+#include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
 
 namespace decodebench::cuda {
@@ -74,14 +74,8 @@ struct GemvArgs {
   int ksplit;
 };
 
-/// Bytes of x' staged in shared memory after the layout (fused inputs): cols floats + 32 floats
-/// of reduction scratch.
-int64_t staged_x_bytes(const gemv_impl::KernelArgs& a) {
-  return a.x.kind == gemv_impl::XKind::kPlain ? 0 : (a.cols + 3) / 4 * 16 + 128;
-}
-
 template <WeightType T>
-__global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
+__global__ void __launch_bounds__(kThreads, 3) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
   using Ops = QuantOps<T>;
   using L = Layout<T>;
   constexpr int kNbc = Ops::kChunkBlocks;
@@ -280,8 +274,8 @@ void check_params(const GemvParams& p) {
   if (p.y1 != nullptr) {
     const int64_t end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
     if (p.y_end0 <= 0 || p.y_end0 >= end1 || end1 > p.rows || (p.y2 != nullptr && end1 >= p.rows)) {
-      throw runtime_error("GEMV: invalid output segments [0, " + std::to_string(p.y_end0) +
-                          ", " + std::to_string(end1) + ", " + std::to_string(p.rows) + ")");
+      throw runtime_error("GEMV: invalid output segments [0, " + std::to_string(p.y_end0) + ", " +
+                          std::to_string(end1) + ", " + std::to_string(p.rows) + ")");
     }
   } else if (p.y2 != nullptr) {
     throw runtime_error("GEMV: y2 needs y1");
@@ -312,7 +306,7 @@ int auto_variant(const GemvParams& p) {
   if (p.x_split != nullptr) return kVariantMma;
   const int64_t bytes = p.rows * row_bytes(p.type, p.cols);
   return bytes >= kMmaMinBytes && gemv_impl::mma_supported(p.type, p.cols) ? kVariantMma
-                                                                            : kVariantStaged;
+                                                                           : kVariantStaged;
 }
 
 /// Whether the vectors `p` reads allow the vectorized kernels.
@@ -463,7 +457,8 @@ int ctas_per_sm(const void* kernel, int threads, int smem) {
     }
   }
   bool done = false;
-  for (int i = 0; i < nraised; ++i) done = done || (raised[i] == kernel && raised_device[i] == device);
+  for (int i = 0; i < nraised; ++i)
+    done = done || (raised[i] == kernel && raised_device[i] == device);
   if (!done) {
     int max_optin = 0;
     DB_CUDA_CHECK(
@@ -576,8 +571,14 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     });
     return;
   }
-  const GemvArgs args{static_cast<const uint8_t*>(p.w), p.x, p.y, p.bias, p.residual,
-                      p.rows, p.cols, c.info.column_splits};
+  const GemvArgs args{static_cast<const uint8_t*>(p.w),
+                      p.x,
+                      p.y,
+                      p.bias,
+                      p.residual,
+                      p.rows,
+                      p.cols,
+                      c.info.column_splits};
   kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
     gemv_fallback_kernel<T><<<grid, c.info.block, 0, stream>>>(args);
   });

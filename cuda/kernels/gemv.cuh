@@ -14,9 +14,9 @@ namespace decodebench::cuda {
 
 /// How the GEMV forms its input vector x' (length cols) from device memory.
 enum class GemvInput {
-  kPlain,    ///< x' = x
+  kPlain,  ///< x' = x
   kRmsNorm,  ///< x' = x · (1 / sqrt(Σx²/cols + eps)) · norm_w, as cpu::rms_norm (x is not written)
-  kSwiGlu,   ///< x' = silu(x) · x2 = x / (1 + e^-x) · x2, as cpu::swiglu (x = gate, x2 = up)
+  kSwiGlu,  ///< x' = silu(x) · x2 = x / (1 + e^-x) · x2, as cpu::swiglu (x = gate, x2 = up)
 };
 
 /// Arguments of one GEMV. W is `rows` × `cols`, row-major, each row row_bytes(type, cols) bytes
@@ -35,7 +35,7 @@ struct GemvParams {
   /// kernel when the pointers or shape do not allow it.
   int variant = 0;
 
-  // ---- fused forms (fast kernels only: F32/F16/BF16 "direct", quantized types "mma") --------
+  // ---- fused forms (every kernel but the scalar fallback for unaligned pointers) ---------------
   GemvInput input = GemvInput::kPlain;
   const float* x2 = nullptr;      ///< kSwiGlu: up [cols]
   const float* norm_w = nullptr;  ///< kRmsNorm: weight [cols]
@@ -52,8 +52,8 @@ struct GemvParams {
   int64_t y_end0 = 0;
   int64_t y_end1 = 0;
   /// Programmatic dependent launch: the kernel may start while the previous kernel on the stream
-  /// is still running (it prefetches weights, then waits for that kernel's results). Only for
-  /// fast kernels; ignored by the scalar fallback and the staged kernel.
+  /// is still running (it prefetches weights, then waits for that kernel's results). Ignored by
+  /// the scalar fallback.
   bool pdl = false;
   /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
   /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
@@ -94,7 +94,8 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
-/// (quantized types).
+/// (quantized types). Automatic choice: direct for the float types; for the quantized types mma
+/// from 16 MB of weights (or with x_split), staged below (latency-bound sizes).
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.

@@ -115,9 +115,9 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
       float4* p = reinterpret_cast<float4*>(xs) + i;
       const float4 v = *p;
       const float4 w = __ldg(reinterpret_cast<const float4*>(src.norm_w) + i);
-      *p = make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
-                       __fmul_rn(__fmul_rn(v.z, scale), w.z),
-                       __fmul_rn(__fmul_rn(v.w, scale), w.w));
+      *p =
+          make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
+                      __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
     }
     __syncthreads();
   }

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   const int64_t upw = units > ks ? ceil_div<int64_t>(units - ks, a.ksplit) : 0;
 
   // Loads of one batch: kU units of this warp's columns for kR rows.
-  const auto load_batch = [&](const uint8_t* const* rp, int64_t j0, uint4 (&wv)[kR][kU]) {
+  const auto load_batch = [&](const uint8_t* const* rp, int64_t j0, uint4(&wv)[kR][kU]) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
@@ -212,7 +212,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   }
 }
 static_assert(kR == 2, "store uses lane ? acc[1] : acc[0]");
-
 
 template <WeightType T>
 const void* kernel_for() {

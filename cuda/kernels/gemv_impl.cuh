@@ -76,9 +76,7 @@ struct Plan {
 /// Bytes of the digit rows of a split x of `cols` columns (4 rows of cols + 16 bytes).
 constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }
 /// Bytes of a whole split x (digits then 48 bytes of meta per 32-column tile), 16-byte multiple.
-constexpr int64_t x_split_bytes(int64_t cols) {
-  return x_split_digit_bytes(cols) + cols / 32 * 48;
-}
+constexpr int64_t x_split_bytes(int64_t cols) { return x_split_digit_bytes(cols) + cols / 32 * 48; }
 
 // ---- per-kernel entry points (defined in gemv_direct.cu / gemv_mma.cu) ---------------------
 

@@ -74,7 +74,8 @@ __device__ __forceinline__ float combine(int da, int db) {
   return static_cast<float>(da * 128 + db);
 }
 
-// ---- x' in split form, in shared memory ----------------------------------------------------------
+// ---- x' in split form, in shared memory
+// ----------------------------------------------------------
 //
 // Pairing. One MMA multiplies 16 rows × 32 codes, but x' has only 4 digit columns of the 8. So
 // every MMA covers two "pieces" of 16 columns from two different blocks (or sub-blocks): k 0..15
@@ -362,7 +363,8 @@ struct MmaOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int8[
   }
 };
 
-// ---- splitting x' into digits ---------------------------------------------------------------------
+// ---- splitting x' into digits
+// ---------------------------------------------------------------------
 
 /// x'[c..c+3] per the source (kPlain, kRmsNorm with `scale`, kSwiGlu).
 __device__ __forceinline__ float4 x_prime4(const XSource& s, int64_t c, float scale) {
@@ -370,7 +372,8 @@ __device__ __forceinline__ float4 x_prime4(const XSource& s, int64_t c, float sc
   if (s.kind == XKind::kRmsNorm) {
     const float4 w = __ldg(reinterpret_cast<const float4*>(s.norm_w + c));
     return make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
-                       __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
+                       __fmul_rn(__fmul_rn(v.z, scale), w.z),
+                       __fmul_rn(__fmul_rn(v.w, scale), w.w));
   }
   if (s.kind == XKind::kSwiGlu) {
     const float4 u = __ldg(reinterpret_cast<const float4*>(s.x2 + c));
@@ -396,8 +399,7 @@ __device__ __forceinline__ float rms_scale(const XSource& s, int64_t cols, float
 }
 
 /// Low byte of each of four words, packed (byte k from word k).
-__device__ __forceinline__ uint32_t pack_low_bytes(uint32_t a, uint32_t b, uint32_t c,
-                                                   uint32_t d) {
+__device__ __forceinline__ uint32_t pack_low_bytes(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
@@ -467,8 +469,8 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
 }
 
 /// The CTA splits x' (all columns) into `dig`/`meta`; ends with __syncthreads.
-__device__ __forceinline__ void split_x_cta(const XSource& s, int64_t cols, int8_t* dig,
-                                            int4* meta, float* red) {
+__device__ __forceinline__ void split_x_cta(const XSource& s, int64_t cols, int8_t* dig, int4* meta,
+                                            float* red) {
   const float scale = s.kind == XKind::kRmsNorm ? rms_scale(s, cols, red) : 1.0f;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -491,7 +493,8 @@ __device__ __forceinline__ void split_x_cta(const XSource& s, int64_t cols, int8
   __syncthreads();
 }
 
-// ---- the GEMV kernel ------------------------------------------------------------------------------
+// ---- the GEMV kernel
+// ------------------------------------------------------------------------------
 
 template <WeightType T>
 struct MmaLayout {
@@ -642,8 +645,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
           __syncwarp();
         }
         Ops::stage(region(ln.g), region(ln.g + 8), nblk, table + ln.g * Ops::kTable,
-                   table + (ln.g + 8) * Ops::kTable, ln, xv, blk0 * tiles_per_block, acc_g,
-                   acc_8);
+                   table + (ln.g + 8) * Ops::kTable, ln, xv, blk0 * tiles_per_block, acc_g, acc_8);
       }
       __syncwarp();  // stage `buf` (and the table) are refilled later
     }
@@ -676,8 +678,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
 }
 
 /// The standalone split: CTA b handles columns [1024b, 1024b + 1024).
-__global__ void __launch_bounds__(kThreads) prepare_x_kernel(const XSource s, int64_t cols,
-                                                             int8_t* dig, int4* meta) {
+__global__ void __launch_bounds__(kThreads)
+    prepare_x_kernel(const XSource s, int64_t cols, int8_t* dig, int4* meta) {
   __shared__ float red[32];
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
@@ -691,8 +693,8 @@ __global__ void __launch_bounds__(kThreads) prepare_x_kernel(const XSource s, in
   split_128(v, base, c < cols, dig, cols + 16, meta);
 }
 
-// ---- host side ------------------------------------------------------------------------------------
-
+// ---- host side
+// ------------------------------------------------------------------------------------
 
 constexpr int64_t kMaxSmem = 227 * 1024;
 
@@ -760,8 +762,7 @@ Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) 
     const int64_t nchunks = ceil_div<int64_t>(nb, cb);
     double best = -1.0;
     for (int ks = 1; ks <= kWarps; ks *= 2) {
-      const int64_t tasks =
-          ceil_div<int64_t>(rows, static_cast<int64_t>(kWarps / ks) * kTileRows);
+      const int64_t tasks = ceil_div<int64_t>(rows, static_cast<int64_t>(kWarps / ks) * kTileRows);
       const int64_t grid = std::min(tasks, max_grid);
       const double per_cta = static_cast<double>(tasks) / static_cast<double>(grid);
       const double balance = per_cta / std::ceil(per_cta);

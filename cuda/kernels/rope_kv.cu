@@ -8,6 +8,7 @@
 #include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
+#include "cuda/kernels/rope_device.cuh"
 #include "cuda/kernels/rope_kv.cuh"
 
 namespace decodebench::cuda {
@@ -33,39 +34,16 @@ __global__ void __launch_bounds__(kWarps * 32) rope_kv_kernel(const Args a) {
   const bool is_q = head < a.n_heads;
   const int kvh = head - a.n_heads;
   const int hd = a.head_dim;
-  const float* src = is_q ? a.p.q + static_cast<int64_t>(head) * hd
-                          : a.p.k + static_cast<int64_t>(kvh) * hd;
+  const float* src =
+      is_q ? a.p.q + static_cast<int64_t>(head) * hd : a.p.k + static_cast<int64_t>(kvh) * hd;
   float* h = hs[warp];
   for (int i = lane; i < hd; i += 32) h[i] = src[i];
   __syncwarp();
 
   const float* norm_w = is_q ? a.p.q_norm : a.p.k_norm;
-  if (norm_w != nullptr) {
-    float ss = 0.0f;
-    for (int i = lane; i < hd; i += 32) ss = fmaf(h[i], h[i], ss);
-    ss = kernels::warp_sum(ss);
-    // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
-    const float scale = 1.0f / sqrtf(ss / static_cast<float>(hd) + a.p.eps);
-    for (int i = lane; i < hd; i += 32) h[i] = __fmul_rn(__fmul_rn(h[i], scale), norm_w[i]);
-    __syncwarp();
-  }
-
+  if (norm_w != nullptr) kernels::rms_norm_head(h, hd, norm_w, a.p.eps, lane);
   const int64_t pos = *a.p.d_pos;
-  // Pairs i < rope_dim / 2: (a, b) → (a·c − b·s, a·s + b·c), every product rounded (cpu::rope).
-  for (int i = lane; i < a.rope_half; i += 32) {
-    const double angle = static_cast<double>(pos) * a.p.d_inv_freq[i];
-    double sd, cd;
-    sincos(angle, &sd, &cd);
-    const float c = static_cast<float>(cd);
-    const float s = static_cast<float>(sd);
-    const int ia = a.adjacent ? 2 * i : i;
-    const int ib = a.adjacent ? 2 * i + 1 : i + a.rope_half;
-    const float x0 = h[ia];
-    const float x1 = h[ib];
-    h[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-    h[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
-  }
-  __syncwarp();
+  kernels::rope_head(h, a.rope_half, a.adjacent, pos, a.p.d_inv_freq, lane);
 
   if (is_q) {
     float* dst = a.p.q + static_cast<int64_t>(head) * hd;
@@ -98,11 +76,10 @@ void launch_rope_kv_append(const RopeKvParams& p, cudaStream_t stream) {
       p.head_dim > kMaxHeadDim || p.rope_dim <= 0 || p.rope_dim % 2 != 0 ||
       p.rope_dim > p.head_dim || p.capacity <= 0 || p.n_heads + p.n_kv_heads > (1 << 20) ||
       !(p.eps >= 0.0f)) {
-    throw runtime_error("rope_kv_append: invalid shape n_heads=" + std::to_string(p.n_heads) +
-                        " n_kv_heads=" + std::to_string(p.n_kv_heads) +
-                        " head_dim=" + std::to_string(p.head_dim) +
-                        " rope_dim=" + std::to_string(p.rope_dim) +
-                        " capacity=" + std::to_string(p.capacity));
+    throw runtime_error(
+        "rope_kv_append: invalid shape n_heads=" + std::to_string(p.n_heads) +
+        " n_kv_heads=" + std::to_string(p.n_kv_heads) + " head_dim=" + std::to_string(p.head_dim) +
+        " rope_dim=" + std::to_string(p.rope_dim) + " capacity=" + std::to_string(p.capacity));
   }
   Args a;
   a.p = p;

@@ -12,18 +12,19 @@ namespace decodebench::cuda {
 
 /// Arguments of launch_rope_kv_append. All pointers are device pointers.
 struct RopeKvParams {
-  float* q = nullptr;        ///< [n_heads][head_dim]: normed (optional) and rotated in place
-  const float* k = nullptr;  ///< [n_kv_heads][head_dim]: read only (the rotated k goes to the cache)
+  float* q = nullptr;  ///< [n_heads][head_dim]: normed (optional) and rotated in place
+  const float* k =
+      nullptr;  ///< [n_kv_heads][head_dim]: read only (the rotated k goes to the cache)
   const float* v = nullptr;  ///< [n_kv_heads][head_dim]
   float* k_cache = nullptr;  ///< [n_kv_heads][capacity][head_dim]
   float* v_cache = nullptr;  ///< [n_kv_heads][capacity][head_dim]
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
-  int64_t head_dim = 0;  ///< even, <= 256
-  int64_t rope_dim = 0;  ///< even, in (0, head_dim]
-  int64_t capacity = 0;  ///< KV positions per head
-  const int32_t* d_pos = nullptr;        ///< position, read on the device
-  const double* d_inv_freq = nullptr;    ///< rope_dim / 2 doubles (rope_inv_freq)
+  int64_t head_dim = 0;                ///< even, <= 256
+  int64_t rope_dim = 0;                ///< even, in (0, head_dim]
+  int64_t capacity = 0;                ///< KV positions per head
+  const int32_t* d_pos = nullptr;      ///< position, read on the device
+  const double* d_inv_freq = nullptr;  ///< rope_dim / 2 doubles (rope_inv_freq)
   RopeStyle style = RopeStyle::kHalfSplit;
   const float* q_norm = nullptr;  ///< [head_dim] per-head RMSNorm weight of q (qwen3) or null
   const float* k_norm = nullptr;  ///< [head_dim] per-head RMSNorm weight of k (with q_norm)

@@ -17,6 +17,7 @@
 
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
+#include "core/model/config.hpp"
 #include "cuda/kernels/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -114,7 +115,7 @@ TEST(Attention, HeadDims) {
   DB_REQUIRE_CUDA();
   check_attention({8, 8, 64, 300, 0}, {1, 7, 300});
   check_attention({16, 8, 256, 1500, 0}, {1, 7, 300, 1500});
-  check_attention({12, 3, 128, 128, 0}, {1, 128});  // capacity 128: a single split
+  check_attention({12, 3, 128, 128, 0}, {1, 128});   // capacity 128: a single split
   check_attention({4, 2, 16, 300, 0}, {1, 7, 300});  // the GGUF test fixtures' head dims
   check_attention({4, 2, 32, 700, 0}, {1, 513, 700});
   check_attention({4, 4, 32, 200, 1}, {1, 200});
@@ -145,6 +146,108 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
     check_attention({8, 2, 256, 512, 0, path}, {1, 255, 512});
     check_attention({4, 2, 16, 64, 0, path}, {1, 17, 64});
     check_attention({6, 2, 32, 3000, 0, path}, {1, 1000, 3000});
+  }
+}
+
+/// The fused form (RoPE + KV append + optional QK-norm in the attention kernel) against the CPU
+/// sequence rms_norm per head → rope → cache write → cpu::attention.
+void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style) {
+  const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
+  const int64_t hd = c.head_dim;
+  const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * hd);
+  const uint32_t seed = static_cast<uint32_t>(c.n_heads * 17 + hd + pos);
+  const std::vector<float> q = random_floats(static_cast<size_t>(c.n_heads * hd), seed, -3, 3);
+  const std::vector<float> kn = random_floats(static_cast<size_t>(c.n_kv_heads * hd), seed + 1);
+  const std::vector<float> vn = random_floats(static_cast<size_t>(c.n_kv_heads * hd), seed + 2);
+  std::vector<float> k = random_floats(cache_n, seed + 3);
+  std::vector<float> v = random_floats(cache_n, seed + 4);
+  const std::vector<float> qw = random_floats(static_cast<size_t>(hd), seed + 5, 0.5f, 1.5f);
+  const std::vector<float> kw = random_floats(static_cast<size_t>(hd), seed + 6, 0.5f, 1.5f);
+  std::vector<double> inv(static_cast<size_t>(hd / 2));
+  for (int64_t i = 0; i < hd / 2; ++i) {
+    inv[static_cast<size_t>(i)] = std::pow(10000.0, -2.0 * static_cast<double>(i) / hd);
+  }
+  DeviceBuffer d_q = upload(q), d_kn = upload(kn), d_vn = upload(vn), d_k = upload(k),
+               d_v = upload(v), d_qw = upload(qw), d_kw = upload(kw), d_inv = upload(inv);
+  DeviceBuffer d_out(static_cast<size_t>(c.n_heads * hd) * sizeof(float));
+  DeviceBuffer d_scratch(
+      static_cast<size_t>(std::max<int64_t>(attention_scratch_floats(c.n_heads, hd, splits), 4)) *
+      sizeof(float));
+  DeviceBuffer d_seq = upload(std::vector<int32_t>{pos + 1});
+  DeviceBuffer d_pos = upload(std::vector<int32_t>{pos});
+  DeviceBuffer d_err = upload(std::vector<int32_t>{0});
+  AttentionParams p;
+  p.q = d_q.data<float>();
+  p.k_cache = d_k.data<float>();
+  p.v_cache = d_v.data<float>();
+  p.out = d_out.data<float>();
+  p.n_heads = c.n_heads;
+  p.n_kv_heads = c.n_kv_heads;
+  p.head_dim = hd;
+  p.capacity = c.capacity;
+  p.d_seq_len = d_seq.data<int32_t>();
+  p.splits = splits;
+  p.scratch = d_scratch.data<float>();
+  p.d_error = d_err.data<int32_t>();
+  p.path = c.path;
+  p.k_new = d_kn.data<float>();
+  p.v_new = d_vn.data<float>();
+  p.d_pos = d_pos.data<int32_t>();
+  p.d_inv_freq = d_inv.data<double>();
+  p.rope_dim = hd;
+  p.rope_style = style;
+  p.q_norm = qk_norm ? d_qw.data<float>() : nullptr;
+  p.k_norm = qk_norm ? d_kw.data<float>() : nullptr;
+  p.eps = 1e-6f;
+  p.pdl = true;
+  launch_attention(p, nullptr);
+  testing::sync();
+
+  std::vector<float> wq = q, wk = kn;
+  if (qk_norm) {
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      cpu::rms_norm(wq.data() + h * hd, qw.data(), wq.data() + h * hd, hd, 1e-6f);
+    }
+    for (int64_t h = 0; h < c.n_kv_heads; ++h) {
+      cpu::rms_norm(wk.data() + h * hd, kw.data(), wk.data() + h * hd, hd, 1e-6f);
+    }
+  }
+  cpu::rope(wq.data(), c.n_heads, hd, hd, pos, inv.data(), style);
+  cpu::rope(wk.data(), c.n_kv_heads, hd, hd, pos, inv.data(), style);
+  for (int64_t h = 0; h < c.n_kv_heads; ++h) {
+    for (int64_t d = 0; d < hd; ++d) {
+      k[static_cast<size_t>((h * c.capacity + pos) * hd + d)] = wk[static_cast<size_t>(h * hd + d)];
+      v[static_cast<size_t>((h * c.capacity + pos) * hd + d)] = vn[static_cast<size_t>(h * hd + d)];
+    }
+  }
+  std::vector<float> want(static_cast<size_t>(c.n_heads * hd));
+  std::vector<float> scratch(static_cast<size_t>(c.capacity) + 1);
+  cpu::attention(wq.data(), k.data(), v.data(), want.data(), c.n_heads, c.n_kv_heads, hd,
+                 c.capacity, pos + 1, scratch.data());
+  const std::string what = "fused rope attention Hq=" + std::to_string(c.n_heads) +
+                           " Hkv=" + std::to_string(c.n_kv_heads) + " hd=" + std::to_string(hd) +
+                           " cap=" + std::to_string(c.capacity) + " pos=" + std::to_string(pos) +
+                           (qk_norm ? " qk-norm" : "") + " " + rope_style_name(style) +
+                           (attention_uses_short_path(p) ? " short-path" : " split-kv");
+  EXPECT_TRUE(all_near(
+      download<float>(d_out.get(), want.size()), want, [](size_t) { return 1e-4 + 1e-6; }, what));
+  // The appended cache rows: k within RoPE rounding, v exact; the rest untouched.
+  EXPECT_TRUE(all_near(
+      download<float>(d_k.get(), cache_n), k,
+      [&](size_t i) { return 4e-6 * (std::fabs(k[i]) + 1.0); }, what + " k cache"));
+  EXPECT_TRUE(testing::all_bits_equal(download<float>(d_v.get(), cache_n), v, what + " v cache"));
+  EXPECT_EQ(download<int32_t>(d_err.get(), 1)[0], 0) << what;
+}
+
+TEST(Attention, FusedRopeAndKvAppend) {
+  DB_REQUIRE_CUDA();
+  for (const int path : {1, 2}) {
+    for (const bool norm : {false, true}) {
+      check_fused_rope({9, 3, 64, 256, 0, path}, 128, norm, RopeStyle::kHalfSplit);
+      check_fused_rope({28, 4, 128, 300, 0, path}, 0, norm, RopeStyle::kHalfSplit);
+      check_fused_rope({28, 4, 128, 300, 0, path}, 299, norm, RopeStyle::kAdjacent);
+      check_fused_rope({4, 2, 16, 64, 0, path}, 40, norm, RopeStyle::kAdjacent);
+    }
   }
 }
 

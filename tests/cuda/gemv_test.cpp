@@ -55,8 +55,9 @@ Matrix make_matrix(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
 
 std::string describe(WeightType t, int64_t rows, int64_t cols, const GemvLaunchInfo& info) {
   return std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
-         std::to_string(cols) + " " + info.kernel + " splits=" + std::to_string(info.column_splits) +
-         " grid=" + std::to_string(info.grid) + " tasks=" + std::to_string(info.tasks);
+         std::to_string(cols) + " " + info.kernel +
+         " splits=" + std::to_string(info.column_splits) + " grid=" + std::to_string(info.grid) +
+         " tasks=" + std::to_string(info.tasks);
 }
 
 /// CPU reference of one GEMV on x' (dot_row per row) and the per-row tolerance magnitude
@@ -243,7 +244,7 @@ const char* form_name(Form f) {
 /// y = W·x' + bias + residual with x' formed on the GPU (fused or pre-split) against the CPU
 /// reference on x' from cpu::rms_norm / cpu::swiglu. Tolerance as above, on Σ|w·x'|: the GPU's
 /// x' differs from the CPU's by a few ulp (sum-of-squares order, device expf).
-void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl) {
+void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, int variant) {
   const bool quant = weight_traits(t).block_elems >= 32;
   const bool presplit =
       form == Form::kPreSplitPlain || form == Form::kPreSplitRms || form == Form::kPreSplitSwiGlu;
@@ -295,6 +296,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl) 
   p.eps = eps;
   p.x_split = presplit ? d_split.get() : nullptr;
   p.pdl = pdl;
+  p.variant = presplit ? 0 : variant;
   const GemvLaunchInfo info = gemv_launch_info(p);
   launch_gemv(p, nullptr);
   testing::sync();
@@ -311,11 +313,14 @@ TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
   const bool kquant = weight_traits(t).block_elems == 256;
-  for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
-                       Form::kPreSplitSwiGlu}) {
-    check_fused(t, 100, kquant ? 768 : 576, f, false);  // SmolLM2 hidden (legacy/float types)
-    check_fused(t, 257, 3584, f, true);                 // Qwen2.5-7B hidden, PDL attribute
-    check_fused(t, 40, kquant ? 4864 : 1536, f, false);
+  for (const int v : variants_of(t)) {
+    for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
+                         Form::kPreSplitSwiGlu}) {
+      if (v != 0 && f >= Form::kPreSplitPlain) continue;     // pre-split: mma only (auto)
+      check_fused(t, 100, kquant ? 768 : 576, f, false, v);  // SmolLM2 hidden
+      check_fused(t, 257, 3584, f, true, v);                 // Qwen2.5-7B hidden, PDL
+      check_fused(t, 40, kquant ? 4864 : 1536, f, false, v);
+    }
   }
 }
 
@@ -363,47 +368,50 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
   // two-segment [Wgate; Wup].
   for (const WeightType t : {WeightType::kBF16, WeightType::kQ4_1, WeightType::kQ4_K}) {
     const int64_t cols = 512;
-    for (const bool three : {true, false}) {
-      const int64_t rows = three ? 160 : 128;
-      const int64_t e0 = three ? 96 : 64;
-      const int64_t e1 = three ? 128 : rows;
-      const Matrix m = make_matrix(t, rows, cols, 7);
-      const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
-      const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
-      DeviceBuffer d_w = upload(m.bytes);
-      DeviceBuffer d_x = upload(x);
-      DeviceBuffer d_b = upload(bias);
-      DeviceBuffer d_q(static_cast<size_t>(e0) * 4);
-      DeviceBuffer d_k(static_cast<size_t>(e1 - e0) * 4);
-      DeviceBuffer d_v(static_cast<size_t>(std::max<int64_t>(rows - e1, 1)) * 4);
-      GemvParams p;
-      p.type = t;
-      p.w = d_w.get();
-      p.rows = rows;
-      p.cols = cols;
-      p.x = d_x.data<float>();
-      p.y = d_q.data<float>();
-      p.y1 = d_k.data<float>();
-      p.y2 = three ? d_v.data<float>() : nullptr;
-      p.y_end0 = e0;
-      p.y_end1 = e1;
-      p.bias = d_b.data<float>();
-      const GemvLaunchInfo info = gemv_launch_info(p);
-      launch_gemv(p, nullptr);
-      testing::sync();
-      std::vector<float> got = download<float>(d_q.get(), static_cast<size_t>(e0));
-      const std::vector<float> gk = download<float>(d_k.get(), static_cast<size_t>(e1 - e0));
-      got.insert(got.end(), gk.begin(), gk.end());
-      if (three) {
-        const std::vector<float> gv = download<float>(d_v.get(), static_cast<size_t>(rows - e1));
-        got.insert(got.end(), gv.begin(), gv.end());
+    for (const int variant : variants_of(t)) {
+      for (const bool three : {true, false}) {
+        const int64_t rows = three ? 160 : 128;
+        const int64_t e0 = three ? 96 : 64;
+        const int64_t e1 = three ? 128 : rows;
+        const Matrix m = make_matrix(t, rows, cols, 7);
+        const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
+        const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
+        DeviceBuffer d_w = upload(m.bytes);
+        DeviceBuffer d_x = upload(x);
+        DeviceBuffer d_b = upload(bias);
+        DeviceBuffer d_q(static_cast<size_t>(e0) * 4);
+        DeviceBuffer d_k(static_cast<size_t>(e1 - e0) * 4);
+        DeviceBuffer d_v(static_cast<size_t>(std::max<int64_t>(rows - e1, 1)) * 4);
+        GemvParams p;
+        p.type = t;
+        p.w = d_w.get();
+        p.rows = rows;
+        p.cols = cols;
+        p.x = d_x.data<float>();
+        p.y = d_q.data<float>();
+        p.y1 = d_k.data<float>();
+        p.y2 = three ? d_v.data<float>() : nullptr;
+        p.y_end0 = e0;
+        p.y_end1 = e1;
+        p.bias = d_b.data<float>();
+        p.variant = variant;
+        const GemvLaunchInfo info = gemv_launch_info(p);
+        launch_gemv(p, nullptr);
+        testing::sync();
+        std::vector<float> got = download<float>(d_q.get(), static_cast<size_t>(e0));
+        const std::vector<float> gk = download<float>(d_k.get(), static_cast<size_t>(e1 - e0));
+        got.insert(got.end(), gk.begin(), gk.end());
+        if (three) {
+          const std::vector<float> gv = download<float>(d_v.get(), static_cast<size_t>(rows - e1));
+          got.insert(got.end(), gv.begin(), gv.end());
+        }
+        std::vector<float> want;
+        std::vector<double> mag;
+        reference(t, m, rows, cols, x, bias.data(), nullptr, &want, &mag);
+        EXPECT_TRUE(all_near(
+            got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+            describe(t, rows, cols, info) + (three ? " q/k/v segments" : " gate/up segments")));
       }
-      std::vector<float> want;
-      std::vector<double> mag;
-      reference(t, m, rows, cols, x, bias.data(), nullptr, &want, &mag);
-      EXPECT_TRUE(all_near(
-          got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
-          describe(t, rows, cols, info) + (three ? " q/k/v segments" : " gate/up segments")));
     }
   }
 }
@@ -454,8 +462,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
       cpu::rms_norm(in.data(), ones.data(), xn.data(), n, 1e-6f);
       std::vector<float> want;
       std::vector<double> mag;
-      reference(t, ms[static_cast<size_t>(i)], n, n, xn, nullptr,
-                i % 2 == 0 ? nullptr : out.data(), &want, &mag);
+      reference(t, ms[static_cast<size_t>(i)], n, n, xn, nullptr, i % 2 == 0 ? nullptr : out.data(),
+                &want, &mag);
       out = want;
     }
     enqueue(stream.get());
@@ -482,8 +490,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
     const std::vector<float> replay = download<float>(d_a.get(), static_cast<size_t>(n));
     DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
     DB_CUDA_CHECK(cudaGraphDestroy(graph));
-    EXPECT_TRUE(testing::all_bits_equal(replay, eager,
-                                        std::string(weight_traits(t).name) + " PDL graph"));
+    EXPECT_TRUE(
+        testing::all_bits_equal(replay, eager, std::string(weight_traits(t).name) + " PDL graph"));
   }
 }
 
