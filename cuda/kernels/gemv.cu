@@ -74,8 +74,10 @@ struct GemvArgs {
   int ksplit;
 };
 
-template <WeightType T>
-__global__ void __launch_bounds__(kThreads, 3) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
+/// kFused: x' is formed in shared memory (RMSNorm / SwiGLU input); otherwise x is read from
+/// global memory (L1-cached) as it is.
+template <WeightType T, bool kFused>
+__global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
   using Ops = QuantOps<T>;
   using L = Layout<T>;
   constexpr int kNbc = Ops::kChunkBlocks;
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 3) gemv_staged_kernel(const gemv_imp
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const float* xsrc = a.x.x;
-  if (a.x.kind != gemv_impl::XKind::kPlain) {
+  if constexpr (kFused) {
     float* xs = reinterpret_cast<float*>(smem + L::kSmemBytes);
     kernels::load_x_to_smem(a.x, a.cols, xs, xs + (a.cols + 3) / 4 * 4);
     xsrc = xs;
@@ -186,7 +188,11 @@ __global__ void __launch_bounds__(kThreads, 3) gemv_staged_kernel(const gemv_imp
         float4 xg[Ops::kGroups];
 #pragma unroll
         for (int g = 0; g < Ops::kGroups; ++g) {
-          xg[g] = *reinterpret_cast<const float4*>(xb + tcol[g]);
+          if constexpr (kFused) {
+            xg[g] = *reinterpret_cast<const float4*>(xb + tcol[g]);
+          } else {
+            xg[g] = __ldg(reinterpret_cast<const float4*>(xb + tcol[g]));
+          }
         }
 #pragma unroll
         for (int i = 0; i < kRows; ++i) {
@@ -289,13 +295,26 @@ bool needs_fast(const GemvParams& p) {
   return p.input != GemvInput::kPlain || p.x_split != nullptr || p.y1 != nullptr;
 }
 
-/// Weight bytes below which the quantized types take the staged kernel: small GEMVs are bound by
-/// latency, and the staged kernel (many small CTAs, x read directly) starts fastest; the mma
-/// kernel (persistent, x split per CTA) wins on bandwidth-bound sizes.
-constexpr int64_t kMmaMinBytes = int64_t{16} << 20;
-
 bool is_float_type(WeightType t) {
   return t == WeightType::kF32 || t == WeightType::kF16 || t == WeightType::kBF16;
+}
+
+/// Whether the automatic choice takes the mma kernel for a quantized GEMV of `bytes` weight
+/// bytes and `cols` columns. From bench-kernels on the H200 (RESULT-2/3): the mma kernel is
+/// ahead only on large matrices with short rows (FFN gate/up, LM head) for Q4_K/Q5_K (0.64-0.89×
+/// the staged kernel's time) and on the LM head for Q4_0 (0.8×); elsewhere the staged kernel is
+/// as fast or faster, and much faster on latency-bound sizes.
+bool prefer_mma(WeightType t, int64_t bytes, int64_t cols) {
+  if (cols > 8192) return false;
+  switch (t) {
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K:
+      return bytes >= (int64_t{48} << 20);
+    case WeightType::kQ4_0:
+      return bytes >= (int64_t{128} << 20);
+    default:
+      return false;
+  }
 }
 
 /// Variant the automatic choice takes for `p` (before alignment checks).
@@ -305,8 +324,9 @@ int auto_variant(const GemvParams& p) {
   }
   if (p.x_split != nullptr) return kVariantMma;
   const int64_t bytes = p.rows * row_bytes(p.type, p.cols);
-  return bytes >= kMmaMinBytes && gemv_impl::mma_supported(p.type, p.cols) ? kVariantMma
-                                                                           : kVariantStaged;
+  return prefer_mma(p.type, bytes, p.cols) && gemv_impl::mma_supported(p.type, p.cols)
+             ? kVariantMma
+             : kVariantStaged;
 }
 
 /// Whether the vectors `p` reads allow the vectorized kernels.
@@ -345,8 +365,8 @@ Choice staged_choice(const GemvParams& p) {
   if (p.input != GemvInput::kPlain) {  // x' in shared memory after the staging buffers
     info.smem_bytes += static_cast<int>((p.cols + 3) / 4 * 16 + 128);
     // Raises the kernel's dynamic shared-memory limit (once) when x' needs more than 48 KB.
-    (void)gemv_impl::ctas_per_sm(reinterpret_cast<const void*>(&gemv_staged_kernel<T>), kThreads,
-                                 info.smem_bytes);
+    (void)gemv_impl::ctas_per_sm(reinterpret_cast<const void*>(&gemv_staged_kernel<T, true>),
+                                 kThreads, info.smem_bytes);
   }
   info.tasks = info.grid;
   return c;
@@ -565,8 +585,10 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.ksplit = c.info.column_splits;
     void* params[] = {&a};
     kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
-      gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&gemv_staged_kernel<T>), params,
-                                   grid, dim3(static_cast<unsigned>(c.info.block)),
+      const void* kernel = p.input != GemvInput::kPlain
+                               ? reinterpret_cast<const void*>(&gemv_staged_kernel<T, true>)
+                               : reinterpret_cast<const void*>(&gemv_staged_kernel<T, false>);
+      gemv_impl::launch_with_attrs(kernel, params, grid, dim3(static_cast<unsigned>(c.info.block)),
                                    static_cast<size_t>(c.info.smem_bytes), p.pdl, stream);
     });
     return;

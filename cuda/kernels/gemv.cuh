@@ -94,8 +94,9 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
-/// (quantized types). Automatic choice: direct for the float types; for the quantized types mma
-/// from 16 MB of weights (or with x_split), staged below (latency-bound sizes).
+/// (quantized types). Automatic choice (from bench-kernels measurements on the H200): direct for
+/// the float types; for the quantized types staged, except mma for Q4_K/Q5_K from 48 MB and
+/// Q4_0 from 128 MB of weights with cols <= 8192, and mma whenever x_split is given.
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.
