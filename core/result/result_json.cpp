@@ -211,6 +211,7 @@ nlohmann::json result_json(const RunReport& r) {
       {"runs", runs},
       {"checks", checks},
       {"bandwidth_gbps", r.measured_bandwidth_gbps},
+      {"verdict", run_verdict(r)},
       {"warnings", r.warnings},
       {"exit_code", static_cast<int>(r.exit_code)}};
 }

@@ -46,6 +46,7 @@ TEST(RunCli, TinyRunPrintsSummaryAndWritesValidJson) {
   EXPECT_EQ(run["results"]["samples_ns"].size(), 6u);
   EXPECT_EQ(run["results"]["tokens"].size(), 7u);
   EXPECT_GT(run["results"]["stats"]["tokens_per_s"].get<double>(), 0.0);
+  EXPECT_NE(doc["verdict"].get<std::string>().find("tokens/s"), std::string::npos);
   expect_schema_valid(out);
 }
 
