@@ -10,6 +10,7 @@
 #include "app/commands/compare.hpp"
 #include "app/commands/doctor.hpp"
 #include "app/commands/inspect.hpp"
+#include "app/commands/make_gguf.hpp"
 #include "app/commands/run.hpp"
 #include "app/commands/suite.hpp"
 #include "build_info.hpp"
@@ -58,6 +59,7 @@ int main_entry(int argc, char** argv) {
   setup_compare(app, &exit_code);
   setup_suite(app, &exit_code);
   setup_bench_kernels(app, &exit_code);
+  setup_make_gguf(app);
 
   bool verbose = false;
   try {

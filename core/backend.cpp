@@ -20,6 +20,72 @@ ExecReport Backend::set_exec_mode(ExecMode mode) {
   return ExecReport{};
 }
 
+void Backend::step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                         std::span<int32_t> next, StepPhases* phases) {
+  if (tokens.size() != 1 || positions.size() != 1 || next.size() != 1) {
+    throw usage_error("the " + name() + " backend decodes one sequence at a time (batch 1)");
+  }
+  next[0] = step(tokens[0], positions[0], phases);
+}
+
+void Backend::prefill_batch(std::span<const std::vector<int32_t>> prompts,
+                            std::span<int32_t> next) {
+  if (prompts.empty()) throw usage_error("prefill needs at least one sequence");
+  if (next.size() != prompts.size()) {
+    throw usage_error("prefill_batch: " + std::to_string(prompts.size()) + " prompts but " +
+                      std::to_string(next.size()) + " outputs");
+  }
+  const size_t n = prompts[0].size();
+  if (n == 0) throw usage_error("prefill needs at least one prompt token");
+  for (const auto& p : prompts) {
+    if (p.size() != n) {
+      throw usage_error("batched prefill needs prompts of equal length (" + std::to_string(n) +
+                        " vs " + std::to_string(p.size()) + " tokens)");
+    }
+  }
+  std::vector<int32_t> tokens(prompts.size());
+  std::vector<int64_t> positions(prompts.size());
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      tokens[i] = prompts[i][t];
+      positions[i] = static_cast<int64_t>(t);
+    }
+    step_batch(tokens, positions, next, nullptr);
+  }
+}
+
+void Backend::logits_batch(int64_t seq, std::vector<float>& out) {
+  if (seq != 0) {
+    throw usage_error("sequence " + std::to_string(seq) + " is outside the batch of the " +
+                      name() + " backend (batch 1)");
+  }
+  logits(out);
+}
+
+ExecReport Backend::set_exec_mode_batch(ExecMode mode, int64_t batch) {
+  if (batch != 1) {
+    throw usage_error("the " + name() + " backend decodes one sequence at a time (batch 1)");
+  }
+  return set_exec_mode(mode);
+}
+
+void check_batch_inputs(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                        std::span<const int32_t> next, int64_t max_batch, int64_t vocab,
+                        int64_t capacity) {
+  const auto m = static_cast<int64_t>(tokens.size());
+  if (m < 1 || m > max_batch) {
+    throw usage_error("a batched step holds 1 to " + std::to_string(max_batch) +
+                      " sequences, got " + std::to_string(m));
+  }
+  if (positions.size() != tokens.size() || next.size() != tokens.size()) {
+    throw usage_error("a batched step needs as many positions and outputs as tokens (" +
+                      std::to_string(m) + ")");
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    check_step_inputs(tokens[i], positions[i], vocab, capacity);
+  }
+}
+
 void check_step_inputs(int32_t token, int64_t pos, int64_t vocab, int64_t capacity) {
   if (pos < 0 || pos >= capacity) {
     throw usage_error("position " + std::to_string(pos) + " is outside the KV-cache capacity of " +

@@ -70,7 +70,49 @@ class Backend {
   /// here (after warm-up) and, when capture fails, falls back to eager and says why in the report.
   /// The CPU backend supports eager only and throws a usage error for graph mode.
   virtual ExecReport set_exec_mode(ExecMode mode);
+
+  // ---- batched decode (issue 8) -------------------------------------------------------------
+  // A backend built for max_batch() = B > 1 holds B independent KV caches ("slots"). step_batch
+  // decodes M <= B sequences in lockstep: sequence i uses slot i. Slot 0 is also the KV cache of
+  // the single-sequence `step`, so a backend decodes either one sequence or a batch, not both at
+  // once. Sequence i of a batched run produces the same tokens as a single-sequence run with
+  // the same prompt (the batched products differ from the GEMVs by f32 rounding only).
+
+  /// Sequences a step_batch may hold (KV-cache slots), fixed at construction; 1 by default.
+  [[nodiscard]] virtual int64_t max_batch() const { return 1; }
+
+  /// One decode step of M = tokens.size() sequences: sequence i takes tokens[i] at positions[i]
+  /// in slot i; next[i] receives its greedy argmax (rules as `step`). One synchronisation for all
+  /// M. `phases` as in `step` (whole step). Throws decodebench::Error (exit 2) when M is 0 or
+  /// above max_batch(), the spans differ in length, or a token/position is out of range; a
+  /// backend without batch support (max_batch() == 1) throws for M > 1. The default runs `step`
+  /// for M == 1.
+  virtual void step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                          std::span<int32_t> next, StepPhases* phases);
+
+  /// Fills the KV caches of M = prompts.size() sequences (equal lengths n >= 1) at positions
+  /// 0..n-1 and writes each sequence's argmax after its last prompt token to next[i]. The default
+  /// runs step_batch once per position.
+  virtual void prefill_batch(std::span<const std::vector<int32_t>> prompts,
+                             std::span<int32_t> next);
+
+  /// Copies the logits (vocab floats) of sequence `seq` of the most recent step_batch (or, for
+  /// seq 0, of the most recent step) into `out`. Throws decodebench::Error (exit 2) for a bad seq.
+  /// The default serves seq 0 through `logits`.
+  virtual void logits_batch(int64_t seq, std::vector<float>& out);
+
+  /// Selects the execution mode for step_batch calls of exactly `batch` sequences (a CUDA backend
+  /// captures one graph per batch size). The default accepts batch 1 and forwards to
+  /// set_exec_mode.
+  virtual ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch);
 };
+
+/// Throws decodebench::Error (exit 2) naming the rule unless 1 <= tokens.size() <= max_batch and
+/// positions and next have the same size; then checks every (token, position) pair as
+/// check_step_inputs does.
+void check_batch_inputs(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                        std::span<const int32_t> next, int64_t max_batch, int64_t vocab,
+                        int64_t capacity);
 
 /// Throws decodebench::Error (exit 2) naming the rule when `pos` is outside [0, capacity) or
 /// `token` outside [0, vocab): the checks every Backend::step does before touching its buffers.

@@ -15,7 +15,8 @@ namespace decodebench {
 
 /// Construction options of a CUDA backend.
 struct CudaBackendOptions {
-  int64_t max_positions = 0;  ///< KV-cache capacity
+  int64_t max_positions = 0;  ///< KV-cache capacity (per sequence)
+  int64_t max_batch = 1;      ///< sequences a step_batch may hold (KV-cache slots), 1..256
   CaptureMode capture_mode = CaptureMode::kThreadLocal;
   CaptureFault inject_fault = CaptureFault::kNone;
   int device = 0;
@@ -24,6 +25,9 @@ struct CudaBackendOptions {
   bool fused = true;
   /// Programmatic dependent launch: a kernel starts (loads weights) while its predecessor ends.
   bool pdl = true;
+  /// Batched products (step_batch): 0 = automatic (tensor-core kernel where it exists), 1 = one
+  /// GEMV per sequence (bit-identical to single-sequence decode), 2 = force the tensor-core kernel.
+  int gemm_variant = 0;
 };
 
 /// Entry points of the CUDA backend.

@@ -222,18 +222,8 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     s.rope_style = RopeStyle::kHalfSplit;
     validate(s);
     const std::string dtype = r.get<std::string>("dtype", o.dtype, nullptr, "bf16");
-    c.dtype = parse_dtype(dtype);
-    const WeightTraits tr = weight_traits(c.dtype);
-    for (const auto& [what, n] : {std::pair<const char*, int64_t>{"hidden", s.hidden},
-                                  {"heads·head_dim", s.q_dim()},
-                                  {"ffn", s.ffn}}) {
-      if (n % tr.block_elems != 0) {
-        throw usage_error("--dtype " + dtype + " stores blocks of " +
-                          std::to_string(tr.block_elems) + " values: " + what + " (" +
-                          std::to_string(n) + ") must be a multiple of " +
-                          std::to_string(tr.block_elems));
-      }
-    }
+    c.dtype = parse_weight_scheme(dtype);
+    check_weight_scheme_fits(s, c.dtype);
   }
   const int64_t seed = r.get<int64_t>("seed", o.seed, nullptr, 0);
   if (seed < 0) throw usage_error("--seed must be >= 0 (got " + std::to_string(seed) + ")");
@@ -272,6 +262,11 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     throw usage_error("--warmup must be >= 0 (got " + std::to_string(c.warmup) + ")");
   c.ignore_eos = r.get<bool>("ignore_eos", o.ignore_eos, nullptr, false);
   c.stateless = r.get<bool>("stateless", o.stateless, nullptr, false);
+  c.batch = r.get<int64_t>("batch", o.batch, nullptr, 1);
+  if (c.batch < 1 || c.batch > kMaxBatch) {
+    throw usage_error("--batch must be in [1, " + std::to_string(kMaxBatch) +
+                      "] sequences decoded in lockstep (got " + std::to_string(c.batch) + ")");
+  }
   if (synthetic && c.prompt_tokens + std::max(c.tokens, c.warmup) > c.shape.context_length &&
       !c.stateless) {
     throw usage_error("prompt (" + std::to_string(c.prompt_tokens) + ") + tokens (" +

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/model/config.hpp"
+#include "core/model/weight_scheme.hpp"
 #include "core/quant/weight_type.hpp"
 
 namespace decodebench {
@@ -47,6 +48,7 @@ struct RunOptions {
   std::optional<int64_t> warmup;
   std::optional<bool> ignore_eos;
   std::optional<bool> stateless;
+  std::optional<int64_t> batch;  ///< sequences decoded in lockstep
   // Execution.
   std::optional<std::string> backend;
   std::optional<int64_t> threads;
@@ -81,7 +83,8 @@ struct RunConfig {
   std::string model_path;  ///< empty → synthetic model
   std::string preset;      ///< preset the synthetic shape is based on
   ModelConfig shape;       ///< synthetic shape
-  WeightType dtype = WeightType::kBF16;
+  /// Storage of the synthetic weights: one type, or the q4_k_m mix.
+  WeightScheme dtype = WeightType::kBF16;
   uint64_t seed = 0;
 
   int64_t prompt_tokens = 0;        ///< synthetic prompt length (ids drawn from the seed)
@@ -91,6 +94,9 @@ struct RunConfig {
   int64_t warmup = 0;               ///< untimed decode steps before timing
   bool ignore_eos = false;
   bool stateless = false;
+  /// Sequences decoded in lockstep (1..kMaxBatch), each with its own prompt, position and KV
+  /// cache; 1 = the single-sequence step path.
+  int64_t batch = 1;
 
   BackendKind backend = BackendKind::kAuto;
   int threads = 1;
@@ -114,6 +120,9 @@ struct RunConfig {
   std::vector<ResolvedParam> params;  ///< every parameter with its origin, in a stable order
 };
 
+/// The largest --batch: KV-cache slots a backend may hold for batched decode.
+inline constexpr int64_t kMaxBatch = 256;
+
 /// The preset the synthetic shape starts from when neither --preset nor --model is given.
 inline constexpr const char* kDefaultPreset = "qwen2.5-7b";
 
@@ -124,8 +133,9 @@ inline constexpr const char* kDefaultPreset = "qwen2.5-7b";
 /// Throws decodebench::Error (exit 2) naming the flag and the rule.
 RunConfig resolve_run_config(const RunOptions& options, int hardware_threads);
 
-/// Parses a storage dtype name (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
-/// Error (exit 2) listing the valid names.
+/// Parses a single storage type name (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k,
+/// q6_k); Error (exit 2) listing the valid names. --dtype itself also takes the q4_k_m mix: it is
+/// parsed with parse_weight_scheme() (core/model/weight_scheme.hpp).
 WeightType parse_dtype(const std::string& name);
 
 /// Parses "1,2,3" into token ids (each ≥ 0); Error (exit 2) naming the bad element.

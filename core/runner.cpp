@@ -46,6 +46,9 @@ Summary summarize_ns(const std::vector<int64_t>& ns) {
 PassReport make_pass_report(PassResult pass, int64_t bytes_per_token) {
   PassReport r;
   r.tpot_ns = summarize_ns(pass.samples_ns);
+  if (r.tpot_ns.median > 0) {
+    r.aggregate_tokens_per_s = static_cast<double>(pass.spec.batch) * 1e9 / r.tpot_ns.median;
+  }
   int64_t total = 0;
   for (int64_t s : pass.samples_ns) total += s;
   r.tokens_per_s =
@@ -104,7 +107,33 @@ std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
   return ids;
 }
 
+// The prompts of a batched run: sequence 0 keeps `prompt`; with synthetic prompts sequence i > 0
+// gets its own (sequence_prompt_seed), with an explicit or text prompt every sequence shares it.
+std::vector<std::vector<int32_t>> sequence_prompts(
+    const RunConfig& config, const Model& model, const std::vector<int32_t>& prompt,
+    const std::function<void(const std::string&)>& warn) {
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(config.batch), prompt);
+  if (config.batch == 1) return prompts;
+  if (!config.prompt_ids.empty() || !config.prompt_text.empty()) {
+    warn(std::string("every one of the ") + std::to_string(config.batch) +
+         " sequences decodes the same prompt (" +
+         (config.prompt_text.empty() ? "--prompt-ids" : "--prompt") +
+         "); --prompt-tokens gives each sequence its own");
+    return prompts;
+  }
+  for (int64_t i = 1; i < config.batch; ++i) {
+    prompts[static_cast<size_t>(i)] =
+        synthetic_prompt(static_cast<int64_t>(prompt.size()), model.config.vocab,
+                         sequence_prompt_seed(config.seed, i));
+  }
+  return prompts;
+}
+
 }  // namespace
+
+uint64_t sequence_prompt_seed(uint64_t seed, int64_t sequence) {
+  return seed + static_cast<uint64_t>(sequence) * 0x9E3779B97F4A7C15ull;
+}
 
 RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   const auto say = [&](const std::string& s) {
@@ -164,7 +193,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
            "--preset smollm2-135m is a quick CPU check");
     }
     const int64_t work =
-        host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity) : 0;
+        host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity, config.batch) : 0;
     check_host_memory(weights + work, "the synthetic model (weights " + std::to_string(weights) +
                                           " bytes + KV cache and workspace " +
                                           std::to_string(work) + " bytes)");
@@ -182,10 +211,12 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   if (model.tokenizer) report.tokenizer_kind = model.tokenizer->kind();
 
   report.prompt_ids = resolve_prompt(config, model, report);
+  report.sequence_prompts = sequence_prompts(config, model, report.prompt_ids, warn);
+  const int64_t batch = config.batch;
   const int64_t prompt_len = static_cast<int64_t>(report.prompt_ids.size());
   const int64_t capacity = prompt_len + std::max(config.tokens, config.warmup);
   if (!config.model_path.empty() && (!use_cuda || want_reference)) {
-    check_host_memory(cpu::CpuBackend::workspace_bytes(model.config, capacity),
+    check_host_memory(cpu::CpuBackend::workspace_bytes(model.config, capacity, batch),
                       "the KV cache and workspace");
   }
 
@@ -196,6 +227,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   if (use_cuda) {
     CudaBackendOptions options;
     options.max_positions = capacity;
+    options.max_batch = batch;
     options.capture_mode = config.capture_mode;
     options.inject_fault = config.inject_fault;
     options.fused = config.fusion;
@@ -203,20 +235,39 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     say("uploading weights to the GPU");
     backend = cuda->create(model, options);
     report.gpu_environment = cuda->environment();
-    if (want_reference) reference = std::make_unique<cpu::CpuBackend>(model, capacity, threads);
+    if (want_reference) {
+      reference = std::make_unique<cpu::CpuBackend>(model, capacity, threads, batch);
+    }
   } else {
-    backend = std::make_unique<cpu::CpuBackend>(model, capacity, threads);
+    backend = std::make_unique<cpu::CpuBackend>(model, capacity, threads, batch);
+  }
+  if (backend->max_batch() < batch) {
+    throw usage_error("--batch " + std::to_string(batch) + ": the " + backend->name() +
+                      " backend decodes at most " + std::to_string(backend->max_batch()) +
+                      " sequence(s) in lockstep");
   }
   report.setup_ns = ns_since(t_setup);
   report.backend = backend->name();
   report.device = backend->device_name();
 
   // Prefill.
-  say("prefill of " + std::to_string(prompt_len) + " tokens");
+  std::vector<int32_t> firsts(static_cast<size_t>(batch));
   const auto t_prefill = Clock::now();
-  const int32_t first = backend->prefill(report.prompt_ids);
-  report.prefill_ns = ns_since(t_prefill);
-  if (reference) reference->prefill(report.prompt_ids);
+  if (batch == 1) {
+    say("prefill of " + std::to_string(prompt_len) + " tokens");
+    firsts[0] = backend->prefill(report.prompt_ids);
+    report.prefill_ns = ns_since(t_prefill);
+    if (reference) reference->prefill(report.prompt_ids);
+  } else {
+    say("prefill of " + std::to_string(batch) + " × " + std::to_string(prompt_len) + " tokens");
+    backend->prefill_batch(report.sequence_prompts, firsts);
+    report.prefill_ns = ns_since(t_prefill);
+    if (reference) {
+      std::vector<int32_t> ref_firsts(firsts.size());
+      reference->prefill_batch(report.sequence_prompts, ref_firsts);
+    }
+  }
+  const int32_t first = firsts[0];
 
   // Passes.
   std::vector<std::pair<std::string, ExecMode>> modes;
@@ -229,13 +280,16 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   } else {
     modes = {{"graph", ExecMode::kGraph}};
   }
-  const bool stop_at_eog = model.tokenizer && !config.ignore_eos;
+  // A batched pass decodes every sequence for exactly --tokens steps (no end-of-generation stop).
+  const bool stop_at_eog = model.tokenizer && !config.ignore_eos && batch == 1;
   for (const auto& [label, mode] : modes) {
     for (int with_phases = 0; with_phases <= (config.phase_timing ? 1 : 0); ++with_phases) {
       PassSpec spec;
       spec.label = with_phases ? label + "+phases" : label;
       spec.mode = mode;
       spec.first_token = first;
+      spec.batch = batch;
+      if (batch > 1) spec.first_tokens = firsts;
       spec.start_pos = prompt_len;
       spec.tokens = config.tokens;
       spec.warmup = config.warmup;
@@ -261,7 +315,8 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         spec.reference = reference.get();
       }
       say(spec.label + ": " + std::to_string(config.warmup) + " warm-up + " +
-          std::to_string(config.tokens) + " timed decode steps");
+          std::to_string(config.tokens) + " timed decode steps" +
+          (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
       if (mode == ExecMode::kGraph && !pass.exec.captured) {
         const std::string why = pass.exec.failed_call + " failed with " + pass.exec.error_name +
@@ -287,15 +342,21 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       if (p.pass.spec.label == "graph") graph = &p;
     }
     if (eager && graph) {
-      report.graph_matches_eager = eager->pass.ids == graph->pass.ids;
+      report.graph_matches_eager = eager->pass.sequence_ids == graph->pass.sequence_ids;
       if (!*report.graph_matches_eager) {
-        size_t i = 0;
-        while (i < eager->pass.ids.size() && i < graph->pass.ids.size() &&
-               eager->pass.ids[i] == graph->pass.ids[i]) {
-          ++i;
+        // The first sequence that differs, and the first step where it does.
+        size_t s = 0;
+        while (s + 1 < eager->pass.sequence_ids.size() && s + 1 < graph->pass.sequence_ids.size() &&
+               eager->pass.sequence_ids[s] == graph->pass.sequence_ids[s]) {
+          ++s;
         }
+        const auto& e_ids = eager->pass.sequence_ids[s];
+        const auto& g_ids = graph->pass.sequence_ids[s];
+        size_t i = 0;
+        while (i < e_ids.size() && i < g_ids.size() && e_ids[i] == g_ids[i]) ++i;
         const std::string msg = "graph replay and eager produced different tokens from step " +
-                                std::to_string(i) + " on";
+                                std::to_string(i) + " on" +
+                                (batch > 1 ? " (sequence " + std::to_string(s) + ")" : "");
         if (!config.keep_going) throw Error(ExitCode::kVerification, msg);
         warn(msg);
         report.exit_code = ExitCode::kVerification;
@@ -305,7 +366,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   for (const auto& p : report.passes) {
     for (const auto& check : p.pass.logits_checks) {
       if (check.argmax_agrees) continue;
-      const std::string msg = "step " + std::to_string(check.step) + ": " + report.backend +
+      const std::string seq =
+          batch > 1 ? " of sequence " + std::to_string(check.sequence) : std::string();
+      const std::string msg = "step " + std::to_string(check.step) + seq + ": " + report.backend +
                               " argmax " + std::to_string(check.backend_id) +
                               " differs from the CPU reference's " +
                               std::to_string(check.reference_id) + " (reference margin " +
@@ -371,6 +434,11 @@ std::string run_verdict(const RunReport& r) {
   std::snprintf(buf, sizeof buf, "%s: %.1f tokens/s (median TPOT %.1f µs)",
                 best->pass.spec.label.c_str(), best->tokens_per_s, best->tpot_ns.median / 1e3);
   std::string v = buf;
+  if (best->pass.spec.batch > 1) {
+    std::snprintf(buf, sizeof buf, " per sequence, batch %lld: %.1f tokens/s aggregate",
+                  static_cast<long long>(best->pass.spec.batch), best->aggregate_tokens_per_s);
+    v += buf;
+  }
   if (best->roofline.measured_gbps <= 0) {
     std::snprintf(buf, sizeof buf, ", %.1f GB/s of weights read", best->roofline.achieved_gbps);
     v += buf;

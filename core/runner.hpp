@@ -19,6 +19,8 @@ namespace decodebench {
 
 /// Bytes per token against bandwidth: achieved GB/s = bytes_per_token / median step time;
 /// efficiency = achieved / measured streaming-read bandwidth of the same device and invocation.
+/// A batched step reads the weights once for all its sequences, so for batch M the figure is the
+/// weight bytes of one step over the median step time (KV-cache reads are not counted).
 struct Roofline {
   int64_t bytes_per_token = 0;
   double achieved_gbps = 0;
@@ -29,8 +31,10 @@ struct Roofline {
 /// One pass with its statistics.
 struct PassReport {
   PassResult pass;
-  Summary tpot_ns;                        ///< per-token latency (time per output token), ns
-  double tokens_per_s = 0;                ///< timed steps / Σ step times
+  Summary tpot_ns;          ///< per-token latency (time per output token), ns
+  double tokens_per_s = 0;  ///< timed steps / Σ step times (per sequence)
+  /// Tokens of all sequences per second: batch / median step time (batch 1: 1 / median TPOT)
+  double aggregate_tokens_per_s = 0;
   std::map<std::string, Summary> phases;  ///< h2d, launch, wait, argmax, total (ns), gpu (ms)
   Roofline roofline;
 };
@@ -46,7 +50,9 @@ struct RunReport {
   nlohmann::json host_environment;
   nlohmann::json gpu_environment;        ///< before the passes; null for the CPU backend
   nlohmann::json gpu_environment_after;  ///< after the passes (clocks, throttling, temperature)
-  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> prompt_ids;       ///< the prompt (of sequence 0 when batched)
+  /// The prompt of every sequence (config.batch entries, all of one length; entry 0 = prompt_ids)
+  std::vector<std::vector<int32_t>> sequence_prompts;
   int64_t load_ns = 0;   ///< model load / generation
   int64_t setup_ns = 0;  ///< backend construction (upload, allocation)
   int64_t prefill_ns = 0;
@@ -72,10 +78,18 @@ struct RunCallbacks {
   ProgressFn warning;   ///< each warning the moment it arises (also kept in RunReport)
 };
 
+/// The seed of sequence `sequence`'s synthetic prompt in a batched run (--prompt-tokens):
+/// seed + sequence · 0x9E3779B97F4A7C15 (mod 2^64), so sequence 0 uses the run's seed and gets the
+/// prompt of a batch-1 run; the prompt is synthetic_prompt(prompt_tokens, vocab, that seed).
+uint64_t sequence_prompt_seed(uint64_t seed, int64_t sequence);
+
 /// Executes a resolved run. Throws decodebench::Error: exit 2 for bad input (model file, prompt
 /// out of vocabulary, context exceeded), 3 when memory is insufficient (both numbers in the
 /// message) or no CUDA device exists for --backend cuda, 4 for a verification failure (unless
 /// --keep-going, then report.exit_code says it).
+/// With config.batch M > 1 the backend is built with M KV-cache slots, prefilled with M prompts
+/// (prefill_batch; synthetic prompts per sequence from sequence_prompt_seed, an explicit or text
+/// prompt shared by all, with a warning), and each pass decodes them in lockstep (run_pass).
 RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks = {});
 
 /// The pass a run is summarised by: the fastest pass without phase timing (phase timing adds

@@ -25,6 +25,7 @@
 #include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/bandwidth.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemm.cuh"
 #include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/noop.cuh"
@@ -979,6 +980,87 @@ void run_step(GraphTimer& timer, double stream_gbps, const ModelShape& m, Weight
 
 std::vector<std::string> kernel_bench_models() { return {kQwen7b.name, kSmol.name}; }
 
+/// Batched products: for each shape, type and batch size M, launch_gemm (split inputs prepared
+/// once outside the graph, as the backend shares them between the products of one input) against
+/// the automatic GEMV run M times.
+void run_gemm_section(GraphTimer& timer, double stream_gbps, const GemvCase& c, WeightType type,
+                      const std::vector<int64_t>& batches, json& out) {
+  const WeightTraits tr = weight_traits(type);
+  if (!gemm_mma_supported(type, c.cols)) return;
+  const size_t bytes = static_cast<size_t>(c.rows * row_bytes(type, c.cols));
+  const size_t stride = align_up(bytes);
+  const size_t l2 = static_cast<size_t>(device_attribute(cudaDevAttrL2CacheSize));
+  const size_t copies = std::clamp<size_t>((4 * l2 + stride - 1) / stride, 2, size_t{256});
+  const int launches = static_cast<int>(copies);
+  int64_t max_batch = 1;
+  for (const int64_t b : batches) max_batch = std::max(max_batch, b);
+  DeviceBuffer w = filled(stride * copies, 0x11);
+  DeviceBuffer x = filled(static_cast<size_t>(max_batch * c.cols) * 4, 0x3C);
+  DeviceBuffer y = filled(static_cast<size_t>(max_batch * c.rows) * 4, 0x3C);
+  DeviceBuffer split(gemm_x_split_bytes(max_batch, c.cols));
+  DeviceBuffer scratch(std::max<size_t>(16, gemm_scratch_bytes(type, c.rows, c.cols)));
+  // The GEMV reference: one automatic GEMV (what batch 1 runs).
+  GemvParams g;
+  g.type = type;
+  g.rows = c.rows;
+  g.cols = c.cols;
+  g.x = x.data<float>();
+  g.y = y.data<float>();
+  const Timing tg = timer.time([&](cudaStream_t s) {
+    for (int i = 0; i < launches; ++i) {
+      g.w = w.data<uint8_t>() + static_cast<size_t>(i) % copies * stride;
+      launch_gemv(g, s);
+    }
+  });
+  const double gemv_us = tg.median_ms * 1e3 / launches;
+  for (const int64_t m : batches) {
+    launch_gemm_prepare_x(type, x.data<float>(), c.cols, m, c.cols, split.get(), false,
+                          timer.stream());
+    DB_CUDA_CHECK(cudaStreamSynchronize(timer.stream()));
+    GemmParams p;
+    p.type = type;
+    p.rows = c.rows;
+    p.cols = c.cols;
+    p.batch = m;
+    p.x = x.data<float>();
+    p.ldx = c.cols;
+    p.x_split = split.get();
+    p.y = y.data<float>();
+    p.ldy = c.rows;
+    p.variant = 2;
+    p.scratch = scratch.get();
+    p.scratch_bytes = scratch.bytes();
+    const Timing t = timer.time([&](cudaStream_t s) {
+      for (int i = 0; i < launches; ++i) {
+        p.w = w.data<uint8_t>() + static_cast<size_t>(i) % copies * stride;
+        launch_gemm(p, s);
+      }
+    });
+    const double us = t.median_ms * 1e3 / launches;
+    const double gbps = static_cast<double>(bytes) / (us * 1e-6) / 1e9;
+    out.push_back({{"model", c.model},
+                   {"shape", c.shape},
+                   {"rows", c.rows},
+                   {"cols", c.cols},
+                   {"type", tr.name},
+                   {"batch", m},
+                   {"kernel", "mma"},
+                   {"us", round_to(us, 0.001)},
+                   {"gemv_us", round_to(gemv_us, 0.001)},
+                   {"bytes", bytes},
+                   {"gbps", round_to(gbps, 0.1)},
+                   {"pct_stream", round_to(100.0 * gbps / stream_gbps, 0.1)},
+                   {"us_per_seq", round_to(us / static_cast<double>(m), 0.001)},
+                   {"vs_gemv", round_to(us / (static_cast<double>(m) * gemv_us), 0.001)}});
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%-8s %-8s %5s M=%-3lld %9.2f us %7.0f GB/s %5.1f%%  (GEMV %7.2f us)",
+                  c.model.c_str(), c.shape.c_str(), tr.name, static_cast<long long>(m), us, gbps,
+                  100.0 * gbps / stream_gbps, gemv_us);
+    progress(line);
+  }
+}
+
 json run_kernel_bench(const KernelBenchOptions& o) {
   if (o.iterations < 1) throw usage_error("bench-kernels: --iterations must be >= 1");
   std::vector<const ModelShape*> models;
@@ -1037,6 +1119,24 @@ json run_kernel_bench(const KernelBenchOptions& o) {
   }
   doc["gemv"] = gemv;
   doc["gemv_per_token"] = per_token;
+
+  json gemm = json::array();
+  if (o.gemm) {
+    for (const int64_t b : o.batches) {
+      if (b < 1 || b > 256) throw usage_error("bench-kernels: --batches must be in 1..256");
+    }
+    for (const ModelShape* m : models) {
+      for (const GemvCase& c : model_gemv_cases(*m)) {
+        if (c.shape == "q,o" || c.shape == "k,v" || c.shape == "gate,up") continue;  // stacked
+        for (const WeightType t : types) {
+          guarded(errors, c.model + " " + c.shape + " gemm", [&] {
+            run_gemm_section(timer, stream_gbps, c, t, o.batches, gemm);
+          });
+        }
+      }
+    }
+  }
+  doc["gemm"] = gemm;
 
   json ops = json::array();
   if (o.ops) {

@@ -30,6 +30,8 @@ struct KernelBenchOptions {
   bool gemv = true;                  ///< GEMV section
   bool ops = true;                   ///< other per-step kernels
   bool layers = true;                ///< whole-step graphs of the models
+  bool gemm = false;                 ///< batched products (launch_gemm) per shape and batch size
+  std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32, 64};  ///< batch sizes of the gemm section
   bool all_variants = true;          ///< time every GEMV variant, not only the automatic one
   size_t bandwidth_bytes = size_t{4} << 30;  ///< buffer of the streaming-read reference
 };
@@ -46,6 +48,9 @@ std::vector<std::string> kernel_bench_models();
 ///    "ops": [{model, op, detail, us, us_min, bytes, gbps, launches} ...],
 ///    "layers": [{model, type, head_type, variant, nodes, us, us_per_node, tok_s, bytes, gbps,
 ///                pct_stream} ...],
+///    "gemm": [{model, shape, rows, cols, type, batch, kernel, us, bytes, gbps, pct_stream,
+///              us_per_seq, vs_gemv} ...]  (gbps: weight bytes / time; vs_gemv: time of the batch
+///              ÷ (batch × time of the automatic GEMV)),
 ///    "errors": [...]}
 /// Times are microseconds per launch (GEMV/ops) or per token (layers); GB/s are 1e9 bytes/s of
 /// weight (or KV) bytes read. Progress lines go to stderr.

@@ -11,6 +11,7 @@
 #include "cuda/kernels/argmax.cuh"
 #include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemm.cuh"
 #include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rms_norm.cuh"
@@ -58,29 +59,52 @@ std::string gib(int64_t bytes) {
 
 }  // namespace
 
-int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions) {
+/// Floats of the per-sequence batch buffers (x, x', q, k, v, attention out, gate, up, act,
+/// logits).
+int64_t batch_floats(const ModelConfig& c) {
+  return 2 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
+}
+
+int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions,
+                                         int64_t max_batch) {
   int64_t weights = 0;
   for_each_tensor(model, [&](const TensorView& t) {
     if (t.present()) weights += static_cast<int64_t>(align_up(static_cast<size_t>(t.bytes())));
   });
   const ModelConfig& c = model.config;
-  const int64_t kv = 2 * c.n_layers * c.kv_dim() * max_positions * 4;
+  const int64_t kv = 2 * c.n_layers * c.kv_dim() * max_positions * 4 * max_batch;
   const int splits = attention_splits(max_positions);
   const int64_t scratch = attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4 +
                           static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1));
-  return weights + kv + workspace_floats(c) * 4 + scratch + (1 << 20);
+  int64_t batch = 0;
+  if (max_batch > 1) {
+    const int64_t widest = std::max({c.hidden, c.q_dim(), c.ffn});
+    batch = max_batch * (batch_floats(c) * 4 +
+                         attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4) +
+            static_cast<int64_t>(argmax_scratch_bytes(c.vocab, max_batch)) +
+            static_cast<int64_t>(gemm_x_split_bytes(max_batch, widest)) +
+            8 * 32 * std::max({c.q_dim() + 2 * c.kv_dim(), 2 * c.ffn, c.vocab}) * 4;
+  }
+  return weights + kv + workspace_floats(c) * 4 + scratch + batch + (1 << 20);
 }
 
 CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
-    : model_(model), c_(model.config), options_(options), max_positions_(options.max_positions) {
+    : model_(model),
+      c_(model.config),
+      options_(options),
+      max_positions_(options.max_positions),
+      max_batch_(options.max_batch) {
   if (max_positions_ < 1) throw usage_error("KV-cache capacity must be >= 1 position");
+  if (max_batch_ < 1 || max_batch_ > 256) {
+    throw usage_error("batch must be in 1..256, got " + std::to_string(max_batch_));
+  }
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
   device_name_ = prop.name;
   size_t free_bytes = 0, total_bytes = 0;
   DB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const int64_t needed = device_bytes_needed(model, max_positions_);
+  const int64_t needed = device_bytes_needed(model, max_positions_, max_batch_);
   if (needed > static_cast<int64_t>(free_bytes)) {
     throw resource_error("not enough device memory on GPU " + std::to_string(options.device) +
                          " (" + device_name_ + "): the model needs " + std::to_string(needed) +
@@ -192,7 +216,8 @@ void CudaBackend::allocate_workspace() {
   inv_freq_ = DeviceBuffer(inv.size() * sizeof(double));
   DB_CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv.data(), inv.size() * sizeof(double),
                            cudaMemcpyHostToDevice));
-  const int64_t kv = c_.n_layers * c_.kv_dim() * max_positions_;
+  // One KV cache per slot: [slot][layer][kv_head][position][head_dim]; slot 0 serves `step`.
+  const int64_t kv = c_.n_layers * c_.kv_dim() * max_positions_ * max_batch_;
   k_cache_ = floats(kv);
   v_cache_ = floats(kv);
   DB_CUDA_CHECK(cudaMemset(k_cache_.data(), 0, k_cache_.bytes()));
@@ -220,7 +245,48 @@ void CudaBackend::allocate_workspace() {
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(sizeof(int32_t));
   std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
+  if (max_batch_ > 1) allocate_batch_workspace();
   DB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void CudaBackend::allocate_batch_workspace() {
+  const int64_t b = max_batch_;
+  const auto floats = [](int64_t n) { return DeviceBuffer(static_cast<size_t>(n) * 4); };
+  bx_ = floats(b * c_.hidden);
+  bxn_ = floats(b * c_.hidden);
+  bq_ = floats(b * c_.q_dim());
+  bk_ = floats(b * c_.kv_dim());
+  bv_ = floats(b * c_.kv_dim());
+  batt_ = floats(b * c_.q_dim());
+  bgate_ = floats(b * c_.ffn);
+  bup_ = floats(b * c_.ffn);
+  bact_ = floats(b * c_.ffn);
+  blogits_ = floats(b * c_.vocab);
+  battn_scratch_ =
+      floats(std::max<int64_t>(1, b * attention_scratch_floats(c_.n_heads, c_.head_dim,
+                                                               attn_splits_)));
+  bargmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, b), 16));
+  const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
+  bsplit_ = DeviceBuffer(gemm_x_split_bytes(b, widest));
+  // Column-split partial sums of the batched products (the largest any matrix needs).
+  size_t scratch = 16;
+  const auto need = [&](const DeviceTensor& w) {
+    if (w.present()) scratch = std::max(scratch, gemm_scratch_bytes(w.type, w.rows, w.cols));
+  };
+  for (const DeviceLayer& L : layers_) {
+    for (const DeviceTensor* w : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate,
+                                  &L.w_up, &L.w_down}) {
+      need(*w);
+    }
+  }
+  need(output_);
+  bgemm_scratch_ = DeviceBuffer(scratch);
+  d_bnext_ = DeviceBuffer(static_cast<size_t>(b) * sizeof(int32_t));
+  d_binputs_ = DeviceBuffer(static_cast<size_t>(b) * sizeof(StepInputs));
+  h_binputs_ = PinnedBuffer(static_cast<size_t>(b) * sizeof(StepInputs));
+  h_bnext_ = PinnedBuffer(static_cast<size_t>(b) * sizeof(int32_t));
+  std::memset(h_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs));
+  DB_CUDA_CHECK(cudaMemset(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs)));
 }
 
 void CudaBackend::enqueue_gemv(GemvParams p) {
@@ -414,14 +480,20 @@ void CudaBackend::logits(std::vector<float>& out) {
 }
 
 ExecReport CudaBackend::capture() {
+  ExecReport report = capture_pair([&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, graphs_);
+  return report;
+}
+
+ExecReport CudaBackend::capture_pair(const std::function<void()>& first,
+                                     const std::function<void()>& second,
+                                     std::unique_ptr<StepGraphs>& out) {
   ExecReport report;
   report.capture_attempted = true;
   report.capture_mode = capture_mode_name(options_.capture_mode);
   auto graphs = std::make_unique<StepGraphs>();
   // The full step carries the injected fault (when asked for); the split graphs are clean.
-  CaptureOutcome full = capture_graph(
-      stream_.get(), options_.capture_mode, options_.inject_fault, [&] { enqueue_forward(); },
-      [&] { enqueue_argmax(); }, fault_scratch_.data());
+  CaptureOutcome full = capture_graph(stream_.get(), options_.capture_mode, options_.inject_fault,
+                                      first, second, fault_scratch_.data());
   report.capture_ms = full.ms;
   if (!full.exec.valid()) {
     report.failed_call = full.failed_call;
@@ -437,12 +509,10 @@ ExecReport CudaBackend::capture() {
     report.mode = ExecMode::kEager;
     return report;
   }
-  CaptureOutcome fwd = capture_graph(
-      stream_.get(), options_.capture_mode, CaptureFault::kNone, [&] { enqueue_forward(); }, [] {},
-      nullptr);
-  CaptureOutcome arg = capture_graph(
-      stream_.get(), options_.capture_mode, CaptureFault::kNone, [&] { enqueue_argmax(); }, [] {},
-      nullptr);
+  CaptureOutcome fwd = capture_graph(stream_.get(), options_.capture_mode, CaptureFault::kNone,
+                                     first, [] {}, nullptr);
+  CaptureOutcome arg = capture_graph(stream_.get(), options_.capture_mode, CaptureFault::kNone,
+                                     second, [] {}, nullptr);
   if (!fwd.exec.valid() || !arg.exec.valid()) {
     const CaptureOutcome& bad = fwd.exec.valid() ? arg : fwd;
     report.failed_call = bad.failed_call;
@@ -463,7 +533,7 @@ ExecReport CudaBackend::capture() {
   graphs->full = std::move(full.exec);
   graphs->forward = std::move(fwd.exec);
   graphs->argmax = std::move(arg.exec);
-  graphs_ = std::move(graphs);
+  out = std::move(graphs);
   return report;
 }
 
@@ -477,6 +547,246 @@ ExecReport CudaBackend::set_exec_mode(ExecMode mode) {
   if (!graphs_) last_report_ = capture();
   mode_ = last_report_.mode;
   return last_report_;
+}
+
+// ---- batched decode ----------------------------------------------------------------------
+
+void CudaBackend::enqueue_forward_batch(int64_t m) {
+  cudaStream_t s = stream_.get();
+  const bool pdl = options_.pdl;
+  auto* in = d_binputs_.data<StepInputs>();
+  constexpr int64_t kInputStride = sizeof(StepInputs) / sizeof(int32_t);
+  const float eps = static_cast<float>(c_.rms_eps);
+  const int64_t hd = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim(), ffn = c_.ffn;
+  float* x = bx_.data<float>();
+  float* xn = bxn_.data<float>();
+  // The split inputs of the last prepared (vector, piece format): Q, K and V (gate and up) of a
+  // layer share one split even when they are separate matrices.
+  const float* split_of = nullptr;
+  bool split_f16 = false;
+  // Y = W·X (+bias) (+residual) for the m sequences; `seg` describes extra output segments.
+  const auto gemm = [&](const DeviceTensor& w, const float* xin, float* y, int64_t ldy,
+                        const DeviceTensor* bias, const float* residual) {
+    GemmParams p;
+    p.type = w.type;
+    p.w = w.data;
+    p.rows = w.rows;
+    p.cols = w.cols;
+    p.batch = m;
+    p.x = xin;
+    p.ldx = w.cols;
+    p.y = y;
+    p.ldy = ldy;
+    p.bias = bias && bias->present() ? bias->f32() : nullptr;
+    p.residual = residual;
+    p.ldr = residual ? ldy : 0;
+    p.variant = options_.gemm_variant;
+    p.pdl = pdl;
+    p.scratch = bgemm_scratch_.data();
+    p.scratch_bytes = bgemm_scratch_.bytes();
+    return p;
+  };
+  const auto run = [&](GemmParams p) {
+    if (std::string_view(gemm_kernel_name(p)) == "mma") {
+      const bool f16 = p.type == WeightType::kF16;
+      if (split_of != p.x || split_f16 != f16) {
+        launch_gemm_prepare_x(p.type, p.x, p.ldx, m, p.cols, bsplit_.data(), pdl, s);
+        split_of = p.x;
+        split_f16 = f16;
+      }
+      p.x_split = bsplit_.data();
+    }
+    launch_gemm(p, s);
+  };
+
+  launch_embedding_batched(token_embd_.type, token_embd_.data, hd, &in->token, kInputStride, m, x,
+                           hd, s, pdl);
+  const int64_t kv_layer = c_.kv_dim() * max_positions_;
+  const int64_t slot_stride = c_.n_layers * kv_layer;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const DeviceLayer& L = layers_[l];
+    split_of = nullptr;  // xn is rewritten below
+    launch_rms_norm(x, L.attn_norm.f32(), xn, m, hd, eps, s);
+    if (L.wqkv.present()) {
+      GemmParams p = gemm(L.wqkv, xn, bq_.data<float>(), qd, &L.bqkv, nullptr);
+      p.y1 = bk_.data<float>();
+      p.ldy1 = kvd;
+      p.y2 = bv_.data<float>();
+      p.ldy2 = kvd;
+      p.y_end0 = qd;
+      p.y_end1 = qd + kvd;
+      run(p);
+    } else {
+      run(gemm(L.wq, xn, bq_.data<float>(), qd, &L.bq, nullptr));
+      run(gemm(L.wk, xn, bk_.data<float>(), kvd, &L.bk, nullptr));
+      run(gemm(L.wv, xn, bv_.data<float>(), kvd, &L.bv, nullptr));
+    }
+    AttentionParams ap;
+    ap.q = bq_.data<float>();
+    ap.k_cache = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+    ap.v_cache = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+    ap.out = batt_.data<float>();
+    ap.n_heads = c_.n_heads;
+    ap.n_kv_heads = c_.n_kv_heads;
+    ap.head_dim = c_.head_dim;
+    ap.capacity = max_positions_;
+    ap.d_seq_len = &in->seq_len;
+    ap.scratch = battn_scratch_.data<float>();
+    ap.splits = attn_splits_;
+    ap.d_error = d_error_flag_.data<int32_t>();
+    ap.pdl = pdl;
+    ap.k_new = bk_.data<float>();
+    ap.v_new = bv_.data<float>();
+    ap.d_pos = &in->pos;
+    ap.d_inv_freq = inv_freq_.data<double>();
+    ap.rope_dim = c_.rope_dim;
+    ap.rope_style = c_.rope_style;
+    ap.q_norm = L.q_norm.present() ? L.q_norm.f32() : nullptr;
+    ap.k_norm = L.k_norm.present() ? L.k_norm.f32() : nullptr;
+    ap.eps = eps;
+    ap.batch = m;
+    ap.q_stride = qd;
+    ap.kv_new_stride = kvd;
+    ap.cache_stride = slot_stride;
+    ap.input_stride = kInputStride;
+    launch_attention(ap, s);
+    run(gemm(L.wo, batt_.data<float>(), x, hd, nullptr, x));
+    launch_rms_norm(x, L.ffn_norm.f32(), xn, m, hd, eps, s);
+    split_of = nullptr;
+    if (L.w_gate_up.present()) {
+      GemmParams p = gemm(L.w_gate_up, xn, bgate_.data<float>(), ffn, nullptr, nullptr);
+      p.y1 = bup_.data<float>();
+      p.ldy1 = ffn;
+      p.y_end0 = ffn;
+      p.y_end1 = 2 * ffn;
+      run(p);
+    } else {
+      run(gemm(L.w_gate, xn, bgate_.data<float>(), ffn, nullptr, nullptr));
+      run(gemm(L.w_up, xn, bup_.data<float>(), ffn, nullptr, nullptr));
+    }
+    launch_swiglu(bgate_.data<float>(), bup_.data<float>(), bact_.data<float>(), m * ffn, s);
+    run(gemm(L.w_down, bact_.data<float>(), x, hd, nullptr, x));
+  }
+  split_of = nullptr;
+  launch_rms_norm(x, output_norm_.f32(), xn, m, hd, eps, s);
+  run(gemm(output_, xn, blogits_.data<float>(), c_.vocab, nullptr, nullptr));
+}
+
+void CudaBackend::enqueue_argmax_batch(int64_t m) {
+  cudaStream_t s = stream_.get();
+  launch_argmax_batched(blogits_.data<float>(), c_.vocab, m, c_.vocab, bargmax_scratch_.data(),
+                        bargmax_scratch_.bytes(), d_bnext_.data<int32_t>(), s, options_.pdl);
+  DB_CUDA_CHECK(cudaMemcpyAsync(h_bnext_.data(), d_bnext_.data(),
+                                static_cast<size_t>(m) * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                s));
+}
+
+void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                             std::span<int32_t> next, StepPhases* phases) {
+  check_batch_inputs(tokens, positions, next, max_batch_, c_.vocab, max_positions_);
+  const auto m = static_cast<int64_t>(tokens.size());
+  if (m == 1) {  // slot 0 through the single-sequence step (its kernels and graph)
+    next[0] = step(tokens[0], positions[0], phases);
+    last_batch_ = 0;
+    return;
+  }
+  cudaStream_t s = stream_.get();
+  auto* in = h_binputs_.data<StepInputs>();
+  for (int64_t i = 0; i < m; ++i) {
+    in[i].token = tokens[static_cast<size_t>(i)];
+    in[i].pos = static_cast<int32_t>(positions[static_cast<size_t>(i)]);
+    in[i].seq_len = static_cast<int32_t>(positions[static_cast<size_t>(i)] + 1);
+  }
+  const size_t in_bytes = static_cast<size_t>(m) * sizeof(StepInputs);
+  const auto it = batch_graphs_.find(m);
+  const bool graph = batch_mode_ == ExecMode::kGraph && batch_mode_m_ == m &&
+                     it != batch_graphs_.end() && it->second && it->second->full.valid();
+  last_batch_ = m;
+  const auto finish = [&] {
+    const auto* h = h_bnext_.data<int32_t>();
+    for (int64_t i = 0; i < m; ++i) next[static_cast<size_t>(i)] = h[i];
+  };
+  if (phases == nullptr) {
+    DB_CUDA_CHECK(cudaMemcpyAsync(d_binputs_.data(), in, in_bytes, cudaMemcpyHostToDevice, s));
+    if (graph) {
+      it->second->full.launch(s);
+    } else {
+      enqueue_forward_batch(m);
+      enqueue_argmax_batch(m);
+    }
+    DB_CUDA_CHECK(cudaStreamSynchronize(s));
+    finish();
+    return;
+  }
+  const auto t0 = Clock::now();
+  DB_CUDA_CHECK(cudaMemcpyAsync(d_binputs_.data(), in, in_bytes, cudaMemcpyHostToDevice, s));
+  const auto t1 = Clock::now();
+  DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
+  if (graph) {
+    it->second->forward.launch(s);
+  } else {
+    enqueue_forward_batch(m);
+  }
+  const auto t2 = Clock::now();
+  DB_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto t3 = Clock::now();
+  if (graph) {
+    it->second->argmax.launch(s);
+  } else {
+    enqueue_argmax_batch(m);
+  }
+  DB_CUDA_CHECK(cudaEventRecord(ev_stop_.get(), s));
+  DB_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto t4 = Clock::now();
+  float gpu_ms = 0;
+  DB_CUDA_CHECK(cudaEventElapsedTime(&gpu_ms, ev_start_.get(), ev_stop_.get()));
+  phases->h2d_ns = ns(t0, t1);
+  phases->launch_ns = ns(t1, t2);
+  phases->wait_ns = ns(t2, t3);
+  phases->argmax_ns = ns(t3, t4);
+  phases->total_ns = ns(t0, t4);
+  phases->gpu_ms = gpu_ms;
+  finish();
+}
+
+void CudaBackend::logits_batch(int64_t seq, std::vector<float>& out) {
+  const int64_t m = last_batch_ > 0 ? last_batch_ : 1;
+  if (seq < 0 || seq >= m) {
+    throw usage_error("sequence " + std::to_string(seq) + " is outside the last step's batch of " +
+                      std::to_string(m));
+  }
+  if (last_batch_ == 0) {
+    logits(out);
+    return;
+  }
+  out.resize(static_cast<size_t>(c_.vocab));
+  DB_CUDA_CHECK(cudaMemcpyAsync(out.data(), blogits_.data<float>() + seq * c_.vocab,
+                                out.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                stream_.get()));
+  DB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+}
+
+ExecReport CudaBackend::set_exec_mode_batch(ExecMode mode, int64_t batch) {
+  if (batch < 1 || batch > max_batch_) {
+    throw usage_error("batch " + std::to_string(batch) + " is outside 1.." +
+                      std::to_string(max_batch_) + " (the backend's KV-cache slots)");
+  }
+  if (batch == 1) return set_exec_mode(mode);
+  batch_mode_m_ = batch;
+  if (mode == ExecMode::kEager) {
+    batch_mode_ = ExecMode::kEager;
+    ExecReport r;
+    r.capture_mode = capture_mode_name(options_.capture_mode);
+    return r;
+  }
+  if (batch_reports_.find(batch) == batch_reports_.end()) {
+    std::unique_ptr<StepGraphs> graphs;
+    batch_reports_[batch] = capture_pair([&] { enqueue_forward_batch(batch); },
+                                         [&] { enqueue_argmax_batch(batch); }, graphs);
+    batch_graphs_[batch] = std::move(graphs);
+  }
+  batch_mode_ = batch_reports_[batch].mode;
+  return batch_reports_[batch];
 }
 
 }  // namespace decodebench::cuda

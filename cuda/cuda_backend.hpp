@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,7 +59,8 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   /// Device bytes this model and capacity need (weights + KV cache + workspace).
-  static int64_t device_bytes_needed(const Model& model, int64_t max_positions);
+  static int64_t device_bytes_needed(const Model& model, int64_t max_positions,
+                                     int64_t max_batch = 1);
 
   [[nodiscard]] std::string name() const override { return "cuda"; }
   [[nodiscard]] std::string device_name() const override { return device_name_; }
@@ -68,6 +70,16 @@ class CudaBackend final : public Backend {
   void logits(std::vector<float>& out) override;
   ExecReport set_exec_mode(ExecMode mode) override;
 
+  // Batched decode (CudaBackendOptions::max_batch slots; see core/backend.hpp). Each layer runs
+  // one batched product per weight matrix (launch_gemm: tensor-core kernel, weights read once per
+  // 32 sequences), one attention launch for all sequences, and one batched argmax; one graph per
+  // batch size.
+  [[nodiscard]] int64_t max_batch() const override { return max_batch_; }
+  void step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                  std::span<int32_t> next, StepPhases* phases) override;
+  void logits_batch(int64_t seq, std::vector<float>& out) override;
+  ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch) override;
+
  private:
   void upload_weights();
   void allocate_workspace();
@@ -76,6 +88,13 @@ class CudaBackend final : public Backend {
   void enqueue_step();
   void enqueue_gemv(GemvParams p);
   ExecReport capture();
+  /// Captures enqueue_first + enqueue_second into `out` (full, forward-only and argmax-only
+  /// graphs); on failure reports why and leaves `out` empty (exit 5 when the context broke).
+  ExecReport capture_pair(const std::function<void()>& first, const std::function<void()>& second,
+                          std::unique_ptr<StepGraphs>& out);
+  void allocate_batch_workspace();
+  void enqueue_forward_batch(int64_t m);
+  void enqueue_argmax_batch(int64_t m);
 
   const Model& model_;
   const ModelConfig& c_;
@@ -97,6 +116,17 @@ class CudaBackend final : public Backend {
   int attn_splits_ = 1;
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;
+
+  // Batch workspace (max_batch_ > 1): [slot][...] per sequence.
+  int64_t max_batch_ = 1;
+  DeviceBuffer bx_, bxn_, bq_, bk_, bv_, batt_, bgate_, bup_, bact_, blogits_;
+  DeviceBuffer battn_scratch_, bargmax_scratch_, bsplit_, bgemm_scratch_, d_bnext_, d_binputs_;
+  PinnedBuffer h_binputs_, h_bnext_;
+  int64_t last_batch_ = 0;  // M of the most recent step_batch (0: the last step was `step`)
+  ExecMode batch_mode_ = ExecMode::kEager;
+  int64_t batch_mode_m_ = 0;  // the batch size batch_mode_ applies to
+  std::map<int64_t, std::unique_ptr<StepGraphs>> batch_graphs_;
+  std::map<int64_t, ExecReport> batch_reports_;
 
   ExecMode mode_ = ExecMode::kEager;
   std::unique_ptr<StepGraphs> graphs_;

@@ -295,3 +295,26 @@ def roofline_efficiency(run: dict):
     if not _is_number(eff) or not _is_number(measured) or measured <= 0:
         return None
     return eff
+
+
+def main_run(runs: list):
+    """The run that stands for a result in summary tables: the first 'graph' run (CUDA graph
+    replay, no phase timing), else the first run without '+phases' in its label, else runs[0]."""
+    labels = [run.get("label") if isinstance(run.get("label"), str) else "" for run in runs]
+    for wanted in (lambda name: name == "graph", lambda name: "+phases" not in name):
+        for run, label in zip(runs, labels):
+            if wanted(label):
+                return run
+    return runs[0]
+
+
+def weights_label(doc: dict) -> str:
+    """model.file_type without llama.cpp's 'MOSTLY_'/'ALL_' prefix ('Q4_1', 'BF16', 'Q4_K_M'),
+    or 'weights?' when absent."""
+    value = _get(doc, "model", "file_type")
+    if not isinstance(value, str) or not value:
+        return "weights?"
+    for prefix in ("MOSTLY_", "ALL_"):
+        if value.startswith(prefix):
+            return value[len(prefix):]
+    return value

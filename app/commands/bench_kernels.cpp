@@ -29,6 +29,7 @@ struct Flags {
   std::string variants = "all";
   int iterations = 20;
   std::string json_path;
+  std::vector<int64_t> batches{1, 2, 4, 8, 16, 32, 64};
 };
 
 std::string lower(std::string s) {
@@ -127,6 +128,18 @@ void print_report(const nlohmann::json& r, FILE* out) {
     }
     fmt::print(out, "(Δlogits: largest |logit − baseline logit|, same weights and inputs)\n");
   }
+  if (r.contains("gemm") && !r["gemm"].empty()) {
+    fmt::print(out, "\nBatched products (tensor-core kernel) vs the batch-1 GEMV\n");
+    fmt::print(out, "{:<8} {:<8} {:<5} {:>5} {:>10} {:>8} {:>6} {:>10} {:>9}\n", "model", "shape",
+               "type", "batch", "µs", "GB/s", "%", "µs/seq", "vs GEMV");
+    for (const auto& g : r["gemm"]) {
+      fmt::print(out, "{:<8} {:<8} {:<5} {:>5} {:>10.2f} {:>8.0f} {:>6.1f} {:>10.2f} {:>8.3f}x\n",
+                 str(g, "model"), str(g, "shape"), str(g, "type"), g["batch"].get<int64_t>(),
+                 g["us"].get<double>(), g["gbps"].get<double>(), g["pct_stream"].get<double>(),
+                 g["us_per_seq"].get<double>(), g["vs_gemv"].get<double>());
+    }
+    fmt::print(out, "(vs GEMV: time of the batch ÷ (batch × one automatic GEMV))\n");
+  }
   for (const auto& e : r["errors"]) {
     fmt::print(out, "ERROR {}: {}\n", str(e, "what"), str(e, "error"));
   }
@@ -149,7 +162,11 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
                   "Models and GEMV shapes: 7b, smollm2, ROWSxCOLS (default: 7b,smollm2)")
       ->delimiter(',');
   cmd->add_option("--iterations", f->iterations, "Timed graph replays, median reported (20)");
-  cmd->add_option("--sections", f->sections, "gemv, ops, layers (default: all)")->delimiter(',');
+  cmd->add_option("--sections", f->sections,
+                  "gemv, ops, layers, gemm (batched products; default: gemv,ops,layers)")
+      ->delimiter(',');
+  cmd->add_option("--batches", f->batches, "Batch sizes of the gemm section (1,2,4,...,64)")
+      ->delimiter(',');
   cmd->add_option("--variants", f->variants,
                   "GEMV kernels timed: all (every variant) | auto (the automatic pick)");
   cmd->add_option("--json", f->json_path, "Write the results as JSON to PATH ('-' = stdout)");
@@ -173,7 +190,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
                           "' is neither 7b, smollm2 nor ROWSxCOLS");
       }
     }
-    bool gemv = false, ops = false, layers = false;
+    bool gemv = false, ops = false, layers = false, gemm = false;
     for (const std::string& s : f->sections) {
       if (s == "gemv") {
         gemv = true;
@@ -181,9 +198,11 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
         ops = true;
       } else if (s == "layers") {
         layers = true;
+      } else if (s == "gemm") {
+        gemm = true;
       } else {
         throw usage_error("bench-kernels: --sections: unknown section '" + s +
-                          "' (gemv, ops, layers)");
+                          "' (gemv, ops, layers, gemm)");
       }
     }
     if (!f->json_path.empty()) check_json_destination(f->json_path);
@@ -196,6 +215,8 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     o.gemv = gemv;
     o.ops = ops;
     o.layers = layers;
+    o.gemm = gemm;
+    o.batches = f->batches;
     o.all_variants = f->variants == "all";
     nlohmann::json r = cuda::run_kernel_bench(o);
     r["environment"] = host_environment();
@@ -206,6 +227,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     (void)gemv;
     (void)ops;
     (void)layers;
+    (void)gemm;
     (void)exit_code;
     throw resource_error("bench-kernels: this build has no CUDA backend (built without nvcc)");
 #endif

@@ -1,9 +1,12 @@
 #include "app/commands/inspect.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/error.hpp"
 #include "core/gguf/inspect.hpp"
 #include "core/gguf/reader.hpp"
 #include "core/result/json_file.hpp"
@@ -15,19 +18,31 @@ namespace {
 struct InspectOptions {
   std::string file;
   std::string json_path;  // "" = no JSON, "-" = stdout
+  std::string dump;       // tensor to dequantize ("" = none)
+  std::string dump_out;   // where its f32 values go
 };
 
 void run_inspect(const InspectOptions& opt) {
   // Fail on a bad destination before reading a possibly large file.
   if (!opt.json_path.empty()) check_json_destination(opt.json_path);
+  if (opt.dump.empty() != opt.dump_out.empty()) {
+    throw usage_error("--dump NAME and --dump-out PATH go together");
+  }
+  if (!opt.dump_out.empty()) check_destination(opt.dump_out, "--dump-out");
   const gguf::Reader reader(opt.file);
-  // With `--json -` stdout carries only the JSON document, so it stays parseable.
-  if (opt.json_path != "-") {
+  // With `--json -` (or `--dump-out -`) stdout carries only that output, so it stays parseable.
+  if (opt.json_path != "-" && opt.dump_out != "-") {
     const std::string report = gguf::inspect_report(reader);
     std::fwrite(report.data(), 1, report.size(), stdout);
     std::fflush(stdout);
   }
   if (!opt.json_path.empty()) write_json_file(opt.json_path, gguf::inspect_json(reader));
+  if (!opt.dump.empty()) {
+    const std::vector<float> values = gguf::dequantize_tensor(reader, opt.dump);
+    std::string bytes(values.size() * sizeof(float), '\0');
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    write_text_file(opt.dump_out, bytes, "--dump-out");
+  }
 }
 
 }  // namespace
@@ -38,6 +53,11 @@ void setup_inspect(CLI::App& app) {
       "inspect", "Validate a GGUF file and report its metadata, tensors and bytes per token");
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
   cmd->add_option("--json", opt->json_path, "Also write the report as JSON to PATH ('-' = stdout)");
+  cmd->add_option("--dump", opt->dump,
+                  "Dequantize tensor NAME with decodebench's CPU dequantizer (needs --dump-out)");
+  cmd->add_option("--dump-out", opt->dump_out,
+                  "Write the --dump values to PATH as raw little-endian f32, rows of ne0 values "
+                  "('-' = stdout)");
   cmd->callback([opt] { run_inspect(*opt); });
 }
 

@@ -43,7 +43,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   f.no_qkv_bias = app.add_flag("--no-qkv-bias")->description("No Q/K/V bias")->group(shape);
   app.add_option("--dtype", o.dtype,
                  "Weight storage: f32 | f16 | bf16 (default) | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | "
-                 "q4_k | q5_k | q6_k")
+                 "q4_k | q5_k | q6_k | q4_k_m (Q4_K, with Q6_K for the LM head and for attn_v and "
+                 "ffn_down in some layers)")
       ->group(shape);
   app.add_option("--seed", o.seed, "Seed of the synthetic weights and prompt (default 0)")
       ->group(shape);
@@ -67,6 +68,11 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                         "Debug: every step at position 0 with seq_len 1 (isolates KV-cache "
                         "and position bugs)")
                     ->group(decode);
+  app.add_option("--batch", o.batch,
+                 "Sequences decoded in lockstep, 1..256 (default 1), each with its own prompt, "
+                 "position and KV cache; every sequence decodes exactly --tokens tokens (no EOS "
+                 "stop). A list (1,2,4,8) prints a scaling table")
+      ->group(decode);
 
   const std::string exec = "Execution";
   app.add_option("--backend", o.backend, "auto | cpu | cuda (default auto: cuda when a GPU exists)")

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "app/commands/run.hpp"
+#include "app/report/batch_scaling.hpp"
 #include "app/report/progress.hpp"
 #include "core/result/json_file.hpp"
 #include "core/suite/suite_runner.hpp"
@@ -127,7 +128,10 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   };
   const SuiteOutcome outcome = run_suite(suite, runs, callbacks);
   bar.clear();
-  if (!quiet) print_summary(outcome, out);
+  if (!quiet) {
+    print_summary(outcome, out);
+    print_batch_scaling(outcome.document, out);  // runs that differ in --batch only
+  }
   if (!json_path.empty()) write_json_file(json_path, outcome.document);
   return static_cast<int>(outcome.exit_code);
 }

@@ -88,13 +88,27 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
              r.setup_ns / 1e9, r.prefill_ns / 1e6);
-  fmt::print(out, "\n{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   (TPOT, µs)\n", "run",
-             "tokens/s", "mean", "median", "p90", "p99", "min", "max", "stddev");
+  const int64_t batch = r.config.batch;
+  if (batch > 1) {
+    fmt::print(
+        out,
+        "batch    {} sequences in lockstep, each with its own KV cache · {} prompt · "
+        "every sequence decodes {} tokens (no end-of-generation stop)\n",
+        batch,
+        r.config.prompt_ids.empty() && r.config.prompt_text.empty() ? "own synthetic" : "shared",
+        r.config.tokens);
+  }
+  // Batched passes: TPOT is the time of one lockstep step; tokens/s is per sequence.
+  fmt::print(out, "\n{:<16} {:>10}", "run", "tokens/s");
+  if (batch > 1) fmt::print(out, " {:>10}", "aggregate");
+  fmt::print(out, " {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}   ({}, µs)\n", "mean", "median",
+             "p90", "p99", "min", "max", "stddev", batch > 1 ? "step" : "TPOT");
   for (const auto& p : r.passes) {
     const Summary& s = p.tpot_ns;
-    fmt::print(out, "{:<16} {:>10.1f} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
-               p.pass.spec.label, p.tokens_per_s, us(s.mean), us(s.median), us(s.p90), us(s.p99),
-               us(s.min), us(s.max), us(s.stddev));
+    fmt::print(out, "{:<16} {:>10.1f}", p.pass.spec.label, p.tokens_per_s);
+    if (batch > 1) fmt::print(out, " {:>10.1f}", p.aggregate_tokens_per_s);
+    fmt::print(out, " {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", us(s.mean), us(s.median),
+               us(s.p90), us(s.p99), us(s.min), us(s.max), us(s.stddev));
   }
   for (const auto& p : r.passes) {
     const StoppingReport& st = p.pass.stopping;
@@ -148,15 +162,28 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                  eager->tpot_ns.median / graph->tpot_ns.median);
     }
   }
-  const auto& ids = main_pass.pass.ids;
-  fmt::print(out, "\nids      first: {}", ids_text(ids, 0, 8));
-  if (ids.size() > 8)
-    fmt::print(out, " · last: {}", ids_text(ids, ids.size() - std::min<size_t>(8, ids.size()), 8));
+  const auto& seqs = main_pass.pass.sequence_ids;
+  const size_t shown = batch > 1 ? std::min<size_t>(seqs.size(), 4) : 1;
   fmt::print(out, "\n");
+  for (size_t s = 0; s < shown; ++s) {
+    const auto& ids = batch > 1 ? seqs[s] : main_pass.pass.ids;
+    const std::string head = batch > 1 ? fmt::format("seq {:<3}", s) : std::string("ids     ");
+    fmt::print(out, "{} first: {}", head, ids_text(ids, 0, 8));
+    if (ids.size() > 8)
+      fmt::print(out, " · last: {}",
+                 ids_text(ids, ids.size() - std::min<size_t>(8, ids.size()), 8));
+    fmt::print(out, "\n");
+  }
+  if (seqs.size() > shown) {
+    fmt::print(out, "         … {} more sequences (all in the JSON: runs[].results.sequences)\n",
+               seqs.size() - shown);
+  }
   for (const auto& p : r.passes) {
     if (p.pass.argmax_checked > 0) {
-      fmt::print(out, "verify   {}: argmax checked on {} steps, {} mismatches\n", p.pass.spec.label,
-                 p.pass.argmax_checked, p.pass.argmax_mismatches.size());
+      fmt::print(out, "verify   {}: argmax checked on {} steps{}, {} mismatches\n",
+                 p.pass.spec.label, p.pass.argmax_checked / std::max<int64_t>(1, batch),
+                 batch > 1 ? fmt::format(" × {} sequences", batch) : std::string(),
+                 p.pass.argmax_mismatches.size());
     }
     if (!p.pass.logits_checks.empty()) {
       double worst_abs = 0, worst_rel = 0;
@@ -167,10 +194,12 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
         agree += lc.argmax_agrees ? 1 : 0;
       }
       fmt::print(out,
-                 "verify   {} vs cpu logits over {} steps: max abs error {:.3g}, max rel error "
+                 "verify   {} vs cpu logits over {} steps{}: max abs error {:.3g}, max rel error "
                  "{:.3g}, argmax agrees on {}/{}\n",
-                 p.pass.spec.label, p.pass.logits_checks.size(), worst_abs, worst_rel, agree,
-                 p.pass.logits_checks.size());
+                 p.pass.spec.label,
+                 p.pass.logits_checks.size() / static_cast<size_t>(std::max<int64_t>(1, batch)),
+                 batch > 1 ? fmt::format(" × {} sequences", batch) : std::string(), worst_abs,
+                 worst_rel, agree, p.pass.logits_checks.size());
     }
   }
   if (!r.generated_text.empty()) {

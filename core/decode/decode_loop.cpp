@@ -41,11 +41,12 @@ float margin_of(const std::vector<float>& logits) {
 }
 
 void check_argmax(PassResult& r, const PassSpec& spec, std::vector<float>& logits, int64_t step,
-                  int64_t pos, int32_t id) {
+                  int64_t pos, int32_t id, int64_t sequence = 0) {
   const int32_t cpu_id = cpu::argmax(logits.data(), static_cast<int64_t>(logits.size()));
   ++r.argmax_checked;
   if (cpu_id == id) return;
   ArgmaxMismatch m;
+  m.sequence = sequence;
   m.step = step;
   m.position = pos;
   m.backend_id = id;
@@ -58,8 +59,11 @@ void check_argmax(PassResult& r, const PassSpec& spec, std::vector<float>& logit
   if (!spec.keep_going) {
     std::string top;
     for (const auto& [tid, v] : m.top10) top += " " + std::to_string(tid) + ":" + std::to_string(v);
+    const std::string where = spec.batch > 1 ? " of sequence " + std::to_string(sequence) + " of " +
+                                                   std::to_string(spec.batch)
+                                             : std::string();
     throw Error(ExitCode::kVerification,
-                "argmax mismatch at step " + std::to_string(step) + " (position " +
+                "argmax mismatch at step " + std::to_string(step) + where + " (position " +
                     std::to_string(pos) + "): " + spec.label + " chose " + std::to_string(id) +
                     " (logit " + std::to_string(m.backend_logit) + "), CPU argmax of the same " +
                     "logits is " + std::to_string(cpu_id) + " (logit " +
@@ -70,8 +74,9 @@ void check_argmax(PassResult& r, const PassSpec& spec, std::vector<float>& logit
 }
 
 LogitsCheck compare_logits(const std::vector<float>& got, const std::vector<float>& ref,
-                           int64_t step, int32_t got_id, int32_t ref_id) {
+                           int64_t step, int32_t got_id, int32_t ref_id, int64_t sequence = 0) {
   LogitsCheck c;
+  c.sequence = sequence;
   c.step = step;
   double max_ref = 0.0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -90,9 +95,107 @@ LogitsCheck compare_logits(const std::vector<float>& got, const std::vector<floa
   return c;
 }
 
+// After round `round`: records the round in r.stopping and says whether the pass is done (the
+// rule that stopped it is then in r.stopping.rule).
+bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int64_t timed_ns) {
+  r.stopping.rounds = round + 1;
+  r.stopping.timed_s = static_cast<double>(timed_ns) * 1e-9;
+  std::vector<double> samples(r.samples_ns.begin(), r.samples_ns.end());
+  r.stopping.median_noise = summarize(samples).median_noise();
+  if (r.stopped_at_end_of_generation) {
+    r.stopping.rule = "eos";
+    return true;
+  }
+  const bool time_ok = r.stopping.timed_s >= spec.min_time_s;
+  const bool noise_ok = spec.max_noise <= 0 || r.stopping.median_noise <= spec.max_noise;
+  if (time_ok && noise_ok) {
+    r.stopping.rule = spec.max_noise > 0 ? "noise" : (spec.min_time_s > 0 ? "min_time" : "tokens");
+    return true;
+  }
+  if (r.stopping.timed_s >= std::max(spec.max_time_s, spec.min_time_s)) {
+    r.stopping.rule = "time_budget";
+    return true;
+  }
+  return false;
+}
+
+// run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
+PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
+  const int64_t m = spec.batch;
+  if (m < 1 || static_cast<int64_t>(spec.first_tokens.size()) != m) {
+    throw usage_error("a batched pass of " + std::to_string(m) + " sequences needs " +
+                      std::to_string(m) + " first tokens, got " +
+                      std::to_string(spec.first_tokens.size()));
+  }
+  PassResult r;
+  r.spec = spec;
+  r.exec = backend.set_exec_mode_batch(spec.mode, m);
+  const auto pos_of = [&](int64_t i) { return spec.stateless ? 0 : spec.start_pos + i; };
+  const auto n = static_cast<size_t>(m);
+  std::vector<int32_t> tokens = spec.first_tokens, next(n), ref_next(n);
+  std::vector<int64_t> positions(n);
+
+  for (int64_t i = 0; i < spec.warmup; ++i) {
+    std::fill(positions.begin(), positions.end(), pos_of(i));
+    backend.step_batch(tokens, positions, next, nullptr);
+    tokens.swap(next);
+  }
+
+  std::vector<float> logits, ref_logits;
+  const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
+  r.sequence_ids.assign(n, {});
+  for (auto& ids : r.sequence_ids) ids.reserve(static_cast<size_t>(spec.tokens + 1));
+  r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
+  const auto wall0 = std::chrono::steady_clock::now();
+  int64_t timed_ns = 0;
+  for (int64_t round = 0;; ++round) {
+    const bool first_round = round == 0;
+    tokens = spec.first_tokens;
+    if (first_round) {
+      for (size_t s = 0; s < n; ++s) r.sequence_ids[s].push_back(tokens[s]);
+    }
+    for (int64_t i = 0; i < spec.tokens; ++i) {
+      const int64_t pos = pos_of(i);
+      std::fill(positions.begin(), positions.end(), pos);
+      StepPhases phases;
+      const auto t0 = std::chrono::steady_clock::now();
+      backend.step_batch(tokens, positions, next, spec.phase_timing ? &phases : nullptr);
+      const auto t1 = std::chrono::steady_clock::now();
+      r.samples_ns.push_back(ns_between(t0, t1));
+      timed_ns += r.samples_ns.back();
+      if (spec.phase_timing) r.phases.push_back(phases);
+      // Verification happens outside the timed interval, in the first round only.
+      if (first_round && spec.verify_argmax) {
+        for (int64_t s = 0; s < m; ++s) {
+          backend.logits_batch(s, logits);
+          check_argmax(r, spec, logits, i, pos, next[s], s);
+        }
+      }
+      if (first_round && check_reference && i < spec.verify_tokens) {
+        spec.reference->step_batch(tokens, positions, ref_next, nullptr);
+        for (int64_t s = 0; s < m; ++s) {
+          backend.logits_batch(s, logits);
+          spec.reference->logits_batch(s, ref_logits);
+          r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next[s], ref_next[s], s));
+        }
+      }
+      if (spec.on_step) spec.on_step(i + 1, spec.tokens);
+      if (first_round) {
+        for (size_t s = 0; s < n; ++s) r.sequence_ids[s].push_back(next[s]);
+      }
+      tokens.swap(next);
+    }
+    if (round_finishes_pass(r, spec, round, timed_ns)) break;
+  }
+  r.ids = r.sequence_ids.front();
+  r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());
+  return r;
+}
+
 }  // namespace
 
 PassResult run_pass(Backend& backend, const PassSpec& spec) {
+  if (spec.batch != 1) return run_batch_pass(backend, spec);
   PassResult r;
   r.spec = spec;
   r.exec = backend.set_exec_mode(spec.mode);
@@ -140,26 +243,9 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         break;
       }
     }
-    r.stopping.rounds = round + 1;
-    r.stopping.timed_s = static_cast<double>(timed_ns) * 1e-9;
-    std::vector<double> samples(r.samples_ns.begin(), r.samples_ns.end());
-    r.stopping.median_noise = summarize(samples).median_noise();
-    if (r.stopped_at_end_of_generation) {
-      r.stopping.rule = "eos";
-      break;
-    }
-    const bool time_ok = r.stopping.timed_s >= spec.min_time_s;
-    const bool noise_ok = spec.max_noise <= 0 || r.stopping.median_noise <= spec.max_noise;
-    if (time_ok && noise_ok) {
-      r.stopping.rule =
-          spec.max_noise > 0 ? "noise" : (spec.min_time_s > 0 ? "min_time" : "tokens");
-      break;
-    }
-    if (r.stopping.timed_s >= std::max(spec.max_time_s, spec.min_time_s)) {
-      r.stopping.rule = "time_budget";
-      break;
-    }
+    if (round_finishes_pass(r, spec, round, timed_ns)) break;
   }
+  r.sequence_ids = {r.ids};
   r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());
   return r;
 }

@@ -22,11 +22,17 @@ struct PassSpec {
   int64_t warmup = 0;         ///< untimed steps before timing, from the same start
   bool stateless = false;     ///< every step at position 0 (debug: isolates KV/position bugs)
   bool phase_timing = false;  ///< ask the backend for per-phase times
-  std::function<bool(int32_t)> is_end_of_generation;  ///< stop early when true (may be empty)
-  bool verify_argmax = false;    ///< download logits each step and compare with a CPU argmax
-  bool keep_going = false;       ///< continue after an argmax mismatch
-  int64_t verify_tokens = 0;     ///< compare logits with `reference` for the first N steps
-  Backend* reference = nullptr;  ///< CPU backend with the same prompt prefilled
+  std::function<bool(int32_t)> is_end_of_generation;  ///< batch 1: stop early when true (or empty)
+  bool verify_argmax = false;  ///< download logits each step and compare with a CPU argmax
+  bool keep_going = false;     ///< continue after an argmax mismatch
+  int64_t verify_tokens = 0;   ///< compare logits with `reference` for the first N steps
+  /// CPU backend with the same prompt prefilled (batch > 1: the same prompts, prefill_batch)
+  Backend* reference = nullptr;
+  /// Sequences decoded in lockstep. 1: Backend::step per token; M > 1: Backend::step_batch with
+  /// `first_tokens` (M entries, the prefill_batch argmaxes) and every sequence at the same
+  /// position. A batched pass ignores is_end_of_generation: every sequence decodes `tokens` steps.
+  int64_t batch = 1;
+  std::vector<int32_t> first_tokens;  ///< batch > 1: token fed to each sequence's first step
   /// Repeat rounds of `tokens` steps (same positions, same tokens) until at least this much timed
   /// time has accumulated, s (0 = one round).
   double min_time_s = 0;
@@ -49,6 +55,7 @@ struct StoppingReport {
 
 /// An argmax mismatch: the backend's id vs the CPU argmax of the backend's own logits.
 struct ArgmaxMismatch {
+  int64_t sequence = 0;  ///< sequence of a batched pass (0 for batch 1)
   int64_t step = 0;
   int64_t position = 0;
   int32_t backend_id = 0;
@@ -61,6 +68,7 @@ struct ArgmaxMismatch {
 
 /// Logits of one step compared with the CPU reference backend.
 struct LogitsCheck {
+  int64_t sequence = 0;  ///< sequence of a batched pass (0 for batch 1)
   int64_t step = 0;
   double max_abs_error = 0;
   double max_rel_error = 0;  ///< max_abs_error / max |reference logit|
@@ -76,10 +84,14 @@ struct LogitsCheck {
 struct PassResult {
   PassSpec spec;
   ExecReport exec;
-  std::vector<int32_t> ids;         ///< the input token and each step's output: tokens + 1 ids
-  std::vector<int64_t> samples_ns;  ///< per timed step, steady clock around Backend::step
-  std::vector<StepPhases> phases;   ///< per timed step when phase timing was on
-  int64_t wall_ns = 0;              ///< whole timed loop
+  std::vector<int32_t> ids;  ///< the input token and each step's output: tokens + 1 ids
+  /// The ids of every sequence (batch entries; entry 0 equals `ids`), first round.
+  std::vector<std::vector<int32_t>> sequence_ids;
+  /// Per timed step, steady clock around Backend::step (batch > 1: around one step_batch of all
+  /// sequences)
+  std::vector<int64_t> samples_ns;
+  std::vector<StepPhases> phases;  ///< per timed step when phase timing was on
+  int64_t wall_ns = 0;             ///< whole timed loop
   bool stopped_at_end_of_generation = false;
   int64_t argmax_checked = 0;
   std::vector<ArgmaxMismatch> argmax_mismatches;
@@ -92,8 +104,11 @@ struct PassResult {
 /// entries are overwritten, so the tokens do not depend on the warm-up). With `min_time_s` or
 /// `max_noise`, further rounds repeat the same steps and add samples (ids and verification come
 /// from the first round); `stopping` says which rule ended the pass.
+/// With `batch` M > 1 the same happens in lockstep through set_exec_mode_batch(mode, M) and
+/// step_batch: one sample per step of all M sequences, verification of every sequence
+/// (logits_batch), no end-of-generation stop.
 /// Throws decodebench::Error with ExitCode::kVerification on an argmax mismatch unless
-/// `keep_going`; backend errors propagate.
+/// `keep_going`; exit 2 when `first_tokens` does not hold `batch` ids; backend errors propagate.
 PassResult run_pass(Backend& backend, const PassSpec& spec);
 
 /// The ids of the `k` largest logits, largest first (ties → lower id first).

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/quant/dequant.hpp"
 
 namespace decodebench::gguf {
 
@@ -444,6 +445,25 @@ std::string inspect_report(const Reader& r) {
   const uint64_t per_token = decode_bytes_per_token(r);
   line("");
   line(fmt::format("bytes read per decode token: {} ({})", per_token, human_bytes(per_token)));
+  return out;
+}
+
+std::vector<float> dequantize_tensor(const Reader& r, const std::string& name) {
+  const TensorInfo* t = r.find_tensor(name);
+  if (t == nullptr) throw usage_error(r.path() + ": no tensor named '" + name + "'");
+  if (!is_supported_weight_type(t->type_id)) {
+    throw usage_error(r.path() + ": tensor '" + name + "' has type " + ggml_type_name(t->type_id) +
+                      ", which decodebench cannot dequantize");
+  }
+  const auto type = static_cast<WeightType>(t->type_id);
+  const int64_t cols = t->dims[0];
+  const int64_t rows = t->elements() / cols;
+  const int64_t row_size = row_bytes(type, cols);
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  const uint8_t* data = r.tensor_data(*t);
+  for (int64_t i = 0; i < rows; ++i) {
+    quant::dequantize_row(type, data + i * row_size, out.data() + i * cols, cols);
+  }
   return out;
 }
 

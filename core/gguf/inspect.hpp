@@ -59,6 +59,13 @@ uint64_t decode_bytes_per_token(const Reader& reader);
 /// arrays longer than 16 elements list only their first 16 ("truncated": true).
 nlohmann::json inspect_json(const Reader& reader);
 
+/// The values of tensor `name` dequantized to f32 by decodebench's CPU dequantizer
+/// (quant::dequantize_row), in storage order: dims[0] contiguous, then dims[1], ... (a matrix of
+/// ne1 rows × ne0 columns, row-major). For comparing our dequantization with other readers
+/// (`inspect FILE --dump NAME --dump-out PATH`). Throws decodebench::Error (exit 2) for a missing
+/// tensor or a type decodebench does not support.
+std::vector<float> dequantize_tensor(const Reader& reader, const std::string& name);
+
 /// The terminal report of `inspect` (several lines, ends with a newline). Long strings and arrays
 /// are shortened; control characters are escaped.
 std::string inspect_report(const Reader& reader);

@@ -34,9 +34,6 @@ constexpr uint64_t kHeaderBytes = 24;     // magic, version, tensor_count, kv_co
 constexpr uint64_t kMinKvBytes = 14;      // key length 8 + key >= 1 + type 4 + value >= 1
 constexpr uint64_t kMinTensorBytes = 33;  // name length 8 + name >= 1 + n_dims 4 + dim 8 +
                                           // type 4 + offset 8
-constexpr uint64_t kMaxTensorName = 63;   // ggml keeps names in char[64] with the NUL
-constexpr uint32_t kMaxDims = 4;
-constexpr uint64_t kDefaultAlignment = 32;
 constexpr uint32_t kValueTypeCount = 13;
 
 // Indexed by ggml type id; {nullptr, 0, 0} marks an unknown or removed id.
@@ -392,7 +389,7 @@ void Reader::parse() {
   if (size_ < 4) {
     c.fail(0, fmt::format("file is {} bytes, too short for the GGUF magic", size_));
   }
-  if (std::memcmp(base_, "GGUF", 4) != 0) {
+  if (std::memcmp(base_, kMagic, sizeof kMagic) != 0) {
     c.fail(0, fmt::format("bad magic {:02x} {:02x} {:02x} {:02x} (expected 47 47 55 46 \"GGUF\")",
                           base_[0], base_[1], base_[2], base_[3]));
   }

@@ -12,6 +12,15 @@
 
 namespace decodebench::gguf {
 
+/// Format constants shared by the reader and the writer (gguf-facts.md §1).
+inline constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};  ///< file bytes 0..3
+inline constexpr uint32_t kWriteVersion = 3;             ///< the version the writer emits
+inline constexpr uint64_t kDefaultAlignment = 32;        ///< without general.alignment
+inline constexpr uint64_t kMaxTensorName = 63;  ///< bytes; ggml keeps names in char[64] with a NUL
+inline constexpr uint32_t kMaxDims = 4;         ///< dims per tensor (GGML_MAX_DIMS)
+/// general.quantization_version for files holding quantized tensors (GGML_QNT_VERSION).
+inline constexpr uint32_t kQuantizationVersion = 2;
+
 /// Metadata value type ids (gguf-facts.md §1.2).
 enum class ValueType : uint32_t {
   kUint8 = 0,

@@ -38,13 +38,12 @@ enum class Init { kMatrix, kNorm, kSignedNorm, kBias, kEmbedding };
 
 class Builder {
  public:
-  Builder(WeightType dtype, uint64_t seed, cpu::ThreadPool& pool, SyntheticStorage& storage)
-      : dtype_(dtype), seed_(seed), pool_(pool), storage_(storage) {}
+  Builder(uint64_t seed, cpu::ThreadPool& pool, SyntheticStorage& storage)
+      : seed_(seed), pool_(pool), storage_(storage) {}
 
-  // Generates `rows` × `cols` values; matrices in the model dtype, vectors in F32.
-  TensorView make(const std::string& name, int64_t rows, int64_t cols, Init init, float scale) {
-    const bool vector = init == Init::kNorm || init == Init::kSignedNorm || init == Init::kBias;
-    const WeightType type = vector ? WeightType::kF32 : dtype_;
+  // Generates `rows` × `cols` values stored in `type` (vectors: always F32).
+  TensorView make(const std::string& name, int64_t rows, int64_t cols, Init init, float scale,
+                  WeightType type) {
     TensorView t;
     t.name = name;
     t.type = type;
@@ -72,8 +71,12 @@ class Builder {
     return t;
   }
 
+  // A norm weight or bias: [cols] F32.
+  TensorView vector(const std::string& name, int64_t cols, Init init, float scale) {
+    return make(name, 1, cols, init, scale, WeightType::kF32);
+  }
+
  private:
-  WeightType dtype_;
   uint64_t seed_;
   cpu::ThreadPool& pool_;
   SyntheticStorage& storage_;
@@ -87,79 +90,88 @@ float synthetic_uniform(uint64_t key, uint64_t index) {
   return static_cast<float>(bits >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-int64_t synthetic_weight_bytes(const ModelConfig& c, WeightType dtype) {
+int64_t synthetic_weight_bytes(const ModelConfig& c, const WeightScheme& scheme) {
   const auto row_bytes = [](WeightType t, int64_t n) {
     const WeightTraits tr = weight_traits(t);
     return (n + tr.block_elems - 1) / tr.block_elems * tr.block_bytes;  // ceil: any shape
   };
-  const int64_t per_layer = row_bytes(dtype, c.hidden) * (c.q_dim() + 2 * c.kv_dim()) +
-                            row_bytes(dtype, c.q_dim()) * c.hidden +
-                            row_bytes(dtype, c.hidden) * 2 * c.ffn +
-                            row_bytes(dtype, c.ffn) * c.hidden +
-                            4 * (2 * c.hidden + (c.qkv_bias ? c.q_dim() + 2 * c.kv_dim() : 0));
-  const int64_t embd = row_bytes(dtype, c.hidden) * c.vocab;
-  return c.n_layers * per_layer + embd * (c.tied_embeddings ? 1 : 2) + 4 * c.hidden;
+  const auto matrix = [&](MatrixRole role, int64_t layer, int64_t rows, int64_t cols) {
+    return rows * row_bytes(scheme.type_of(role, layer, c.n_layers, c.tied_embeddings), cols);
+  };
+  int64_t total = matrix(MatrixRole::kTokenEmbd, 0, c.vocab, c.hidden) + 4 * c.hidden;
+  if (!c.tied_embeddings) total += matrix(MatrixRole::kOutput, 0, c.vocab, c.hidden);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    total += matrix(MatrixRole::kAttnQ, l, c.q_dim(), c.hidden) +
+             matrix(MatrixRole::kAttnK, l, c.kv_dim(), c.hidden) +
+             matrix(MatrixRole::kAttnV, l, c.kv_dim(), c.hidden) +
+             matrix(MatrixRole::kAttnOutput, l, c.hidden, c.q_dim()) +
+             matrix(MatrixRole::kFfnGate, l, c.ffn, c.hidden) +
+             matrix(MatrixRole::kFfnUp, l, c.ffn, c.hidden) +
+             matrix(MatrixRole::kFfnDown, l, c.hidden, c.ffn) +
+             4 * (2 * c.hidden + (c.qkv_bias ? c.q_dim() + 2 * c.kv_dim() : 0));
+  }
+  return total;
 }
 
-Model make_synthetic_model(const ModelConfig& config, WeightType dtype, uint64_t seed,
+Model make_synthetic_model(const ModelConfig& config, const WeightScheme& scheme, uint64_t seed,
                            cpu::ThreadPool& pool) {
   validate(config);
-  const WeightTraits tr = weight_traits(dtype);
-  if (tr.name == nullptr) throw usage_error("unsupported synthetic dtype");
   // Quantization blocks never straddle rows: every matrix's row length (hidden, q_dim, ffn) must
-  // be a multiple of the block size.
-  for (const auto& [what, n] : {std::pair<const char*, int64_t>{"hidden", config.hidden},
-                                {"heads·head_dim", config.q_dim()},
-                                {"ffn", config.ffn}}) {
-    if (n % tr.block_elems != 0) {
-      throw usage_error(std::string("--dtype ") + tr.name + " stores blocks of " +
-                        std::to_string(tr.block_elems) + " values: " + what + " (" +
-                        std::to_string(n) + ") must be a multiple of " +
-                        std::to_string(tr.block_elems));
-    }
-  }
+  // be a multiple of the block size of each type the scheme uses.
+  check_weight_scheme_fits(config, scheme);
   auto storage = std::make_shared<SyntheticStorage>();
-  Builder b(dtype, seed, pool, *storage);
+  Builder b(seed, pool, *storage);
   Model m;
   m.config = config;
   const ModelConfig& c = config;
+  const auto type = [&](MatrixRole role, int64_t layer) {
+    return scheme.type_of(role, layer, c.n_layers, c.tied_embeddings);
+  };
   const auto fan = [](int64_t fan_in) { return std::sqrt(3.0f / static_cast<float>(fan_in)); };
   // Residual branches scaled by 1/sqrt(2·layers) (GPT-2, Radford et al. 2019) keep the residual
   // stream's variance O(1) at any depth, so the current token's embedding stays visible.
   const float branch = 1.0f / std::sqrt(2.0f * static_cast<float>(c.n_layers));
   ModelWeights& w = m.weights;
-  w.token_embd = b.make("token_embd.weight", c.vocab, c.hidden, Init::kEmbedding, std::sqrt(3.0f));
+  w.token_embd = b.make("token_embd.weight", c.vocab, c.hidden, Init::kEmbedding, std::sqrt(3.0f),
+                        type(MatrixRole::kTokenEmbd, 0));
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
-    L.attn_norm = b.make(p + "attn_norm.weight", 1, c.hidden, Init::kNorm, 0.0f);
-    L.wq = b.make(p + "attn_q.weight", c.q_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
-    L.wk = b.make(p + "attn_k.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
-    L.wv = b.make(p + "attn_v.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden));
+    L.attn_norm = b.vector(p + "attn_norm.weight", c.hidden, Init::kNorm, 0.0f);
+    L.wq = b.make(p + "attn_q.weight", c.q_dim(), c.hidden, Init::kMatrix, fan(c.hidden),
+                  type(MatrixRole::kAttnQ, l));
+    L.wk = b.make(p + "attn_k.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden),
+                  type(MatrixRole::kAttnK, l));
+    L.wv = b.make(p + "attn_v.weight", c.kv_dim(), c.hidden, Init::kMatrix, fan(c.hidden),
+                  type(MatrixRole::kAttnV, l));
     if (c.qkv_bias) {
-      L.bq = b.make(p + "attn_q.bias", 1, c.q_dim(), Init::kBias, 0.1f);
-      L.bk = b.make(p + "attn_k.bias", 1, c.kv_dim(), Init::kBias, 0.1f);
-      L.bv = b.make(p + "attn_v.bias", 1, c.kv_dim(), Init::kBias, 0.1f);
+      L.bq = b.vector(p + "attn_q.bias", c.q_dim(), Init::kBias, 0.1f);
+      L.bk = b.vector(p + "attn_k.bias", c.kv_dim(), Init::kBias, 0.1f);
+      L.bv = b.vector(p + "attn_v.bias", c.kv_dim(), Init::kBias, 0.1f);
     }
     L.wo = b.make(p + "attn_output.weight", c.hidden, c.q_dim(), Init::kMatrix,
-                  branch * fan(c.q_dim()));
-    L.ffn_norm = b.make(p + "ffn_norm.weight", 1, c.hidden, Init::kNorm, 0.0f);
-    L.w_gate = b.make(p + "ffn_gate.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden));
-    L.w_up = b.make(p + "ffn_up.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden));
-    L.w_down = b.make(p + "ffn_down.weight", c.hidden, c.ffn, Init::kMatrix, branch * fan(c.ffn));
+                  branch * fan(c.q_dim()), type(MatrixRole::kAttnOutput, l));
+    L.ffn_norm = b.vector(p + "ffn_norm.weight", c.hidden, Init::kNorm, 0.0f);
+    L.w_gate = b.make(p + "ffn_gate.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden),
+                      type(MatrixRole::kFfnGate, l));
+    L.w_up = b.make(p + "ffn_up.weight", c.ffn, c.hidden, Init::kMatrix, fan(c.hidden),
+                    type(MatrixRole::kFfnUp, l));
+    L.w_down = b.make(p + "ffn_down.weight", c.hidden, c.ffn, Init::kMatrix, branch * fan(c.ffn),
+                      type(MatrixRole::kFfnDown, l));
   }
   // Signed final-norm weights: with a tied LM head, logit(t) = E[t]·norm(x) would otherwise favour
   // the input token itself (E[t] dominates x), and greedy decoding would repeat it forever.
-  w.output_norm = b.make("output_norm.weight", 1, c.hidden, Init::kSignedNorm, 1.0f);
+  w.output_norm = b.vector("output_norm.weight", c.hidden, Init::kSignedNorm, 1.0f);
   if (c.tied_embeddings) {
     w.output = w.token_embd;
   } else {
-    w.output = b.make("output.weight", c.vocab, c.hidden, Init::kMatrix, 4.0f * fan(c.hidden));
+    w.output = b.make("output.weight", c.vocab, c.hidden, Init::kMatrix, 4.0f * fan(c.hidden),
+                      type(MatrixRole::kOutput, 0));
   }
   m.storage = storage;
   m.info.source = "synthetic";
-  m.info.file_type = weight_traits(dtype).name;
+  m.info.file_type = scheme.label();
   compute_model_info(m);
   return m;
 }

@@ -73,7 +73,10 @@ void write_text_file(const std::string& path, const std::string& text, const std
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  write_text_file(path, doc.dump(2) + "\n", "--json");
+  // Generated text can end inside a multi-byte UTF-8 character: replace invalid bytes (U+FFFD)
+  // rather than fail the run.
+  write_text_file(path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "--json");
 }
 
 }  // namespace decodebench

@@ -75,7 +75,7 @@ nlohmann::json run_key(const RunReport& r, const PassReport& p) {
                         {"dtype", r.model_info.file_type},
                         {"backend", r.backend},
                         {"graph", p.pass.spec.label},
-                        {"batch", 1},
+                        {"batch", p.pass.spec.batch},
                         {"device", gpu}};
   std::string id;
   for (const char* k : {"model", "shape", "dtype", "backend", "graph", "batch", "device"}) {
@@ -103,6 +103,8 @@ nlohmann::json exec_json(const ExecReport& e, const std::string& label) {
 }
 
 nlohmann::json verification_json(const PassResult& p) {
+  // Batched passes say which sequence a check belongs to.
+  const bool batched = p.spec.batch > 1;
   nlohmann::json mismatches = nlohmann::json::array();
   for (const auto& m : p.argmax_mismatches) {
     nlohmann::json top = nlohmann::json::array();
@@ -115,6 +117,7 @@ nlohmann::json verification_json(const PassResult& p) {
                           {"cpu_logit", m.cpu_logit},
                           {"margin", m.margin},
                           {"top10", top}});
+    if (batched) mismatches.back()["sequence"] = m.sequence;
   }
   nlohmann::json logits = nlohmann::json::array();
   for (const auto& c : p.logits_checks) {
@@ -127,6 +130,7 @@ nlohmann::json verification_json(const PassResult& p) {
                       {"reference_top", c.reference_top},
                       {"reference_margin", c.reference_margin},
                       {"backend_margin", c.backend_margin}});
+    if (batched) logits.back()["sequence"] = c.sequence;
   }
   return {
       {"argmax_checked", p.argmax_checked}, {"argmax_mismatches", mismatches}, {"logits", logits}};
@@ -152,12 +156,24 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
     phase_samples["total"] = column([](const StepPhases& x) { return x.total_ns; });
     phase_samples["gpu_ms"] = column([](const StepPhases& x) { return x.gpu_ms; });
   }
+  // One entry per sequence of the pass (batch 1: one); all share the lockstep step time.
+  nlohmann::json sequences = nlohmann::json::array();
+  for (size_t s = 0; s < p.pass.sequence_ids.size(); ++s) {
+    const std::vector<int32_t>& prompt =
+        s < r.sequence_prompts.size() ? r.sequence_prompts[s] : r.prompt_ids;
+    sequences.push_back({{"index", s},
+                         {"prompt_tokens", prompt.size()},
+                         {"prompt_ids", prompt},
+                         {"tokens", p.pass.sequence_ids[s]},
+                         {"tpot_ms_median", p.tpot_ns.median / 1e6}});
+  }
   nlohmann::json roofline = {{"bytes_per_token", p.roofline.bytes_per_token},
                              {"achieved_gbps", p.roofline.achieved_gbps},
                              {"measured_gbps", p.roofline.measured_gbps},
                              {"efficiency", p.roofline.efficiency}};
   return {{"key", run_key(r, p)},
           {"label", p.pass.spec.label},
+          {"batch", p.pass.spec.batch},
           {"graph", exec_json(p.pass.exec, p.pass.spec.label)},
           {"results",
            {{"tokens", p.pass.ids},
@@ -173,7 +189,11 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
               {"median_noise", p.pass.stopping.median_noise}}},
             {"wall_ns", p.pass.wall_ns},
             {"samples_ns", p.pass.samples_ns},
-            {"stats", {{"tpot_ns", to_json(p.tpot_ns)}, {"tokens_per_s", p.tokens_per_s}}},
+            {"stats",
+             {{"tpot_ns", to_json(p.tpot_ns)},
+              {"tokens_per_s", p.tokens_per_s},
+              {"aggregate_tokens_per_s", p.aggregate_tokens_per_s}}},
+            {"sequences", sequences},
             {"phases", phases},
             {"phase_samples", phase_samples}}},
           {"verification", verification_json(p.pass)},

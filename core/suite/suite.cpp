@@ -11,11 +11,11 @@ namespace decodebench {
 
 namespace {
 
-constexpr std::array<std::string_view, 23> kSweepFlags = {
-    "--preset", "--layers",        "--hidden",   "--heads",      "--kv-heads", "--head-dim",
-    "--ffn",    "--vocab",         "--context",  "--rope-theta", "--rms-eps",  "--dtype",
-    "--seed",   "--prompt-tokens", "--tokens",   "--warmup",     "--backend",  "--threads",
-    "--graph",  "--capture-mode",  "--min-time", "--max-noise",  "--max-time"};
+constexpr std::array<std::string_view, 24> kSweepFlags = {
+    "--preset",  "--layers",        "--hidden",       "--heads",      "--kv-heads",  "--head-dim",
+    "--ffn",     "--vocab",         "--context",      "--rope-theta", "--rms-eps",   "--dtype",
+    "--seed",    "--prompt-tokens", "--tokens",       "--warmup",     "--batch",     "--backend",
+    "--threads", "--graph",         "--capture-mode", "--min-time",   "--max-noise", "--max-time"};
 
 // Splits "a,b,c"; Error naming `flag` when an element is empty.
 std::vector<std::string> split_list(const std::string& flag, const std::string& text) {

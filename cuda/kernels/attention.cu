@@ -77,12 +77,38 @@ struct AttnArgs {
   float* v_w;
   const int32_t* d_pos;
   const double* inv_freq;
+  // Batch (step_batch): sequence b = blockIdx.y / n_kv_heads (combine: blockIdx.x / n_heads).
+  int n_kv_heads;
+  int64_t q_stride;        ///< floats between sequences in q and out
+  int64_t kv_new_stride;   ///< floats between sequences in k_new / v_new
+  int64_t cache_stride;    ///< floats between the KV caches (slots) of sequences
+  int64_t input_stride;    ///< int32 between sequences' seq_len / pos words
+  int64_t scratch_stride;  ///< floats of scratch per sequence
   int rope_half;
   bool adjacent;
   const float* q_norm;
   const float* k_norm;
   float eps;
 };
+
+/// The arguments of sequence b: every per-sequence pointer moved to its slot.
+__device__ __forceinline__ AttnArgs seq_args(AttnArgs a, int64_t b) {
+  a.q += b * a.q_stride;
+  a.out += b * a.q_stride;
+  a.k += b * a.cache_stride;
+  a.v += b * a.cache_stride;
+  a.k_w += b * a.cache_stride;
+  a.v_w += b * a.cache_stride;
+  if (a.part_acc != nullptr) a.part_acc += b * a.scratch_stride;
+  if (a.part_ml != nullptr) a.part_ml += b * a.scratch_stride;
+  a.d_seq_len += b * a.input_stride;
+  if (a.d_pos != nullptr) a.d_pos += b * a.input_stride;
+  if (a.k_new != nullptr) {
+    a.k_new += b * a.kv_new_stride;
+    a.v_new += b * a.kv_new_stride;
+  }
+  return a;
+}
 
 /// *d_seq_len clamped to [0, capacity]; `report` sets the error bit when it was too large.
 __device__ __forceinline__ int read_seq_len(const AttnArgs& a, bool report) {
@@ -106,7 +132,8 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
+__global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args) {
+  const AttnArgs a = seq_args(args, blockIdx.y / args.n_kv_heads);
   using C = Cfg<HD>;
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
@@ -120,7 +147,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
   __shared__ __align__(16) float kv_new_s[HD];
   const int t = static_cast<int>(threadIdx.x);
   const int split = static_cast<int>(blockIdx.x);
-  const int kvh = static_cast<int>(blockIdx.y);
+  const int kvh = static_cast<int>(blockIdx.y % a.n_kv_heads);
   if (a.k_new != nullptr) {
     // This token's k (normed, rotated) and v go to the caches; every block of the KV head writes
     // the same values and then reads its own writes (coherent loads below, after the barrier).
@@ -313,10 +340,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs a) {
 }
 
 /// Merges the partials of the active splits: block h, thread d.
-__global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a) {
+__global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs args) {
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  const int h = static_cast<int>(blockIdx.x);
+  const AttnArgs a = seq_args(args, blockIdx.x / args.n_heads);
+  const int h = static_cast<int>(blockIdx.x % args.n_heads);
   const int d = static_cast<int>(threadIdx.x);
   const int seq_len = read_seq_len(a, false);
   const int active = min(a.splits, ceil_div(seq_len, split_chunk(seq_len, a.splits)));
@@ -336,16 +364,18 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
 }
 
 template <int HD>
-void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, bool pdl, cudaStream_t stream) {
+void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStream_t stream) {
   AttnArgs a = args;
   void* params[] = {&a};
-  const dim3 grid(static_cast<unsigned>(args.splits), static_cast<unsigned>(n_kv_heads),
+  const dim3 grid(static_cast<unsigned>(args.splits),
+                  static_cast<unsigned>(args.n_kv_heads * batch),
                   static_cast<unsigned>(ceil_div(args.group, args.hpb)));
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_kernel<HD>), params, grid,
                                dim3(kThreads), 0, pdl, stream);
   if (args.splits > 1) {
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_combine_kernel), params,
-                                 dim3(static_cast<unsigned>(args.n_heads)), dim3(HD), 0, pdl,
+                                 dim3(static_cast<unsigned>(args.n_heads * batch)), dim3(HD), 0,
+                                 pdl,
                                  stream);
   }
 }
@@ -353,7 +383,7 @@ void launch_for_head_dim(const AttnArgs& args, int n_kv_heads, bool pdl, cudaStr
 /// Query heads per block: as many as share a KV head (K and V are then read once per block),
 /// but fewer when that leaves the GPU with under ~2 blocks per SM (each block then re-reads the
 /// KV head from L2, which is cheap next to a mostly idle GPU).
-int heads_per_block(int splits, int n_kv_heads, int group) {
+int heads_per_block(int splits, int64_t n_kv_heads, int group) {
   const int64_t units = static_cast<int64_t>(splits) * n_kv_heads * group;
   const int64_t target = 2 * static_cast<int64_t>(gemv_impl::sm_count());
   int hpb = static_cast<int>(std::min<int64_t>(kMaxGroup, ceil_div<int64_t>(units, target)));
@@ -403,6 +433,12 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
         "attention: fused RoPE/KV append needs v_new, d_pos, d_inv_freq, an even "
         "rope_dim in (0, head_dim], both or neither QK-norm weights, eps >= 0");
   }
+  if (p.batch < 1 || p.batch > 256 || p.n_kv_heads * p.batch > 65535 ||
+      (p.batch > 1 && (p.cache_stride < p.n_kv_heads * p.capacity * p.head_dim ||
+                       p.input_stride < 1))) {
+    throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
+                        " (cache_stride and input_stride must cover a sequence)");
+  }
   if (p.path < 0 || p.path > 2) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
@@ -425,7 +461,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.head_dim = static_cast<int>(p.head_dim);
   a.capacity = static_cast<int>(p.capacity);
   a.splits = small ? 1 : p.splits;
-  a.hpb = heads_per_block(a.splits, static_cast<int>(p.n_kv_heads), a.group);
+  a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
   a.d_seq_len = p.d_seq_len;
   a.d_error = p.d_error;
@@ -440,22 +476,28 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.q_norm = p.q_norm;
   a.k_norm = p.k_norm;
   a.eps = p.eps;
-  const int nkv = static_cast<int>(p.n_kv_heads);
+  a.n_kv_heads = static_cast<int>(p.n_kv_heads);
+  a.q_stride = p.q_stride > 0 ? p.q_stride : p.n_heads * p.head_dim;
+  a.kv_new_stride = p.kv_new_stride > 0 ? p.kv_new_stride : p.n_kv_heads * p.head_dim;
+  a.cache_stride = p.cache_stride;
+  a.input_stride = p.input_stride;
+  a.scratch_stride = attention_scratch_floats(p.n_heads, p.head_dim, a.splits);
+  const int64_t batch = p.batch;
   switch (p.head_dim) {
     case 16:
-      launch_for_head_dim<16>(a, nkv, p.pdl, stream);
+      launch_for_head_dim<16>(a, batch, p.pdl, stream);
       break;
     case 32:
-      launch_for_head_dim<32>(a, nkv, p.pdl, stream);
+      launch_for_head_dim<32>(a, batch, p.pdl, stream);
       break;
     case 64:
-      launch_for_head_dim<64>(a, nkv, p.pdl, stream);
+      launch_for_head_dim<64>(a, batch, p.pdl, stream);
       break;
     case 128:
-      launch_for_head_dim<128>(a, nkv, p.pdl, stream);
+      launch_for_head_dim<128>(a, batch, p.pdl, stream);
       break;
     case 256:
-      launch_for_head_dim<256>(a, nkv, p.pdl, stream);
+      launch_for_head_dim<256>(a, batch, p.pdl, stream);
       break;
     default:
       break;  // rejected above

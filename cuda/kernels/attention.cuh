@@ -44,6 +44,17 @@ struct AttentionParams {
   const float* q_norm = nullptr;  ///< [head_dim] qwen3 per-head RMSNorm of q, or null
   const float* k_norm = nullptr;  ///< [head_dim] of k (with q_norm)
   float eps = 0.0f;               ///< QK-norm epsilon
+
+  // ---- batch (Backend::step_batch): `batch` sequences in one launch ------------------------
+  // Sequence b reads q + b·q_stride, writes out + b·q_stride, uses the caches at
+  // k_cache/v_cache + b·cache_stride, this token's k/v at k_new/v_new + b·kv_new_stride, its
+  // seq_len/pos at d_seq_len/d_pos + b·input_stride, and scratch of attention_scratch_floats(...)
+  // floats per sequence (the scratch must hold batch times that).
+  int64_t batch = 1;
+  int64_t q_stride = 0;       ///< 0: n_heads · head_dim
+  int64_t kv_new_stride = 0;  ///< 0: n_kv_heads · head_dim
+  int64_t cache_stride = 0;   ///< >= n_kv_heads · capacity · head_dim when batch > 1
+  int64_t input_stride = 0;   ///< >= 1 when batch > 1
 };
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).

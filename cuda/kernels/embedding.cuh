@@ -20,4 +20,11 @@ namespace decodebench::cuda {
 void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
                       float* out, cudaStream_t stream, bool pdl = false);
 
+/// Batched form: out[b·out_stride + e] = row d_tokens[b·token_stride] for b < batch (1..65535),
+/// in one launch. Same rules and errors as launch_embedding (exit 1 for bad batch or strides).
+void launch_embedding_batched(WeightType type, const void* table, int64_t cols,
+                              const int32_t* d_tokens, int64_t token_stride, int64_t batch,
+                              float* out, int64_t out_stride, cudaStream_t stream,
+                              bool pdl = false);
+
 }  // namespace decodebench::cuda

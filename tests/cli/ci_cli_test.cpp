@@ -71,6 +71,38 @@ TEST(SweepCli, TwoByTwoSweepRunsInFlagOrderIntoOneSuiteDocument) {
   expect_schema_valid(out);
 }
 
+TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
+  TempDir dir;
+  const auto out = dir / "batch.json";
+  const auto r = run_decodebench(
+      with(kTinyShape, {"--layers", "2", "--batch", "1,2", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "suite sweep: 2 configuration(s), 2 ok")) << r.out;
+  EXPECT_TRUE(contains(r.out, "batch scaling · cpu")) << r.out;
+  EXPECT_TRUE(contains(r.out, "aggregate tok/s")) << r.out;
+  EXPECT_TRUE(contains(r.out, "vs batch 1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1.00×")) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["results"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& run = doc["results"][i]["runs"][0];
+    EXPECT_EQ(doc["configurations"][i]["label"], "batch=" + std::to_string(i + 1));
+    EXPECT_EQ(run["batch"], i + 1);
+    EXPECT_EQ(run["key"]["batch"], i + 1);
+    EXPECT_EQ(run["results"]["sequences"].size(), i + 1);
+  }
+  // Sequence 0 of the batch of 2 is the batch-1 run (same seed, same prompt).
+  EXPECT_EQ(doc["results"][1]["runs"][0]["results"]["sequences"][0]["tokens"],
+            doc["results"][0]["runs"][0]["results"]["tokens"]);
+  expect_schema_valid(out);
+}
+
+TEST(SweepCli, SweepWithoutBatchPrintsNoScalingTable) {
+  const auto r = run_decodebench(with(kTinyShape, {"--layers", "1,2", "--tokens", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "batch scaling")) << r.out;
+}
+
 TEST(SweepCli, BadValueInOnePointFailsBeforeAnythingRuns) {
   TempDir dir;
   const auto out = dir / "sweep.json";

@@ -50,6 +50,26 @@ TEST(RunCli, TinyRunPrintsSummaryAndWritesValidJson) {
   expect_schema_valid(out);
 }
 
+TEST(RunCli, BatchedRunReportsEverySequenceAndTheAggregate) {
+  TempDir dir;
+  const auto out = dir / "batch.json";
+  const auto r = run_decodebench(tiny({"--batch", "3", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 sequences in lockstep"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("aggregate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("seq 2"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(doc["config"]["batch"]["value"], 3);
+  const auto& run = doc["runs"][0];
+  EXPECT_EQ(run["batch"], 3);
+  ASSERT_EQ(run["results"]["sequences"].size(), 3u);
+  EXPECT_EQ(run["results"]["samples_ns"].size(), 6u);
+  for (const auto& s : run["results"]["sequences"]) EXPECT_EQ(s["tokens"].size(), 7u);
+  EXPECT_GT(run["results"]["stats"]["aggregate_tokens_per_s"].get<double>(),
+            run["results"]["stats"]["tokens_per_s"].get<double>());
+  expect_schema_valid(out);
+}
+
 TEST(RunCli, RunSubcommandIsTheDefault) {
   const auto a = run_decodebench(tiny({"--json", "-", "-q"}));
   std::vector<std::string> b_args = {"run"};
@@ -106,6 +126,9 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--json", "/nonexistent-dir/x.json"}, "does not exist"},
       {{"--json", "/proc/x.json"}, "cannot create files"},
       {{"--seed", "-1"}, "--seed must be >= 0"},
+      {{"--batch", "0"}, "--batch must be in [1, 256]"},
+      {{"--batch", "257"}, "--batch must be in [1, 256]"},
+      {{"--batch", "2", "--graph", "on", "--backend", "cpu"}, "--graph on needs the cuda backend"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "core/cpu/thread_pool.hpp"
@@ -163,7 +165,9 @@ TEST_P(CpuBackendVsNaive, TwoLayerLogitsMatchNaiveForwardPass) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CpuBackendVsNaive,
                          ::testing::Values(WeightType::kF32, WeightType::kF16, WeightType::kBF16),
-                         [](const auto& info) { return std::string(weight_traits(info.param).name); });
+                         [](const auto& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
 
 std::vector<int32_t> decode(const Model& m, int threads, int steps) {
   cpu::CpuBackend b(m, steps + 4, threads);
@@ -235,6 +239,173 @@ TEST(CpuBackend, PositionBeyondCapacityIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("capacity"), std::string::npos);
   }
   EXPECT_THROW(b.step(300, 0, nullptr), Error);  // token outside the vocabulary
+}
+
+// ---- Batched decode (step_batch) -------------------------------------------------------------
+
+// One sequence decoded alone (slot 0, `step`): each step's output id and logits.
+struct SingleRun {
+  std::vector<int32_t> ids;                // prefill argmax, then each step's output
+  std::vector<std::vector<float>> logits;  // per decode step
+};
+
+SingleRun decode_alone(const Model& m, const std::vector<int32_t>& prompt, int steps) {
+  cpu::CpuBackend b(m, static_cast<int64_t>(prompt.size()) + steps, 2);
+  SingleRun run;
+  int32_t t = b.prefill(prompt);
+  run.ids.push_back(t);
+  for (int i = 0; i < steps; ++i) {
+    t = b.step(t, static_cast<int64_t>(prompt.size()) + i, nullptr);
+    run.ids.push_back(t);
+    run.logits.emplace_back();
+    b.logits(run.logits.back());
+  }
+  return run;
+}
+
+class CpuStepBatch : public ::testing::TestWithParam<WeightType> {};
+
+TEST_P(CpuStepBatch, SequenceIMatchesASingleSequenceRunBitForBit) {
+  constexpr int kSteps = 20;
+  constexpr int64_t kBatch = 3;
+  cpu::ThreadPool pool(2);
+  const Model m = make_synthetic_model(small_config(), GetParam(), 5, pool);
+  const std::vector<std::vector<int32_t>> prompts = {
+      {3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}, {299, 0, 42, 17, 8}};
+  std::vector<SingleRun> alone;
+  for (const auto& p : prompts) alone.push_back(decode_alone(m, p, kSteps));
+  // Different prompts must lead to different generations, or the test proves little.
+  EXPECT_NE(alone[0].ids, alone[1].ids);
+  EXPECT_NE(alone[1].ids, alone[2].ids);
+
+  const int64_t prompt_len = static_cast<int64_t>(prompts[0].size());
+  cpu::CpuBackend b(m, prompt_len + kSteps, 2, kBatch);
+  EXPECT_EQ(b.max_batch(), kBatch);
+  std::vector<int32_t> tokens(kBatch), next(kBatch);
+  b.prefill_batch(prompts, tokens);
+  for (int64_t s = 0; s < kBatch; ++s)
+    EXPECT_EQ(tokens[s], alone[s].ids[0]) << "prefill, seq " << s;
+  std::vector<int64_t> positions(kBatch);
+  std::vector<float> logits;
+  for (int i = 0; i < kSteps; ++i) {
+    std::fill(positions.begin(), positions.end(), prompt_len + i);
+    b.step_batch(tokens, positions, next, nullptr);
+    for (int64_t s = 0; s < kBatch; ++s) {
+      ASSERT_EQ(next[s], alone[s].ids[i + 1]) << "seq " << s << " step " << i;
+      b.logits_batch(s, logits);
+      ASSERT_EQ(logits, alone[s].logits[i]) << "logits of seq " << s << " step " << i;
+    }
+    tokens = next;
+  }
+  // `logits` serves sequence 0 of the last batch.
+  b.logits(logits);
+  EXPECT_EQ(logits, alone[0].logits.back());
+}
+
+TEST_P(CpuStepBatch, SequencesAtDifferentPositionsStayIndependent) {
+  // Slot i only ever sees sequence i's KV entries, whatever the other slots hold: sequence 0 has a
+  // 3-token prompt, sequence 1 a 1-token prompt, and they then decode side by side at different
+  // positions.
+  cpu::ThreadPool pool(2);
+  const Model m = make_synthetic_model(small_config(), GetParam(), 6, pool);
+  const SingleRun a = decode_alone(m, {7, 7, 7}, 4);
+  const SingleRun c = decode_alone(m, {1}, 4);
+  cpu::CpuBackend b(m, 16, 2, 2);
+  std::vector<int32_t> one(1);
+  for (int64_t p = 0; p < 2; ++p) {
+    b.step_batch(std::vector<int32_t>{7}, std::vector<int64_t>{p}, one, nullptr);
+  }
+  std::vector<int32_t> next(2);
+  b.step_batch(std::vector<int32_t>{7, 1}, std::vector<int64_t>{2, 0}, next, nullptr);
+  EXPECT_EQ(next[0], a.ids[0]);
+  EXPECT_EQ(next[1], c.ids[0]);
+  for (int i = 0; i < 4; ++i) {
+    const std::vector<int32_t> tok = {next[0], next[1]};
+    b.step_batch(tok, std::vector<int64_t>{3 + i, 1 + i}, next, nullptr);
+    EXPECT_EQ(next[0], a.ids[i + 1]) << "step " << i;
+    EXPECT_EQ(next[1], c.ids[i + 1]) << "step " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CpuStepBatch,
+                         ::testing::Values(WeightType::kF32, WeightType::kQ8_0),
+                         [](const auto& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
+
+void expect_usage_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a usage error containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBackend, BatchedInputsAreCheckedBeforeAnythingRuns) {
+  cpu::ThreadPool pool(1);
+  const Model m = make_synthetic_model(small_config(), WeightType::kF32, 0, pool);
+  cpu::CpuBackend b(m, 4, 1, 3);
+  std::vector<int32_t> none, three_tok = {1, 2, 3}, three_out(3), four_tok = {1, 2, 3, 4},
+                             four_out(4);
+  std::vector<int64_t> no_pos, three_pos = {0, 0, 0}, two_pos = {0, 0}, four_pos = {0, 0, 0, 0};
+  expect_usage_error([&] { b.step_batch(none, no_pos, std::span<int32_t>(), nullptr); },
+                     "1 to 3 sequences, got 0");
+  expect_usage_error([&] { b.step_batch(four_tok, four_pos, four_out, nullptr); },
+                     "1 to 3 sequences, got 4");
+  expect_usage_error([&] { b.step_batch(three_tok, two_pos, three_out, nullptr); },
+                     "as many positions and outputs");
+  expect_usage_error(
+      [&] { b.step_batch(three_tok, three_pos, std::span<int32_t>(three_out).first(2), nullptr); },
+      "as many positions and outputs");
+  std::vector<int64_t> bad_pos = {0, 4, 0};
+  expect_usage_error([&] { b.step_batch(three_tok, bad_pos, three_out, nullptr); }, "capacity");
+  std::vector<int64_t> neg_pos = {0, 0, -1};
+  expect_usage_error([&] { b.step_batch(three_tok, neg_pos, three_out, nullptr); }, "capacity");
+  std::vector<int32_t> bad_tok = {1, 300, 2};
+  expect_usage_error([&] { b.step_batch(bad_tok, three_pos, three_out, nullptr); }, "300");
+  // check_batch_inputs itself, as every backend uses it.
+  expect_usage_error([&] { check_batch_inputs(none, no_pos, none, 8, 300, 4); }, "got 0");
+  expect_usage_error([&] { check_batch_inputs(three_tok, three_pos, three_out, 2, 300, 4); },
+                     "1 to 2 sequences, got 3");
+  EXPECT_NO_THROW(check_batch_inputs(three_tok, three_pos, three_out, 3, 300, 4));
+
+  // Logits of a sequence outside the last step's batch; graph mode; batch above the slots.
+  std::vector<float> logits;
+  std::vector<int32_t> two_tok = {1, 2}, two_out(2);
+  b.step_batch(two_tok, two_pos, two_out, nullptr);
+  EXPECT_NO_THROW(b.logits_batch(1, logits));
+  expect_usage_error([&] { b.logits_batch(2, logits); }, "sequence 2");
+  expect_usage_error([&] { b.logits_batch(-1, logits); }, "sequence -1");
+  b.step(1, 0, nullptr);
+  expect_usage_error([&] { b.logits_batch(1, logits); }, "sequence 1");
+  expect_usage_error([&] { b.set_exec_mode_batch(ExecMode::kGraph, 2); }, "--graph off");
+  expect_usage_error([&] { b.set_exec_mode_batch(ExecMode::kEager, 4); }, "got 4");
+  expect_usage_error([&] { b.set_exec_mode_batch(ExecMode::kEager, 0); }, "got 0");
+  EXPECT_EQ(b.set_exec_mode_batch(ExecMode::kEager, 3).mode, ExecMode::kEager);
+}
+
+TEST(CpuBackend, MaxBatchOutsideOneTo256IsAUsageError) {
+  cpu::ThreadPool pool(1);
+  const Model m = make_synthetic_model(small_config(), WeightType::kF32, 0, pool);
+  expect_usage_error([&] { cpu::CpuBackend b(m, 4, 1, 0); }, "[1, 256]");
+  expect_usage_error([&] { cpu::CpuBackend b(m, 4, 1, 257); }, "[1, 256]");
+  EXPECT_EQ(cpu::CpuBackend(m, 4, 1).max_batch(), 1);
+  // A backend of batch 1 refuses larger batches with the same rule.
+  cpu::CpuBackend one(m, 4, 1);
+  std::vector<int32_t> tok = {1, 2}, out(2);
+  std::vector<int64_t> pos = {0, 0};
+  expect_usage_error([&] { one.step_batch(tok, pos, out, nullptr); }, "1 to 1 sequences, got 2");
+}
+
+TEST(CpuBackend, WorkspaceCountsOneKvCacheAndLogitsRowPerSlot) {
+  const ModelConfig c = small_config();
+  const int64_t one = cpu::CpuBackend::workspace_bytes(c, 10);
+  const int64_t four = cpu::CpuBackend::workspace_bytes(c, 10, 4);
+  const int64_t kv_per_slot = 2 * c.n_layers * c.n_kv_heads * 10 * c.head_dim * 4;
+  EXPECT_EQ(one, cpu::CpuBackend::workspace_bytes(c, 10, 1));
+  EXPECT_EQ(four - one, 3 * (kv_per_slot + c.vocab * 4));
 }
 
 }  // namespace

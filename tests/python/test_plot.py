@@ -150,6 +150,42 @@ def synthetic_result(seed: int = 1, scale: float = 1.0, tokens: int = 48,
     }
 
 
+def batched_result(batch: int, seed: int = 1, tokens: int = 24) -> dict:
+    """A synthetic result whose runs decode `batch` sequences in lockstep: the step time grows
+    slowly with the batch, so the aggregate tokens/s grows almost linearly."""
+    doc = synthetic_result(seed=seed, scale=1.0 + 0.05 * (batch - 1), tokens=tokens,
+                           phases=False)
+    doc["config"]["batch"] = {"value": batch, "origin": "flag"}
+    for run_doc in doc["runs"]:
+        run_doc["batch"] = batch
+        key = run_doc["key"]
+        key["batch"] = batch
+        key["id"] = key["id"].replace("|batch=1|", f"|batch={batch}|")
+        results = run_doc["results"]
+        median = results["stats"]["tpot_ns"]["median"]
+        results["stats"]["aggregate_tokens_per_s"] = batch * 1e9 / median
+        results["sequences"] = [
+            {"index": i, "prompt_tokens": 4, "prompt_ids": [1, 2, 3, 4 + i],
+             "tokens": [(7 * i + t) % 1024 for t in range(tokens + 1)],
+             "tpot_ms_median": median / 1e6} for i in range(batch)]
+    return doc
+
+
+def batch_suite(batches: list) -> dict:
+    """A sweep document (`decodebench --batch 1,2,... --json`) over `batches`."""
+    configs = [{"index": i, "label": f"batch={b}", "args": ["--batch", str(b)], "wall_ns": 1,
+                "status": "ok", "exit_code": 0, "error": None, "result": i}
+               for i, b in enumerate(batches)]
+    results = [batched_result(b, seed=i + 1) for i, b in enumerate(batches)]
+    return {"schema_version": "1.0",
+            "suite": {"name": "sweep", "description": "decodebench --batch", "wall_ns": 1,
+                      "source": "command line", "configurations": len(batches)},
+            "tool": results[0]["tool"],
+            "environment": {"host": "test", "cpu": "Test CPU", "cores": 4, "os": "Test OS",
+                            "timestamp": "2026-01-02T03:04:05Z", "gpu": {"name": "Test GPU"}},
+            "configurations": configs, "results": results, "exit_code": 0}
+
+
 def write_json(path: pathlib.Path, doc) -> pathlib.Path:
     path.write_text(json.dumps(doc))
     return path
@@ -278,6 +314,46 @@ class SyntheticResultTest(PlotTestCase):
             self.assertIn(expected, text)
 
 
+class BatchScalingTest(PlotTestCase):
+    """Sweeps over --batch: a scaling plot besides the per-entry plots."""
+
+    def test_batch_fixture_matches_the_schema(self):
+        path = write_json(self.tmp / "sweep.json", batch_suite([1, 4]))
+        proc = run(VALIDATE, path)
+        if proc.returncode == 77:
+            self.skipTest("jsonschema is not installed")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_batch_sweep_writes_a_scaling_plot(self):
+        batches = [1, 2, 4, 8, 16]
+        path = write_json(self.tmp / "sweep.json", batch_suite(batches))
+        proc = run(PLOT, path, "--out", self.tmp)
+        expected = [self.tmp / "sweep-batch-scaling.png"]
+        for i in range(len(batches)):
+            expected += [self.tmp / f"sweep-{i + 1}-latency.png",
+                         self.tmp / f"sweep-{i + 1}-histogram.png"]
+        self.assertPlotted(proc, expected)
+        width, height = png_info(self.tmp / "sweep-batch-scaling.png")
+        self.assertGreater(width, height)
+
+    def test_one_batch_size_writes_no_scaling_plot(self):
+        path = write_json(self.tmp / "one.json", batch_suite([4]))
+        proc = run(PLOT, path, "--out", self.tmp)
+        self.assertPlotted(proc, [self.tmp / "one-1-latency.png", self.tmp / "one-1-histogram.png"])
+
+    def test_older_documents_without_batch_count_as_batch_one(self):
+        suite = batch_suite([1, 8])
+        for run_doc in suite["results"][0]["runs"]:  # as written before batched decode
+            del run_doc["batch"]
+            del run_doc["results"]["sequences"]
+            del run_doc["results"]["stats"]["aggregate_tokens_per_s"]
+        path = write_json(self.tmp / "old.json", suite)
+        proc = run(PLOT, path, "--out", self.tmp)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(str(self.tmp / "old-batch-scaling.png"), proc.stdout.splitlines())
+        self.assertPng(self.tmp / "old-batch-scaling.png")
+
+
 class BinaryResultTest(PlotTestCase):
     """A real (small) CPU result from the decodebench binary."""
 
@@ -302,6 +378,19 @@ class BinaryResultTest(PlotTestCase):
     def test_compare_with_itself(self):
         proc = run(PLOT, self.result, self.result, "--out", self.tmp)
         self.assertPlotted(proc, [self.tmp / "compare-r-vs-r.png"])
+
+    def test_batch_sweep_of_the_binary(self):
+        sweep = self.tmp / "b.json"
+        proc = subprocess.run([os.environ["DECODEBENCH_BIN"], "--preset", "smollm2-135m",
+                               "--layers", "2", "--vocab", "512", "--ffn", "256", "--tokens", "6",
+                               "--prompt-tokens", "4", "--backend", "cpu", "--batch", "1,2,4",
+                               "--json", str(sweep), "-q"],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, f"decodebench failed: {proc.stderr}")
+        proc = run(PLOT, sweep, "--out", self.tmp)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(str(self.tmp / "b-batch-scaling.png"), proc.stdout.splitlines())
+        self.assertPng(self.tmp / "b-batch-scaling.png")
 
 
 class ErrorTest(PlotTestCase):

@@ -1,0 +1,140 @@
+// `decodebench make-gguf` end to end: the written file decodes the synthetic run's tokens, inspect
+// reads its tensor types, errors exit 2 without leaving files; and `--dtype q4_k_m` runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.hpp"
+
+namespace decodebench::testing {
+namespace {
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Tiny shapes whose rows are whole blocks of 256: a qwen2-style one (Q/K/V biases, untied) and a
+// llama-style one (no biases, tied embeddings, written with permuted Q/K rows).
+const std::vector<std::string> kQwen2Shape = {
+    "--preset",   "qwen2.5-7b", "--layers", "3",   "--hidden", "256", "--heads",   "4",
+    "--kv-heads", "2",          "--ffn",    "512", "--vocab",  "400", "--context", "256"};
+const std::vector<std::string> kLlamaShape = {
+    "--preset",  "smollm2-135m", "--layers", "2",     "--hidden", "256",     "--heads",
+    "4",         "--kv-heads",   "2",        "--ffn", "512",      "--vocab", "300",
+    "--context", "256"};
+const std::vector<std::string> kDecode = {"--backend", "cpu",    "--tokens", "8", "--prompt-tokens",
+                                          "5",         "--json", "-",        "-q"};
+
+nlohmann::json run_json(const std::vector<std::string>& args) {
+  const CommandResult r = run_decodebench(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const nlohmann::json::exception&) {
+    ADD_FAILURE() << "not JSON: " << r.out.substr(0, 200) << r.err;
+    return nlohmann::json::object();
+  }
+}
+
+struct Case {
+  const char* dtype;
+  const std::vector<std::string>* shape;
+  const char* arch;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.dtype << " " << c.arch; }
+
+class MakeGgufCli : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MakeGgufCli, FileDecodesTheTokensOfTheSyntheticRun) {
+  const Case& p = GetParam();
+  TempDir dir;
+  const std::string file = (dir / "model.gguf").string();
+  const auto made = run_decodebench(
+      cat(cat({"make-gguf"}, *p.shape), {"--dtype", p.dtype, "--seed", "3", "--out", file}));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("wrote " + file), std::string::npos) << made.out;
+  ASSERT_TRUE(std::filesystem::exists(file));
+
+  const nlohmann::json synthetic =
+      run_json(cat(cat(*p.shape, {"--dtype", p.dtype, "--seed", "3"}), kDecode));
+  const nlohmann::json gguf =
+      run_json(cat({"--model", file, "--seed", "3", "--ignore-eos"}, kDecode));
+  ASSERT_TRUE(synthetic.contains("runs") && gguf.contains("runs"));
+  EXPECT_EQ(gguf["model"]["architecture"], p.arch);
+  EXPECT_EQ(gguf["prompt"]["ids"], synthetic["prompt"]["ids"]) << "same seed, same prompt";
+  const nlohmann::json& tokens = synthetic["runs"][0]["results"]["tokens"];
+  EXPECT_EQ(tokens.size(), 9u);
+  EXPECT_EQ(gguf["runs"][0]["results"]["tokens"], tokens);
+  // The file holds every tensor in its storage type: same bytes read per token.
+  EXPECT_EQ(gguf["model"]["bytes_per_token"], synthetic["model"]["bytes_per_token"]);
+  EXPECT_EQ(gguf["model"]["tensor_types"], synthetic["model"]["tensor_types"]);
+
+  const auto inspected = run_decodebench({"inspect", file, "--json", "-"});
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  const auto doc = nlohmann::json::parse(inspected.out);
+  EXPECT_EQ(doc["architecture"]["name"], p.arch);
+  EXPECT_EQ(doc["bytes_per_token"], synthetic["model"]["bytes_per_token"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, MakeGgufCli,
+    ::testing::Values(Case{"f32", &kQwen2Shape, "qwen2"}, Case{"q8_0", &kLlamaShape, "llama"},
+                      Case{"q4_k_m", &kQwen2Shape, "qwen2"}, Case{"q4_k_m", &kLlamaShape, "llama"}),
+    [](const auto& info) { return std::string(info.param.dtype) + "_" + info.param.arch; });
+
+TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
+  TempDir dir;
+  const std::string file = (dir / "x.gguf").string();
+  auto r = run_decodebench(
+      {"make-gguf", "--preset", "smollm2-135m", "--dtype", "q4_k_m", "--out", file});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("hidden (576) must be a multiple of 256"), std::string::npos) << r.err;
+  r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--layers", "1", "--out",
+                       (dir / "missing/x.gguf").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--dtype", "int3", "--out", file});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = run_decodebench({"make-gguf", "--preset", "smollm2-135m"});
+  EXPECT_EQ(r.exit_code, 2) << "--out is required: " << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(MakeGgufCli, InspectDumpWritesTheDequantizedValues) {
+  TempDir dir;
+  const std::string file = (dir / "m.gguf").string();
+  const auto made = run_decodebench(
+      cat(cat({"make-gguf"}, kLlamaShape), {"--dtype", "q4_k_m", "--out", file, "-q"}));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_TRUE(made.out.empty()) << made.out;
+  const std::string dump = (dir / "v.f32").string();
+  const auto r =
+      run_decodebench({"inspect", file, "--dump", "blk.1.ffn_down.weight", "--dump-out", dump});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::filesystem::file_size(dump), 256u * 512u * 4u);
+  const auto bad = run_decodebench({"inspect", file, "--dump", "nope", "--dump-out", dump});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no tensor named 'nope'"), std::string::npos) << bad.err;
+}
+
+TEST(Q4KMCli, RunReportsTheMix) {
+  const nlohmann::json doc = run_json(cat(kQwen2Shape, cat({"--dtype", "q4_k_m"}, kDecode)));
+  EXPECT_EQ(doc["config"]["dtype"]["value"], "q4_k_m");
+  EXPECT_EQ(doc["model"]["file_type"], "Q4_K_M");
+  const nlohmann::json& types = doc["model"]["tensor_types"];
+  // 3 layers: attn_v and ffn_down promoted in layer 2 (the last eighth), plus the LM head.
+  EXPECT_EQ(types["Q6_K"]["count"], 3);
+  EXPECT_EQ(types["Q4_K"]["count"], 1 + 3 * 7 - 2);
+  int64_t sum = 0;
+  for (const auto& [name, t] : types.items()) sum += t["bytes"].get<int64_t>();
+  EXPECT_EQ(sum, doc["model"]["weight_bytes"].get<int64_t>());
+}
+
+}  // namespace
+}  // namespace decodebench::testing
