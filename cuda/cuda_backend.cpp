@@ -308,6 +308,31 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   launch_gemv(p, stream_.get());
 }
 
+AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
+                                              const int32_t* d_seq_len) {
+  const int64_t kv_layer = c_.kv_dim() * max_positions_;
+  AttentionParams ap;
+  ap.k_cache = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+  ap.v_cache = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
+  ap.n_heads = c_.n_heads;
+  ap.n_kv_heads = c_.n_kv_heads;
+  ap.head_dim = c_.head_dim;
+  ap.capacity = max_positions_;
+  ap.d_seq_len = d_seq_len;
+  ap.splits = attn_splits_;
+  ap.d_error = d_error_flag_.data<int32_t>();
+  ap.pdl = options_.pdl;
+  // (QK-norm,) RoPE of q and k and the KV-cache append happen inside the attention kernel.
+  ap.d_pos = d_pos;
+  ap.d_inv_freq = inv_freq_.data<double>();
+  ap.rope_dim = c_.rope_dim;
+  ap.rope_style = c_.rope_style;
+  ap.q_norm = L.q_norm.present() ? L.q_norm.f32() : nullptr;
+  ap.k_norm = L.k_norm.present() ? L.k_norm.f32() : nullptr;
+  ap.eps = static_cast<float>(c_.rms_eps);
+  return ap;
+}
+
 void CudaBackend::enqueue_forward() {
   cudaStream_t s = stream_.get();
   const bool pdl = options_.pdl;
@@ -342,11 +367,8 @@ void CudaBackend::enqueue_forward() {
   };
 
   launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s, pdl);
-  const int64_t kv_layer = c_.kv_dim() * max_positions_;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const DeviceLayer& L = layers_[l];
-    float* kc = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
-    float* vc = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
     // Q, K, V from RMSNorm(x): one GEMV over the stacked [Wq; Wk; Wv] when uploaded so.
     if (L.wqkv.present()) {
       GemvParams p = gemv(L.wqkv, x, q, &L.bqkv, nullptr, &L.attn_norm);
@@ -361,30 +383,12 @@ void CudaBackend::enqueue_forward() {
       enqueue_gemv(gemv(L.wk, xn, k, &L.bk, nullptr, nullptr));
       enqueue_gemv(gemv(L.wv, xn, v, &L.bv, nullptr, nullptr));
     }
-    AttentionParams ap;
+    AttentionParams ap = attention_params(L, l, d_pos, d_seq_len);
     ap.q = q;
-    ap.k_cache = kc;
-    ap.v_cache = vc;
     ap.out = att_.data<float>();
-    ap.n_heads = c_.n_heads;
-    ap.n_kv_heads = c_.n_kv_heads;
-    ap.head_dim = c_.head_dim;
-    ap.capacity = max_positions_;
-    ap.d_seq_len = d_seq_len;
     ap.scratch = attn_scratch_.data<float>();
-    ap.splits = attn_splits_;
-    ap.d_error = d_error_flag_.data<int32_t>();
-    ap.pdl = pdl;
-    // (QK-norm,) RoPE of q and k and the KV-cache append happen inside the attention kernel.
     ap.k_new = k;
     ap.v_new = v;
-    ap.d_pos = d_pos;
-    ap.d_inv_freq = inv_freq_.data<double>();
-    ap.rope_dim = c_.rope_dim;
-    ap.rope_style = c_.rope_style;
-    ap.q_norm = L.q_norm.present() ? L.q_norm.f32() : nullptr;
-    ap.k_norm = L.k_norm.present() ? L.k_norm.f32() : nullptr;
-    ap.eps = eps;
     launch_attention(ap, s);
     enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add.
@@ -415,48 +419,38 @@ void CudaBackend::enqueue_argmax() {
       cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
 }
 
-void CudaBackend::enqueue_step() {
-  enqueue_forward();
-  enqueue_argmax();
-}
-
-int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
-  check_step_inputs(token, pos, c_.vocab, max_positions_);
+void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const StepGraphs* graphs,
+                           const std::function<void()>& forward,
+                           const std::function<void()>& argmax, StepPhases* phases) {
   cudaStream_t s = stream_.get();
-  auto* in = h_inputs_.data<StepInputs>();
-  in->token = token;
-  in->pos = static_cast<int32_t>(pos);
-  in->seq_len = static_cast<int32_t>(pos + 1);
-  const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
   if (phases == nullptr) {
-    DB_CUDA_CHECK(
-        cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
-    if (graph) {
-      graphs_->full.launch(s);
+    DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+    if (graphs != nullptr) {
+      graphs->full.launch(s);
     } else {
-      enqueue_step();
+      forward();
+      argmax();
     }
     DB_CUDA_CHECK(cudaStreamSynchronize(s));
-    return *h_next_.data<int32_t>();
+    return;
   }
   // Phase timing: the step is split at its phase boundaries, each closed by a synchronisation.
   const auto t0 = Clock::now();
-  DB_CUDA_CHECK(
-      cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
+  DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
   const auto t1 = Clock::now();
   DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
-  if (graph) {
-    graphs_->forward.launch(s);
+  if (graphs != nullptr) {
+    graphs->forward.launch(s);
   } else {
-    enqueue_forward();
+    forward();
   }
   const auto t2 = Clock::now();
   DB_CUDA_CHECK(cudaStreamSynchronize(s));
   const auto t3 = Clock::now();
-  if (graph) {
-    graphs_->argmax.launch(s);
+  if (graphs != nullptr) {
+    graphs->argmax.launch(s);
   } else {
-    enqueue_argmax();
+    argmax();
   }
   DB_CUDA_CHECK(cudaEventRecord(ev_stop_.get(), s));
   DB_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -469,6 +463,17 @@ int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   phases->argmax_ns = ns(t3, t4);
   phases->total_ns = ns(t0, t4);
   phases->gpu_ms = gpu_ms;
+}
+
+int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
+  check_step_inputs(token, pos, c_.vocab, max_positions_);
+  auto* in = h_inputs_.data<StepInputs>();
+  in->token = token;
+  in->pos = static_cast<int32_t>(pos);
+  in->seq_len = static_cast<int32_t>(pos + 1);
+  const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
+  run_step(in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
+           [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
   return *h_next_.data<int32_t>();
 }
 
@@ -621,29 +626,12 @@ void CudaBackend::enqueue_forward_batch(int64_t m) {
       run(gemm(L.wk, xn, bk_.data<float>(), kvd, &L.bk, nullptr));
       run(gemm(L.wv, xn, bv_.data<float>(), kvd, &L.bv, nullptr));
     }
-    AttentionParams ap;
+    AttentionParams ap = attention_params(L, l, &in->pos, &in->seq_len);
     ap.q = bq_.data<float>();
-    ap.k_cache = k_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
-    ap.v_cache = v_cache_.data<float>() + static_cast<int64_t>(l) * kv_layer;
     ap.out = batt_.data<float>();
-    ap.n_heads = c_.n_heads;
-    ap.n_kv_heads = c_.n_kv_heads;
-    ap.head_dim = c_.head_dim;
-    ap.capacity = max_positions_;
-    ap.d_seq_len = &in->seq_len;
     ap.scratch = battn_scratch_.data<float>();
-    ap.splits = attn_splits_;
-    ap.d_error = d_error_flag_.data<int32_t>();
-    ap.pdl = pdl;
     ap.k_new = bk_.data<float>();
     ap.v_new = bv_.data<float>();
-    ap.d_pos = &in->pos;
-    ap.d_inv_freq = inv_freq_.data<double>();
-    ap.rope_dim = c_.rope_dim;
-    ap.rope_style = c_.rope_style;
-    ap.q_norm = L.q_norm.present() ? L.q_norm.f32() : nullptr;
-    ap.k_norm = L.k_norm.present() ? L.k_norm.f32() : nullptr;
-    ap.eps = eps;
     ap.batch = m;
     ap.q_stride = qd;
     ap.kv_new_stride = kvd;
@@ -690,63 +678,21 @@ void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const in
     last_batch_ = 0;
     return;
   }
-  cudaStream_t s = stream_.get();
   auto* in = h_binputs_.data<StepInputs>();
   for (int64_t i = 0; i < m; ++i) {
     in[i].token = tokens[static_cast<size_t>(i)];
     in[i].pos = static_cast<int32_t>(positions[static_cast<size_t>(i)]);
     in[i].seq_len = static_cast<int32_t>(positions[static_cast<size_t>(i)] + 1);
   }
-  const size_t in_bytes = static_cast<size_t>(m) * sizeof(StepInputs);
   const auto it = batch_graphs_.find(m);
   const bool graph = batch_mode_ == ExecMode::kGraph && batch_mode_m_ == m &&
                      it != batch_graphs_.end() && it->second && it->second->full.valid();
   last_batch_ = m;
-  const auto finish = [&] {
-    const auto* h = h_bnext_.data<int32_t>();
-    for (int64_t i = 0; i < m; ++i) next[static_cast<size_t>(i)] = h[i];
-  };
-  if (phases == nullptr) {
-    DB_CUDA_CHECK(cudaMemcpyAsync(d_binputs_.data(), in, in_bytes, cudaMemcpyHostToDevice, s));
-    if (graph) {
-      it->second->full.launch(s);
-    } else {
-      enqueue_forward_batch(m);
-      enqueue_argmax_batch(m);
-    }
-    DB_CUDA_CHECK(cudaStreamSynchronize(s));
-    finish();
-    return;
-  }
-  const auto t0 = Clock::now();
-  DB_CUDA_CHECK(cudaMemcpyAsync(d_binputs_.data(), in, in_bytes, cudaMemcpyHostToDevice, s));
-  const auto t1 = Clock::now();
-  DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
-  if (graph) {
-    it->second->forward.launch(s);
-  } else {
-    enqueue_forward_batch(m);
-  }
-  const auto t2 = Clock::now();
-  DB_CUDA_CHECK(cudaStreamSynchronize(s));
-  const auto t3 = Clock::now();
-  if (graph) {
-    it->second->argmax.launch(s);
-  } else {
-    enqueue_argmax_batch(m);
-  }
-  DB_CUDA_CHECK(cudaEventRecord(ev_stop_.get(), s));
-  DB_CUDA_CHECK(cudaStreamSynchronize(s));
-  const auto t4 = Clock::now();
-  float gpu_ms = 0;
-  DB_CUDA_CHECK(cudaEventElapsedTime(&gpu_ms, ev_start_.get(), ev_stop_.get()));
-  phases->h2d_ns = ns(t0, t1);
-  phases->launch_ns = ns(t1, t2);
-  phases->wait_ns = ns(t2, t3);
-  phases->argmax_ns = ns(t3, t4);
-  phases->total_ns = ns(t0, t4);
-  phases->gpu_ms = gpu_ms;
-  finish();
+  run_step(in, d_binputs_.data(), static_cast<size_t>(m) * sizeof(StepInputs),
+           graph ? it->second.get() : nullptr, [&] { enqueue_forward_batch(m); },
+           [&] { enqueue_argmax_batch(m); }, phases);
+  const auto* h = h_bnext_.data<int32_t>();
+  for (int64_t i = 0; i < m; ++i) next[static_cast<size_t>(i)] = h[i];
 }
 
 void CudaBackend::logits_batch(int64_t seq, std::vector<float>& out) {

@@ -15,6 +15,7 @@
 #include "core/model/model.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/graph.hpp"
+#include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/gemv.cuh"
 
 namespace decodebench::cuda {
@@ -85,13 +86,21 @@ class CudaBackend final : public Backend {
   void allocate_workspace();
   void enqueue_forward();
   void enqueue_argmax();
-  void enqueue_step();
+  /// Attention arguments of layer l shared by the single and batched steps (caches of slot 0,
+  /// shapes, RoPE, QK-norm); the caller sets q, out, scratch, k_new/v_new and the batch fields.
+  AttentionParams attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
+                                   const int32_t* d_seq_len);
   void enqueue_gemv(GemvParams p);
   ExecReport capture();
   /// Captures enqueue_first + enqueue_second into `out` (full, forward-only and argmax-only
   /// graphs); on failure reports why and leaves `out` empty (exit 5 when the context broke).
   ExecReport capture_pair(const std::function<void()>& first, const std::function<void()>& second,
                           std::unique_ptr<StepGraphs>& out);
+  /// Copies the step inputs (in_bytes at h_in → d_in) and runs forward + argmax, from `graphs`
+  /// (null: eagerly through the two functions); with `phases`, split at the phase boundaries.
+  void run_step(const void* h_in, void* d_in, size_t in_bytes, const StepGraphs* graphs,
+                const std::function<void()>& forward, const std::function<void()>& argmax,
+                StepPhases* phases);
   void allocate_batch_workspace();
   void enqueue_forward_batch(int64_t m);
   void enqueue_argmax_batch(int64_t m);
