@@ -76,7 +76,8 @@ class Backend {
   // decodes M <= B sequences in lockstep: sequence i uses slot i. Slot 0 is also the KV cache of
   // the single-sequence `step`, so a backend decodes either one sequence or a batch, not both at
   // once. Sequence i of a batched run produces the same tokens as a single-sequence run with
-  // the same prompt (the batched products differ from the GEMVs by f32 rounding only).
+  // the same prompt, up to near ties: the batched products differ from the GEMVs by f32
+  // rounding only (the CPU backend is bit-identical).
 
   /// Sequences a step_batch may hold (KV-cache slots), fixed at construction; 1 by default.
   [[nodiscard]] virtual int64_t max_batch() const { return 1; }

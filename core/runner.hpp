@@ -19,8 +19,11 @@ namespace decodebench {
 
 /// Bytes per token against bandwidth: achieved GB/s = bytes_per_token / median step time;
 /// efficiency = achieved / measured streaming-read bandwidth of the same device and invocation.
-/// A batched step reads the weights once for all its sequences, so for batch M the figure is the
-/// weight bytes of one step over the median step time (KV-cache reads are not counted).
+/// For batch M the figure is the ideal of a batched step, the unique weight bytes of the model
+/// read once for all M sequences, over the median step time (KV-cache reads are not counted).
+/// The CUDA tensor-core products stream the weights once per 32 sequences and the GEMV loop (F32
+/// weights) once per sequence, so beyond 32 sequences the efficiency is relative to that ideal,
+/// not to the bytes actually moved.
 struct Roofline {
   int64_t bytes_per_token = 0;
   double achieved_gbps = 0;

@@ -59,11 +59,34 @@ std::string gib(int64_t bytes) {
 
 }  // namespace
 
+namespace {
+
+/// Scratch of the batched products: the largest gemm_scratch_bytes of the model's matrices
+/// (stacked Q/K/V and gate/up counted as stacked, which needs at least as much).
+int64_t batch_scratch_bytes(const Model& model) {
+  const ModelConfig& c = model.config;
+  const ModelWeights& w = model.weights;
+  size_t s = 16;
+  const auto need = [&](const TensorView& t, int64_t rows) {
+    if (t.present()) s = std::max(s, gemm_scratch_bytes(t.type, rows, t.cols));
+  };
+  for (const LayerWeights& l : w.layers) {
+    need(l.wq, c.q_dim() + 2 * c.kv_dim());
+    need(l.wo, l.wo.rows);
+    need(l.w_gate, 2 * c.ffn);
+    need(l.w_down, l.w_down.rows);
+  }
+  need(c.tied_embeddings ? w.token_embd : w.output, c.vocab);
+  return static_cast<int64_t>(s);
+}
+
 /// Floats of the per-sequence batch buffers (x, x', q, k, v, attention out, gate, up, act,
 /// logits).
 int64_t batch_floats(const ModelConfig& c) {
   return 2 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
 }
+
+}  // namespace
 
 int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions,
                                          int64_t max_batch) {
@@ -83,7 +106,7 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
                          attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4) +
             static_cast<int64_t>(argmax_scratch_bytes(c.vocab, max_batch)) +
             static_cast<int64_t>(gemm_x_split_bytes(max_batch, widest)) +
-            8 * 32 * std::max({c.q_dim() + 2 * c.kv_dim(), 2 * c.ffn, c.vocab}) * 4;
+            batch_scratch_bytes(model);
   }
   return weights + kv + workspace_floats(c) * 4 + scratch + batch + (1 << 20);
 }
@@ -472,12 +495,17 @@ int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   in->pos = static_cast<int32_t>(pos);
   in->seq_len = static_cast<int32_t>(pos + 1);
   const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
+  last_batch_ = 0;
   run_step(in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
            [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
   return *h_next_.data<int32_t>();
 }
 
 void CudaBackend::logits(std::vector<float>& out) {
+  if (last_batch_ > 0) {  // after a batched step: sequence 0's logits
+    logits_batch(0, out);
+    return;
+  }
   out.resize(static_cast<size_t>(c_.vocab));
   DB_CUDA_CHECK(cudaMemcpyAsync(out.data(), logits_.data(), out.size() * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_.get()));

@@ -77,6 +77,7 @@ __global__ void __launch_bounds__(kPrepThreads)
     if (mx > 0.0f && isfinite(mx)) {
       int e = 0;
       frexpf(mx, &e);
+      e = e < -100 ? -100 : e;  // tiny rows: keep 2^(15 − e) finite
       scale = ldexpf(1.0f, 15 - e);
       inv = ldexpf(1.0f, e - 15);
     }
@@ -112,7 +113,10 @@ void check_batch_cols(int64_t batch, int64_t cols, const char* what) {
 bool use_mma(const GemmParams& p) {
   if (p.variant == 1) return false;
   if (p.variant == 2) return true;
-  return p.batch > 1 && gemm_mma_supported(p.type, p.cols);
+  // The GEMV loop where the tensor-core kernel's shared memory exceeds this GPU's limit (its
+  // tiles are sized for sm_90's 227 KB).
+  return p.batch > 1 && p.batch <= kMaxBatch && gemm_mma_supported(p.type, p.cols) &&
+         gemm_impl::mma_fits(p.type, p.batch);
 }
 
 }  // namespace
@@ -202,6 +206,10 @@ void launch_gemm(const GemmParams& p, cudaStream_t stream) {
   if (!gemm_mma_supported(p.type, p.cols)) {
     throw runtime_error(std::string("GEMM: the tensor-core kernel does not take ") + tr.name +
                         " with cols " + std::to_string(p.cols));
+  }
+  if (!gemm_impl::mma_fits(p.type, p.batch)) {
+    throw runtime_error(std::string("GEMM: the tensor-core kernel for ") + tr.name +
+                        " needs more shared memory per block than this GPU allows");
   }
   if (p.x_split == nullptr || !aligned16(p.x_split) || !aligned16(p.w)) {
     throw runtime_error("GEMM: the tensor-core kernel needs x_split and 16-byte aligned W");

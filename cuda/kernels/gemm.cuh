@@ -58,7 +58,9 @@ struct GemmParams {
 /// bf16 (F16 weights: f16, with a per-sequence power-of-two scale) pieces whose sum is x to
 /// within 2^-24 relative; per-sub-block scales and minimums are applied in f32 afterwards. Its
 /// results therefore differ from the f32 GEMV only by rounding, and sequence i of a batch
-/// decodes the tokens of a single-sequence run.
+/// decodes the tokens of a single-sequence run unless two logits are within that rounding (a
+/// near tie). Its tiles are sized for sm_90 (up to 182 KB of shared memory per block): where a
+/// GPU allows less, the automatic choice takes the GEMV loop.
 bool gemm_mma_supported(WeightType type, int64_t cols);
 
 /// Bytes of scratch the tensor-core kernel needs for this shape (any batch): partial sums when

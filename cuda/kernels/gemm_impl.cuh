@@ -68,6 +68,9 @@ struct MmaArgs {
 
 /// Whether the kernel exists for `type` (block geometry checks are the caller's).
 bool mma_type_supported(WeightType type);
+/// Whether the kernel's shared memory for `batch` sequences (n8 tiles per launch) fits the
+/// current device's per-block opt-in limit (sm_90: 227 KB; smaller on other GPUs).
+bool mma_fits(WeightType type, int64_t batch);
 /// Floats of scratch the launches of a (type, rows, cols) product need (0: no column split).
 int64_t mma_scratch_floats(WeightType type, int64_t rows, int64_t cols);
 /// Launches the kernel for n8 tiles `nt` (1..4) with the CTA count chosen for the shape (plus a

@@ -264,7 +264,7 @@ struct Layout {
   static constexpr int kChains = NT <= 2 ? kPieces : 2;
   static constexpr int kStage = kWarps * kWarpStage + kXStage;
   static constexpr int kPartial = kWarps * kRows * kNv * 4;
-  // Three stages when two CTAs still fit on an SM, else two.
+  // Three stages when the CTA stays within 110 KB (two per SM on sm_90), else two.
   static constexpr int kStages = 3 * kStage + kPartial <= 110 * 1024 ? 3 : 2;
   static constexpr int kBytes = kStages * kStage + kPartial;
 };
@@ -667,6 +667,76 @@ int64_t mma_scratch_floats(WeightType type, int64_t rows, int64_t cols) {
   }
   const int k = plan_ksplit(rows, ceil_div<int64_t>(cols, chunk_cols));
   return k > 1 ? static_cast<int64_t>(k) * kMaxVectorsPerLaunch * rows : 0;
+}
+
+namespace {
+
+template <WeightType T>
+int smem_for(int nt) {
+  switch (nt) {
+    case 1:
+      return Layout<T, 1>::kBytes;
+    case 2:
+      return Layout<T, 2>::kBytes;
+    case 3:
+      return Layout<T, 3>::kBytes;
+    default:
+      return Layout<T, 4>::kBytes;
+  }
+}
+
+int device_smem_optin() {
+  static const int bytes = [] {
+    int dev = 0;
+    int v = 0;
+    DB_CUDA_CHECK(cudaGetDevice(&dev));
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return v;
+  }();
+  return bytes;
+}
+
+}  // namespace
+
+bool mma_fits(WeightType type, int64_t batch) {
+  const int nt = static_cast<int>(
+      std::min<int64_t>(kMaxVectorsPerLaunch, padded_batch(batch)) / 8);
+  int bytes = 0;
+  switch (type) {
+    case WeightType::kF16:
+      bytes = smem_for<WeightType::kF16>(nt);
+      break;
+    case WeightType::kBF16:
+      bytes = smem_for<WeightType::kBF16>(nt);
+      break;
+    case WeightType::kQ8_0:
+      bytes = smem_for<WeightType::kQ8_0>(nt);
+      break;
+    case WeightType::kQ4_0:
+      bytes = smem_for<WeightType::kQ4_0>(nt);
+      break;
+    case WeightType::kQ4_1:
+      bytes = smem_for<WeightType::kQ4_1>(nt);
+      break;
+    case WeightType::kQ5_0:
+      bytes = smem_for<WeightType::kQ5_0>(nt);
+      break;
+    case WeightType::kQ5_1:
+      bytes = smem_for<WeightType::kQ5_1>(nt);
+      break;
+    case WeightType::kQ4_K:
+      bytes = smem_for<WeightType::kQ4_K>(nt);
+      break;
+    case WeightType::kQ5_K:
+      bytes = smem_for<WeightType::kQ5_K>(nt);
+      break;
+    case WeightType::kQ6_K:
+      bytes = smem_for<WeightType::kQ6_K>(nt);
+      break;
+    default:
+      return false;
+  }
+  return bytes <= device_smem_optin();
 }
 
 void mma_launch(WeightType type, const MmaArgs& a, int nt, cudaStream_t stream) {

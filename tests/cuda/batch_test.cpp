@@ -150,6 +150,59 @@ TEST(Batch, ThirtyThreeSequencesTakeTwoLaunchesPerProduct) {
   for (int i : {0, 31, 32}) EXPECT_EQ(batch[i], single_run(model, i, nullptr)) << i;
 }
 
+TEST(Batch, SequencesAtDifferentPositionsWithSplitKvAttention) {
+  // A capacity above 512 positions takes the split-KV attention path (partials per sequence and
+  // the combine kernel). Sequence 0 continues after its 8-token prompt; sequence 1 restarts at
+  // position 4 (its prompt's first 4 tokens, then its own 5th): each must match a single run of
+  // the same prefix, so every kernel has to use each sequence's own position and length.
+  DB_REQUIRE_CUDA();
+  const Model model = make_model(WeightType::kQ8_0);
+  constexpr int64_t kCapacity = 600;
+  constexpr int kRestart = 4;
+  const auto single = [&](int seq, int prefix) {
+    CudaBackendOptions o;
+    o.max_positions = kCapacity;
+    CudaBackend b(model, o);
+    const std::vector<int32_t> p = prompt(seq);
+    std::vector<int32_t> ids{b.prefill(std::vector<int32_t>(p.begin(), p.begin() + prefix))};
+    for (int i = 0; i < kSteps; ++i) ids.push_back(b.step(ids.back(), prefix + i, nullptr));
+    return ids;
+  };
+  CudaBackendOptions o;
+  o.max_positions = kCapacity;
+  o.max_batch = 2;
+  CudaBackend b(model, o);
+  std::vector<std::vector<int32_t>> prompts{prompt(0), prompt(1)};
+  std::vector<int32_t> next(2);
+  b.prefill_batch(prompts, next);
+  b.set_exec_mode_batch(ExecMode::kGraph, 2);
+  // Sequence 1 re-decodes from position kRestart: its first batched step feeds prompt token
+  // kRestart, whose argmax is what a single run prefilled with kRestart + 1 tokens returns.
+  std::vector<std::vector<int32_t>> ids{{next[0]}, {}};
+  std::vector<int32_t> tokens{next[0], prompts[1][kRestart]};
+  std::vector<int64_t> pos{kPromptLen, kRestart};
+  for (int s = 0; s <= kSteps; ++s) {
+    b.step_batch(tokens, pos, next, nullptr);
+    if (s < kSteps) ids[0].push_back(next[0]);
+    ids[1].push_back(next[1]);
+    tokens = {next[0], next[1]};
+    pos = {pos[0] + 1, pos[1] + 1};
+  }
+  EXPECT_EQ(ids[0], single(0, kPromptLen));
+  EXPECT_EQ(ids[1], single(1, kRestart + 1));
+  // After a batched step, `logits` serves sequence 0; after a single step, `logits_batch(0)` serves
+  // that step.
+  std::vector<float> a, c;
+  b.logits(a);
+  b.logits_batch(0, c);
+  EXPECT_EQ(a, c);
+  b.step(ids[0].back(), pos[0], nullptr);
+  b.logits(a);
+  b.logits_batch(0, c);
+  EXPECT_EQ(a, c);
+  EXPECT_THROW(b.logits_batch(1, c), Error);
+}
+
 TEST(Batch, BadInputsAreRefused) {
   DB_REQUIRE_CUDA();
   const Model model = make_model(WeightType::kBF16);

@@ -1,6 +1,7 @@
 // Batched products (launch_gemm) against the CPU (quant::dot_row per row and sequence) for every
 // type the tensor-core kernel takes, at batch sizes that exercise partial n-tiles, several
-// launches (> 32 sequences), column splits across CTAs (reduced in a second kernel) and none; output segments, bias and residual; and the GEMV
+// launches (> 32 sequences), three n8 tiles, rows whose last chunk is short, column splits across
+// CTAs (reduced in a second kernel); an input that needs all three x pieces; output segments, bias and residual; and the GEMV
 // loop form, which must equal launch_gemv per sequence bit for bit.
 //
 // Tolerance: |gpu − cpu| <= 2e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 (as the GEMV tests: both sides sum
@@ -125,8 +126,16 @@ TEST_P(GemmMma, MatchesCpuDotProductsAtEveryBatchShape) {
   check_mma(t, 64, 1024, 13, false, true);
   check_mma(t, 200, 512, 33, true, true);
   check_mma(t, 4100, 768, 8, false, false);
-  // Enough rows for two CTAs per SM without a column split (the direct-store epilogue).
+  // 17-24 sequences: three n8 tiles in one launch.
+  check_mma(t, 130, 512, 20, true, false);
+  // Many rows: few or no column splits (the direct-store epilogue where the plan takes none).
   check_mma(t, 34000, 256, 3, true, false);
+  // Rows whose last chunk is short (576 = SmolLM2's hidden size, 96): not for the K-quants,
+  // whose rows are whole 256-value blocks.
+  if (gemm_mma_supported(t, 576)) {
+    check_mma(t, 70, 576, 3, false, true);
+    check_mma(t, 40, 96, 9, true, false);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GemmMma,
@@ -136,6 +145,48 @@ INSTANTIATE_TEST_SUITE_P(Types, GemmMma,
                                            WeightType::kQ5_1, WeightType::kQ4_K,
                                            WeightType::kQ5_K, WeightType::kQ6_K),
                          [](const auto& info) { return std::string(weight_traits(info.param).name); });
+
+TEST(Gemm, EveryPieceOfXCounts) {
+  // x = 1 + 2^-9 + 2^-18 needs all three bf16 pieces (1, 2^-9, 2^-18); with W = 1 every sum is
+  // exact in f32, so the product must be exactly cols · x — dropping or misplacing a piece moves
+  // it by at least 2^-18 · cols.
+  DB_REQUIRE_CUDA();
+  const int64_t rows = 40, cols = 256, batch = 3;
+  const float xv = 1.0f + std::ldexp(1.0f, -9) + std::ldexp(1.0f, -18);
+  const std::vector<uint16_t> w(static_cast<size_t>(rows * cols), 0x3F80);  // bf16 1.0
+  std::vector<float> x(static_cast<size_t>(batch * cols), xv);
+  for (int64_t c = 0; c < cols; ++c) x[2 * cols + c] = -xv;  // sequence 2: negated
+  DeviceBuffer dw = upload(w);
+  DeviceBuffer dx = upload(x);
+  DeviceBuffer dy(batch * rows * 4);
+  DeviceBuffer split(gemm_x_split_bytes(batch, cols));
+  DeviceBuffer scratch(std::max<size_t>(16, gemm_scratch_bytes(WeightType::kBF16, rows, cols)));
+  launch_gemm_prepare_x(WeightType::kBF16, dx.data<float>(), cols, batch, cols, split.data(),
+                        false, nullptr);
+  GemmParams p;
+  p.type = WeightType::kBF16;
+  p.w = dw.data();
+  p.rows = rows;
+  p.cols = cols;
+  p.batch = batch;
+  p.x = dx.data<float>();
+  p.ldx = cols;
+  p.x_split = split.data();
+  p.scratch = scratch.data();
+  p.scratch_bytes = scratch.bytes();
+  p.y = dy.data<float>();
+  p.ldy = rows;
+  p.variant = 2;
+  launch_gemm(p, nullptr);
+  testing::sync();
+  const auto y = download<float>(dy.data(), batch * rows);
+  const double want = static_cast<double>(cols) * xv;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(double{y[b * rows + r]}, b == 2 ? -want : want) << "sequence " << b << " row " << r;
+    }
+  }
+}
 
 TEST(Gemm, SegmentsGoToTheirBuffersWithTheirStrides) {
   DB_REQUIRE_CUDA();
