@@ -63,7 +63,9 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
   fmt::print(out, "\nsuite {}: {} configuration(s), {} ok, {} failed, {} skipped ({})\n\n",
              doc["suite"]["name"].get<std::string>(), outcome.entries.size(), ok, failed, skipped,
              seconds(doc["suite"]["wall_ns"].get<int64_t>()));
-  fmt::print(out, "{:>3}  {:<13} {:>13} {:>7} {:>10}  {:<8} {}\n", "#", "run", "median TPOT",
+  // "step": one decode step (batch 1: one token, i.e. the TPOT; batch M: one token of each
+  // sequence); tokens/s is per sequence.
+  fmt::print(out, "{:>3}  {:<13} {:>13} {:>7} {:>10}  {:<8} {}\n", "#", "run", "median step",
              "noise", "tokens/s", "status", "configuration");
   for (const auto& e : outcome.entries) {
     const std::string status =

@@ -113,7 +113,7 @@ bool print_batch_scaling(const nlohmann::json& doc, FILE* out) {
     fmt::print(out, "{:>6} {:>11} {:>12} {:>15} {:>12}", "batch", "step (ms)", "tok/s/seq",
                "aggregate tok/s", fmt::format("vs batch {}", base.batch));
     if (roofline) fmt::print(out, " {:>9}", "GB/s");
-    if (efficiency) fmt::print(out, " {:>10}", "efficiency");
+    if (efficiency) fmt::print(out, " {:>10}", "BW eff.");
     fmt::print(out, "\n");
     for (const auto& r : g.rows) {
       const double per_seq = r.step_ns > 0 ? 1e9 / r.step_ns : 0.0;
@@ -128,6 +128,11 @@ bool print_batch_scaling(const nlohmann::json& doc, FILE* out) {
       }
       fmt::print(out, "\n");
     }
+    fmt::print(out,
+               "(tok/s/seq = 1 ÷ median step; aggregate = batch ÷ median step{})\n",
+               roofline ? "; GB/s = the model's weight bytes, counted once per step, ÷ median step"
+                              " (BW eff.: ÷ the measured read bandwidth)"
+                        : "");
     printed = true;
   }
   if (printed) std::fflush(out);

@@ -82,7 +82,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   fmt::print(out, "model    {}\n", what);
   fmt::print(out,
              "         {} layers · hidden {} · heads {}/{} · head_dim {} · ffn {} · vocab {} · "
-             "{} parameters · {} weights · {} read per token\n",
+             "{} parameters · {} weights · {} read per step\n",
              c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
              count_text(m.parameters), bytes_text(m.weight_bytes), bytes_text(m.bytes_per_token));
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
