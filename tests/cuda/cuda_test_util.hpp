@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/quant/dequant.hpp"
+#include "core/quant/weight_type.hpp"
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_info.hpp"
@@ -139,6 +141,29 @@ inline ::testing::AssertionResult all_bits_equal(const std::vector<float>& got,
      << "] got " << got[first] << " (" << hex_bits(got[first]) << ") want " << want[first] << " ("
      << hex_bits(want[first]) << ")";
   return ::testing::AssertionFailure() << os.str();
+}
+
+/// A quantized matrix plus the CPU-side facts the GEMV/GEMM checks need.
+struct Matrix {
+  std::vector<uint8_t> bytes;  ///< rows × row_bytes(type, cols), GGUF layout
+  std::vector<float> deq;      ///< dequantized, rows × cols
+};
+
+/// Random weights in [-1, 1) scaled per row (0.25 + 0.5·(r mod 7), so per-block scales vary),
+/// quantized to `t` by the CPU quantizer and dequantized back.
+inline Matrix make_matrix(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
+  Matrix m;
+  const int64_t rb = row_bytes(t, cols);
+  m.bytes.resize(static_cast<size_t>(rows * rb));
+  m.deq.resize(static_cast<size_t>(rows * cols));
+  std::vector<float> w = random_floats(static_cast<size_t>(rows * cols), seed);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = 0.25f + static_cast<float>(r % 7) * 0.5f;
+    for (int64_t c = 0; c < cols; ++c) w[r * cols + c] *= s;
+    quant::quantize_row(t, w.data() + r * cols, m.bytes.data() + r * rb, cols);
+    quant::dequantize_row(t, m.bytes.data() + r * rb, m.deq.data() + r * cols, cols);
+  }
+  return m;
 }
 
 }  // namespace decodebench::cuda::testing

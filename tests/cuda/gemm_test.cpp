@@ -30,25 +30,36 @@ using testing::download;
 using testing::random_floats;
 using testing::upload;
 
-struct Matrix {
-  std::vector<uint8_t> bytes;
-  std::vector<float> deq;
-};
+using testing::make_matrix;
+using testing::Matrix;
 
-Matrix make_matrix(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m;
-  const int64_t rb = row_bytes(t, cols);
-  m.bytes.resize(static_cast<size_t>(rows * rb));
-  m.deq.resize(static_cast<size_t>(rows * cols));
-  std::vector<float> w = random_floats(static_cast<size_t>(rows * cols), seed);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float s = 0.25f + static_cast<float>(r % 7) * 0.5f;
-    for (int64_t c = 0; c < cols; ++c) w[r * cols + c] *= s;
-    quant::quantize_row(t, w.data() + r * cols, m.bytes.data() + r * rb, cols);
-    quant::dequantize_row(t, m.bytes.data() + r * rb, m.deq.data() + r * cols, cols);
+/// Device buffers and parameters of one tensor-core product of W (bytes of `type`) by X
+/// ([batch][cols] f32): split inputs prepared, scratch allocated, y = [batch][rows].
+struct MmaRun {
+  DeviceBuffer w, x, y, split, scratch;
+  GemmParams p;
+  MmaRun(WeightType type, const void* wbytes, size_t wsize, int64_t rows, int64_t cols,
+         int64_t batch, const std::vector<float>& xs, const std::vector<float>& y0)
+      : w(wsize), x(upload(xs)), y(upload(y0)), split(gemm_x_split_bytes(batch, cols)),
+        scratch(std::max<size_t>(16, gemm_scratch_bytes(type, rows, cols))) {
+    DB_CUDA_CHECK(cudaMemcpy(w.data(), wbytes, wsize, cudaMemcpyHostToDevice));
+    launch_gemm_prepare_x(type, x.data<float>(), cols, batch, cols, split.data(), false,
+                          nullptr);
+    p.type = type;
+    p.w = w.data();
+    p.rows = rows;
+    p.cols = cols;
+    p.batch = batch;
+    p.x = x.data<float>();
+    p.ldx = cols;
+    p.x_split = split.data();
+    p.scratch = scratch.data();
+    p.scratch_bytes = scratch.bytes();
+    p.y = y.data<float>();
+    p.ldy = rows;
+    p.variant = 2;
   }
-  return m;
-}
+};
 
 /// Runs one batched product through the tensor-core kernel and checks every (sequence, row).
 void check_mma(WeightType t, int64_t rows, int64_t cols, int64_t batch, bool with_bias,
@@ -64,34 +75,16 @@ void check_mma(WeightType t, int64_t rows, int64_t cols, int64_t batch, bool wit
   }
   const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 3u);
   const std::vector<float> res = random_floats(static_cast<size_t>(batch * rows), 5u);
-  DeviceBuffer dw = upload(m.bytes);
-  DeviceBuffer dx = upload(x);
+  MmaRun run(t, m.bytes.data(), m.bytes.size(), rows, cols, batch, x, res);
   DeviceBuffer db = upload(bias);
-  DeviceBuffer dy = upload(res);  // y = W·x + bias + y (residual aliases y)
-  DeviceBuffer split(gemm_x_split_bytes(batch, cols));
-  DeviceBuffer scratch(std::max<size_t>(16, gemm_scratch_bytes(t, rows, cols)));
-  launch_gemm_prepare_x(t, dx.data<float>(), cols, batch, cols, split.data(), false, nullptr);
-  GemmParams p;
-  p.type = t;
-  p.w = dw.data();
-  p.rows = rows;
-  p.cols = cols;
-  p.batch = batch;
-  p.x = dx.data<float>();
-  p.ldx = cols;
-  p.x_split = split.data();
-  p.scratch = scratch.data();
-  p.scratch_bytes = scratch.bytes();
-  p.y = dy.data<float>();
-  p.ldy = rows;
-  p.bias = with_bias ? db.data<float>() : nullptr;
-  p.residual = with_residual ? dy.data<float>() : nullptr;
-  p.ldr = rows;
-  p.variant = 2;
-  ASSERT_STREQ(gemm_kernel_name(p), "mma");
-  launch_gemm(p, nullptr);
+  // y = W·x + bias + y (the residual aliases y)
+  run.p.bias = with_bias ? db.data<float>() : nullptr;
+  run.p.residual = with_residual ? run.y.data<float>() : nullptr;
+  run.p.ldr = rows;
+  ASSERT_STREQ(gemm_kernel_name(run.p), "mma");
+  launch_gemm(run.p, nullptr);
   testing::sync();
-  const std::vector<float> y = download<float>(dy.data(), static_cast<size_t>(batch * rows));
+  const std::vector<float> y = download<float>(run.y.data(), static_cast<size_t>(batch * rows));
   const int64_t rb = row_bytes(t, cols);
   int bad = 0;
   for (int64_t b = 0; b < batch && bad < 5; ++b) {
@@ -156,30 +149,11 @@ TEST(Gemm, EveryPieceOfXCounts) {
   const std::vector<uint16_t> w(static_cast<size_t>(rows * cols), 0x3F80);  // bf16 1.0
   std::vector<float> x(static_cast<size_t>(batch * cols), xv);
   for (int64_t c = 0; c < cols; ++c) x[2 * cols + c] = -xv;  // sequence 2: negated
-  DeviceBuffer dw = upload(w);
-  DeviceBuffer dx = upload(x);
-  DeviceBuffer dy(batch * rows * 4);
-  DeviceBuffer split(gemm_x_split_bytes(batch, cols));
-  DeviceBuffer scratch(std::max<size_t>(16, gemm_scratch_bytes(WeightType::kBF16, rows, cols)));
-  launch_gemm_prepare_x(WeightType::kBF16, dx.data<float>(), cols, batch, cols, split.data(),
-                        false, nullptr);
-  GemmParams p;
-  p.type = WeightType::kBF16;
-  p.w = dw.data();
-  p.rows = rows;
-  p.cols = cols;
-  p.batch = batch;
-  p.x = dx.data<float>();
-  p.ldx = cols;
-  p.x_split = split.data();
-  p.scratch = scratch.data();
-  p.scratch_bytes = scratch.bytes();
-  p.y = dy.data<float>();
-  p.ldy = rows;
-  p.variant = 2;
-  launch_gemm(p, nullptr);
+  MmaRun run(WeightType::kBF16, w.data(), w.size() * 2, rows, cols, batch, x,
+             std::vector<float>(static_cast<size_t>(batch * rows)));
+  launch_gemm(run.p, nullptr);
   testing::sync();
-  const auto y = download<float>(dy.data(), batch * rows);
+  const auto y = download<float>(run.y.data(), batch * rows);
   const double want = static_cast<double>(cols) * xv;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t r = 0; r < rows; ++r) {
@@ -194,23 +168,11 @@ TEST(Gemm, SegmentsGoToTheirBuffersWithTheirStrides) {
   const int64_t rows = 96, cols = 256, batch = 3;  // segments of 40, 24, 32 rows
   const Matrix m = make_matrix(t, rows, cols, 99u);
   const std::vector<float> x = random_floats(static_cast<size_t>(batch * cols), 4u);
-  DeviceBuffer dw = upload(m.bytes);
-  DeviceBuffer dx = upload(x);
+  MmaRun run(t, m.bytes.data(), m.bytes.size(), rows, cols, batch, x,
+             std::vector<float>(static_cast<size_t>(batch * rows)));
   DeviceBuffer y0(batch * 40 * 4), y1(batch * 24 * 4), y2(batch * 32 * 4);
-  DeviceBuffer split(gemm_x_split_bytes(batch, cols));
-  DeviceBuffer scratch(std::max<size_t>(16, gemm_scratch_bytes(t, rows, cols)));
-  launch_gemm_prepare_x(t, dx.data<float>(), cols, batch, cols, split.data(), false, nullptr);
-  GemmParams p;
-  p.type = t;
-  p.w = dw.data();
-  p.rows = rows;
-  p.cols = cols;
-  p.batch = batch;
-  p.x = dx.data<float>();
-  p.ldx = cols;
-  p.x_split = split.data();
-  p.scratch = scratch.data();
-  p.scratch_bytes = scratch.bytes();
+  GemmParams& p = run.p;
+  p.variant = 0;
   p.y = y0.data<float>();
   p.ldy = 40;
   p.y1 = y1.data<float>();

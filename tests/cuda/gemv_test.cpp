@@ -31,27 +31,8 @@ using testing::download;
 using testing::random_floats;
 using testing::upload;
 
-/// A quantized matrix plus the CPU-side facts the checks need.
-struct Matrix {
-  std::vector<uint8_t> bytes;
-  std::vector<float> deq;  ///< dequantized, rows × cols
-};
-
-Matrix make_matrix(WeightType t, int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m;
-  const int64_t rb = row_bytes(t, cols);
-  m.bytes.resize(static_cast<size_t>(rows * rb));
-  m.deq.resize(static_cast<size_t>(rows * cols));
-  // Rows with different scales so that per-block scales vary across the matrix.
-  std::vector<float> w = random_floats(static_cast<size_t>(rows * cols), seed);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float s = 0.25f + static_cast<float>(r % 7) * 0.5f;
-    for (int64_t c = 0; c < cols; ++c) w[r * cols + c] *= s;
-    quant::quantize_row(t, w.data() + r * cols, m.bytes.data() + r * rb, cols);
-    quant::dequantize_row(t, m.bytes.data() + r * rb, m.deq.data() + r * cols, cols);
-  }
-  return m;
-}
+using testing::make_matrix;
+using testing::Matrix;
 
 std::string describe(WeightType t, int64_t rows, int64_t cols, const GemvLaunchInfo& info) {
   return std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
