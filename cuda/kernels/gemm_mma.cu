@@ -626,50 +626,46 @@ void launch_nt(const MmaArgs& a, int nt, cudaStream_t stream) {
 
 }  // namespace
 
-bool mma_type_supported(WeightType type) {
+namespace {
+
+/// Calls f.template operator()<T>() for the kernel's types; false for any other type.
+template <typename F>
+bool dispatch_mma_type(WeightType type, F&& f) {
   switch (type) {
     case WeightType::kF16:
+      f.template operator()<WeightType::kF16>();
+      return true;
     case WeightType::kBF16:
+      f.template operator()<WeightType::kBF16>();
+      return true;
     case WeightType::kQ8_0:
+      f.template operator()<WeightType::kQ8_0>();
+      return true;
     case WeightType::kQ4_0:
+      f.template operator()<WeightType::kQ4_0>();
+      return true;
     case WeightType::kQ4_1:
+      f.template operator()<WeightType::kQ4_1>();
+      return true;
     case WeightType::kQ5_0:
+      f.template operator()<WeightType::kQ5_0>();
+      return true;
     case WeightType::kQ5_1:
+      f.template operator()<WeightType::kQ5_1>();
+      return true;
     case WeightType::kQ4_K:
+      f.template operator()<WeightType::kQ4_K>();
+      return true;
     case WeightType::kQ5_K:
+      f.template operator()<WeightType::kQ5_K>();
+      return true;
     case WeightType::kQ6_K:
+      f.template operator()<WeightType::kQ6_K>();
       return true;
     default:
       return false;
   }
 }
-
-static_assert(MmaOps<WeightType::kBF16>::kChunkBlocks * 32 == 64, "chunk columns (bf16)");
-static_assert(MmaOps<WeightType::kQ4_0>::kChunkBlocks * 32 == 128, "chunk columns (legacy)");
-static_assert(MmaOps<WeightType::kQ8_0>::kChunkBlocks * 32 == 128, "chunk columns (legacy)");
-static_assert(MmaOps<WeightType::kQ5_1>::kChunkBlocks * 32 == 128, "chunk columns (legacy)");
-static_assert(MmaOps<WeightType::kQ6_K>::kChunkBlocks == 1, "chunk columns (K-quants)");
-
-int64_t mma_scratch_floats(WeightType type, int64_t rows, int64_t cols) {
-  int64_t chunk_cols = 0;
-  switch (type) {
-    case WeightType::kF16:
-    case WeightType::kBF16:
-      chunk_cols = 64;
-      break;
-    case WeightType::kQ4_K:
-    case WeightType::kQ5_K:
-    case WeightType::kQ6_K:
-      chunk_cols = 256;
-      break;
-    default:
-      chunk_cols = 128;
-  }
-  const int k = plan_ksplit(rows, ceil_div<int64_t>(cols, chunk_cols));
-  return k > 1 ? static_cast<int64_t>(k) * kMaxVectorsPerLaunch * rows : 0;
-}
-
-namespace {
 
 template <WeightType T>
 int smem_for(int nt) {
@@ -696,74 +692,41 @@ int device_smem_optin() {
   return bytes;
 }
 
+/// Chunk columns of the kernel for `type` (0 for other types).
+int64_t chunk_cols(WeightType type) {
+  int64_t cols = 0;
+  dispatch_mma_type(type, [&]<WeightType T>() {
+    cols = int64_t{MmaOps<T>::kChunkBlocks} * MmaOps<T>::kBlockElems;
+  });
+  return cols;
+}
+
 }  // namespace
+
+bool mma_type_supported(WeightType type) {
+  return dispatch_mma_type(type, []<WeightType>() {});
+}
 
 bool mma_fits(WeightType type, int64_t batch) {
   const int nt = static_cast<int>(
       std::min<int64_t>(kMaxVectorsPerLaunch, padded_batch(batch)) / 8);
   int bytes = 0;
-  switch (type) {
-    case WeightType::kF16:
-      bytes = smem_for<WeightType::kF16>(nt);
-      break;
-    case WeightType::kBF16:
-      bytes = smem_for<WeightType::kBF16>(nt);
-      break;
-    case WeightType::kQ8_0:
-      bytes = smem_for<WeightType::kQ8_0>(nt);
-      break;
-    case WeightType::kQ4_0:
-      bytes = smem_for<WeightType::kQ4_0>(nt);
-      break;
-    case WeightType::kQ4_1:
-      bytes = smem_for<WeightType::kQ4_1>(nt);
-      break;
-    case WeightType::kQ5_0:
-      bytes = smem_for<WeightType::kQ5_0>(nt);
-      break;
-    case WeightType::kQ5_1:
-      bytes = smem_for<WeightType::kQ5_1>(nt);
-      break;
-    case WeightType::kQ4_K:
-      bytes = smem_for<WeightType::kQ4_K>(nt);
-      break;
-    case WeightType::kQ5_K:
-      bytes = smem_for<WeightType::kQ5_K>(nt);
-      break;
-    case WeightType::kQ6_K:
-      bytes = smem_for<WeightType::kQ6_K>(nt);
-      break;
-    default:
-      return false;
-  }
+  if (!dispatch_mma_type(type, [&]<WeightType T>() { bytes = smem_for<T>(nt); })) return false;
   return bytes <= device_smem_optin();
 }
 
+int64_t mma_scratch_floats(WeightType type, int64_t rows, int64_t cols) {
+  const int64_t cc = chunk_cols(type);
+  if (cc == 0) return 0;
+  const int k = plan_ksplit(rows, ceil_div<int64_t>(cols, cc));
+  return k > 1 ? static_cast<int64_t>(k) * kMaxVectorsPerLaunch * rows : 0;
+}
+
 void mma_launch(WeightType type, const MmaArgs& a, int nt, cudaStream_t stream) {
-  switch (type) {
-    case WeightType::kF16:
-      return launch_nt<WeightType::kF16>(a, nt, stream);
-    case WeightType::kBF16:
-      return launch_nt<WeightType::kBF16>(a, nt, stream);
-    case WeightType::kQ8_0:
-      return launch_nt<WeightType::kQ8_0>(a, nt, stream);
-    case WeightType::kQ4_0:
-      return launch_nt<WeightType::kQ4_0>(a, nt, stream);
-    case WeightType::kQ4_1:
-      return launch_nt<WeightType::kQ4_1>(a, nt, stream);
-    case WeightType::kQ5_0:
-      return launch_nt<WeightType::kQ5_0>(a, nt, stream);
-    case WeightType::kQ5_1:
-      return launch_nt<WeightType::kQ5_1>(a, nt, stream);
-    case WeightType::kQ4_K:
-      return launch_nt<WeightType::kQ4_K>(a, nt, stream);
-    case WeightType::kQ5_K:
-      return launch_nt<WeightType::kQ5_K>(a, nt, stream);
-    case WeightType::kQ6_K:
-      return launch_nt<WeightType::kQ6_K>(a, nt, stream);
-    default:
-      throw usage_error("batched GEMM: unsupported weight type #" +
-                        std::to_string(static_cast<uint32_t>(type)));
+  const bool known = dispatch_mma_type(type, [&]<WeightType T>() { launch_nt<T>(a, nt, stream); });
+  if (!known) {
+    throw usage_error("batched GEMM: unsupported weight type #" +
+                      std::to_string(static_cast<uint32_t>(type)));
   }
 }
 

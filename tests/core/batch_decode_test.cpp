@@ -12,6 +12,7 @@
 #include "core/model/synthetic.hpp"
 #include "core/run_config.hpp"
 #include "core/runner.hpp"
+#include "tests/support/model_configs.hpp"
 
 namespace decodebench {
 namespace {
@@ -169,17 +170,7 @@ TEST(BatchDecode, ResultJsonHasBatchSequencesAndAggregate) {
 }
 
 ModelConfig small_config() {
-  ModelConfig c;
-  c.n_layers = 2;
-  c.hidden = 64;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.rope_dim = 16;
-  c.ffn = 96;
-  c.vocab = 300;
-  c.context_length = 64;
-  c.rope_theta = 10000.0;
+  ModelConfig c = ::decodebench::testing::small_model_config(2, 64, 4, 2, 16, 96, 300);
   c.rms_eps = 1e-5;
   return c;
 }

@@ -19,6 +19,7 @@
 #include "core/model/synthetic.hpp"
 #include "core/quant/dequant.hpp"
 #include "tests/support/support.hpp"
+#include "tests/support/model_configs.hpp"
 
 namespace decodebench {
 namespace {
@@ -144,18 +145,9 @@ TEST(GgufWriter, FailedWriteLeavesTheOldFileAndNoTemporary) {
 }
 
 ModelConfig tiny(bool qkv_bias, bool tied) {
-  ModelConfig c;
-  c.n_layers = 3;
-  c.hidden = 256;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 64;
-  c.rope_dim = 64;
-  c.ffn = 512;
-  c.vocab = 300;
+  ModelConfig c = ::decodebench::testing::small_model_config(3, 256, 4, 2, 64, 512, 300);
   c.context_length = 128;
   c.rope_theta = 1000000.0;
-  c.rms_eps = 1e-6;
   c.qkv_bias = qkv_bias;
   c.tied_embeddings = tied;
   return c;

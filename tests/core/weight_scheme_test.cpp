@@ -14,23 +14,14 @@
 #include "core/error.hpp"
 #include "core/model/synthetic.hpp"
 #include "core/run_config.hpp"
+#include "tests/support/model_configs.hpp"
 
 namespace decodebench {
 namespace {
 
 // 8 layers (promoted: 0, 3, 6, 7), rows of whole 256-value blocks, untied LM head.
 ModelConfig mix_config(bool tied = false) {
-  ModelConfig c;
-  c.n_layers = 8;
-  c.hidden = 256;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 64;
-  c.rope_dim = 64;
-  c.ffn = 512;
-  c.vocab = 320;
-  c.context_length = 64;
-  c.rms_eps = 1e-6;
+  ModelConfig c = ::decodebench::testing::small_model_config(8, 256, 4, 2, 64, 512, 320);
   c.qkv_bias = true;
   c.tied_embeddings = tied;
   return c;

@@ -13,6 +13,7 @@
 #include "core/model/synthetic.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
+#include "tests/support/model_configs.hpp"
 
 namespace decodebench::cuda {
 namespace {
@@ -21,18 +22,8 @@ constexpr int kPromptLen = 8;
 constexpr int kSteps = 24;
 
 ModelConfig test_config() {
-  ModelConfig c;
-  c.n_layers = 3;
-  c.hidden = 512;
-  c.n_heads = 8;
-  c.n_kv_heads = 2;
-  c.head_dim = 64;
-  c.rope_dim = 64;
-  c.ffn = 1024;
-  c.vocab = 3000;
+  ModelConfig c = ::decodebench::testing::small_model_config(3, 512, 8, 2, 64, 1024, 3000);
   c.context_length = 4096;
-  c.rope_theta = 10000.0;
-  c.rms_eps = 1e-6;
   c.qkv_bias = true;
   return c;
 }
