@@ -283,7 +283,14 @@ class GemvSection {
       GemvParams q = p;
       q.x_split = split.get();
       q.variant = 0;
-      if (gemv_launch_info(q).variant != 0) runs.push_back({0, false, true, ""});
+      if (gemv_launch_info(q).variant != 0) {
+        runs.push_back({0, false, true, ""});
+        runs.push_back({0, true, true, "+pdl"});
+        if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+          runs.push_back({0, false, true, "-probe-load", 1});
+        }
+        runs.push_back({3, false, true, ""});  // the tensor-core kernel on the same split
+      }
     }
     GemvResult r;
     r.bytes = static_cast<double>(bytes);
@@ -291,7 +298,8 @@ class GemvSection {
     for (const Run& run : runs) {
       p.variant = run.variant;
       p.pdl = run.pdl;
-      p.x_split = run.presplit ? split.get() : nullptr;
+      // The stream kernel (variant 4) reads only a pre-split x.
+      p.x_split = run.presplit || run.variant == 4 ? split.get() : nullptr;
       p.probe = run.probe;
       const GemvLaunchInfo info = gemv_launch_info(p);
       const std::string kernel = std::string(info.kernel) + run.label;

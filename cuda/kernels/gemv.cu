@@ -2,8 +2,9 @@
 // two portable kernels.
 //
 // Variants (gemv.cuh: gemv_variants): 1 "staged" (this file, every type), 2 "direct" (F32, F16,
-// BF16; gemv_direct.cu), 3 "mma" (quantized types on the int8 tensor cores; gemv_mma.cu). The
-// automatic choice takes direct / mma where the pointers and shape allow, else staged, and the
+// BF16; gemv_direct.cu), 3 "mma" (quantized types on the int8 tensor cores; gemv_mma.cu), 4
+// "stream" (quantized types on a pre-split x', bulk-copy pipeline; gemv_stream.cu). The automatic
+// choice takes direct / mma / stream where the pointers and shape allow, else staged, and the
 // scalar fallback for unaligned pointers.
 //
 // Staged kernel. Decode at batch 1 streams each weight byte exactly once, so the kernel is built
@@ -42,6 +43,7 @@ constexpr int kFallbackWarps = 8;
 constexpr int kVariantStaged = 1;
 constexpr int kVariantDirect = 2;
 constexpr int kVariantMma = 3;
+constexpr int kVariantStream = 4;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -322,7 +324,7 @@ int auto_variant(const GemvParams& p) {
   if (is_float_type(p.type)) {
     return gemv_impl::direct_supported(p.type, p.cols) ? kVariantDirect : kVariantStaged;
   }
-  if (p.x_split != nullptr) return kVariantMma;
+  if (p.x_split != nullptr) return kVariantStream;  // choose() falls back to mma where needed
   const int64_t bytes = p.rows * row_bytes(p.type, p.cols);
   return prefer_mma(p.type, bytes, p.cols) && gemv_impl::mma_supported(p.type, p.cols)
              ? kVariantMma
@@ -377,10 +379,17 @@ Choice choose(const GemvParams& p) {
   const bool float_type = is_float_type(p.type);
   const bool aligned = aligned16(p.w) && inputs_aligned(p) && (!float_type || p.cols % 4 == 0);
   int v = p.variant != 0 ? p.variant : auto_variant(p);
-  if (p.x_split != nullptr) v = kVariantMma;
+  if (p.x_split != nullptr) {
+    // A pre-split x: the stream kernel where it applies (sm_90, aligned matrix end), else mma.
+    const bool stream_ok = gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols,
+                                                       gemv_impl::cc_major());
+    v = (v == kVariantMma || !stream_ok) ? kVariantMma : kVariantStream;
+  } else if (v == kVariantStream) {
+    throw runtime_error("GEMV: the stream kernel (variant 4) needs a pre-split x (x_split)");
+  }
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
-  if (p.x_split != nullptr && v != kVariantMma) {
+  if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream) {
     throw runtime_error("GEMV: a pre-split x needs the mma kernel (quantized types, cols " +
                         std::to_string(p.cols) + ")");
   }
@@ -405,11 +414,18 @@ Choice choose(const GemvParams& p) {
     return c;
   }
   const int sms = gemv_impl::sm_count();
-  c.plan = v == kVariantDirect
-               ? gemv_impl::direct_plan(p.type, p.rows, p.cols, sms)
-               : gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
+  if (v == kVariantDirect) {
+    c.plan = gemv_impl::direct_plan(p.type, p.rows, p.cols, sms);
+  } else if (v == kVariantStream) {
+    c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms);
+  } else {
+    c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
+  }
   c.info.variant = v;
-  c.info.kernel = v == kVariantDirect ? "direct" : (p.x_split != nullptr ? "mma-presplit" : "mma");
+  c.info.kernel = v == kVariantDirect   ? "direct"
+                  : v == kVariantStream ? "stream"
+                  : p.x_split != nullptr ? "mma-presplit"
+                                         : "mma";
   c.info.staged = true;
   c.info.column_splits = c.plan.ksplit;
   c.info.rows_per_warp = c.plan.rows_per_warp;
@@ -454,6 +470,19 @@ int sm_count() {
     cached_device = device;
   }
   return cached_sms;
+}
+
+int cc_major() {
+  thread_local int cached_device = -1;
+  thread_local int cached_major = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  if (device != cached_device) {
+    DB_CUDA_CHECK(
+        cudaDeviceGetAttribute(&cached_major, cudaDevAttrComputeCapabilityMajor, device));
+    cached_device = device;
+  }
+  return cached_major;
 }
 
 int ctas_per_sm(const void* kernel, int threads, int smem) {
@@ -518,7 +547,7 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 std::vector<int> gemv_variants(WeightType type) {
   if (weight_traits(type).name == nullptr) return {};
   if (is_float_type(type)) return {kVariantStaged, kVariantDirect};
-  return {kVariantStaged, kVariantMma};
+  return {kVariantStaged, kVariantMma, kVariantStream};
 }
 
 const char* gemv_variant_name(int variant) {
@@ -529,6 +558,8 @@ const char* gemv_variant_name(int variant) {
       return "direct";
     case kVariantMma:
       return "mma";
+    case kVariantStream:
+      return "stream";
     default:
       return "?";
   }
@@ -547,7 +578,8 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
   check_params(p);
   const Choice c = choose(p);
   const dim3 grid(static_cast<unsigned>(c.info.grid));
-  if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma) {
+  if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma ||
+      c.info.variant == kVariantStream) {
     gemv_impl::KernelArgs a;
     a.w = static_cast<const uint8_t*>(p.w);
     a.rows = p.rows;
@@ -564,6 +596,8 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.probe = p.probe;
     if (c.info.variant == kVariantDirect) {
       gemv_impl::direct_launch(p.type, a, c.plan, stream);
+    } else if (c.info.variant == kVariantStream) {
+      gemv_impl::stream_launch(p.type, a, c.plan, stream);
     } else {
       gemv_impl::mma_launch(p.type, a, c.plan, stream);
     }

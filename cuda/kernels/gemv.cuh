@@ -68,7 +68,8 @@ struct GemvParams {
 /// 0); otherwise a slower fallback kernel with the same semantics runs (plain input and one
 /// output segment only). The quantized "mma" kernel splits x' into exact 7-bit digits and
 /// multiplies on the int8 tensor cores; its results differ from the f32 CPU dot product by f32
-/// rounding and a residue below 2^-22 of each 32-column tile's largest |x'|.
+/// rounding and a residue below 2^-22 of each 32-column tile's largest |x'| (the "stream" kernel
+/// uses three digits: below 2^-20).
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
 /// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, an
@@ -78,7 +79,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream);
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
 struct GemvLaunchInfo {
   int variant = 0;          ///< variant id (see gemv_variants); 0 for the scalar fallback
-  const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit" or "fallback"
+  const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit", "stream", "fallback"
   bool staged = false;      ///< true: a fast (vectorized) kernel; false: scalar fallback
   int column_splits = 1;    ///< warps sharing one row group (split over the columns)
   int rows_per_warp = 1;
@@ -94,9 +95,12 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
-/// (quantized types). Automatic choice (from bench-kernels measurements on the H200): direct for
-/// the float types; for the quantized types staged, except mma for Q4_K/Q5_K from 48 MB and
-/// Q4_0 from 128 MB of weights with cols <= 8192, and mma whenever x_split is given.
+/// (quantized types), 4 "stream" (quantized types; needs x_split: bulk-copy pipeline and dp4a on
+/// the first three digits of x', sm_90, w and the matrix end 16-byte aligned). Automatic choice
+/// (from bench-kernels measurements on the H200): direct for the float types; for the quantized
+/// types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0 from 128 MB of weights with cols <=
+/// 8192; whenever x_split is given, stream where it applies, else mma. Forcing variant 4 without
+/// x_split throws (exit 1).
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.

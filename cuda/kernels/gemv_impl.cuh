@@ -1,5 +1,5 @@
 // Internal interface between the GEMV translation units (gemv.cu plans and dispatches;
-// gemv_direct.cu and gemv_mma.cu hold the fast kernels). Plain structs and host declarations
+// gemv_direct.cu, gemv_mma.cu and gemv_stream.cu hold the fast kernels). Plain structs and host declarations
 // only: includable from g++ and nvcc; not part of the public launcher API (gemv.cuh).
 #pragma once
 
@@ -62,7 +62,8 @@ struct Plan {
   int ksplit = 1;
   int rows_per_warp = 1;
   int64_t ntasks = 0;
-  int chunk = 0;  ///< MMA kernel: blocks per stage
+  int chunk = 0;   ///< MMA / stream kernels: blocks per stage
+  int stages = 0;  ///< stream kernel: pipeline depth
 };
 
 // ---- x split format (MMA kernel) ------------------------------------------------------------
@@ -91,6 +92,13 @@ void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
 bool mma_supported(WeightType t, int64_t cols);
 Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms);
 void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+/// Stream kernel (quantized types on a pre-split x'; sm_90 bulk copies, dp4a on the digits).
+/// Requirements: compute capability >= 9 (`major`), w 16-byte aligned, the matrix end
+/// (w + rows·row_bytes) 16-byte aligned, cols a multiple of 32 and of the block size.
+bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major);
+Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
 void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
 
@@ -102,6 +110,9 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 
 /// Number of SMs of the current device (cached).
 int sm_count();
+
+/// Compute-capability major version of the current device (cached).
+int cc_major();
 
 /// CTAs of `threads` threads and `smem` bytes of dynamic shared memory that fit on one SM
 /// (occupancy API; cached). The first call for a kernel raises its dynamic shared-memory limit to

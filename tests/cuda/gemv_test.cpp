@@ -1,5 +1,5 @@
 // GEMV kernels against the CPU reference (quant::dot_row) for every weight type and every kernel
-// variant (staged, direct, mma), the fused input forms (RMSNorm, SwiGLU, pre-split x), stacked
+// variant (staged, direct, mma, stream), the fused input forms (RMSNorm, SwiGLU, pre-split x), stacked
 // output segments and programmatic dependent launch (eagerly and inside a captured graph).
 //
 // Tolerance: |gpu − cpu| <= 1e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 per row (w dequantized on the CPU).
@@ -95,6 +95,13 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   p.bias = with_bias ? d_b.data<float>() : nullptr;
   p.residual = with_residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
   p.variant = variant;
+  // The stream kernel (variant 4) reads x pre-split.
+  DeviceBuffer d_split(variant == 4 ? gemv_x_split_bytes(cols) : 16);
+  if (variant == 4) {
+    launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
+                          false, nullptr);
+    p.x_split = d_split.get();
+  }
   const GemvLaunchInfo info = gemv_launch_info(p);
   launch_gemv(p, nullptr);
   testing::sync();
@@ -277,7 +284,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   p.eps = eps;
   p.x_split = presplit ? d_split.get() : nullptr;
   p.pdl = pdl;
-  p.variant = presplit ? 0 : variant;
+  p.variant = variant;
   const GemvLaunchInfo info = gemv_launch_info(p);
   launch_gemv(p, nullptr);
   testing::sync();
@@ -297,7 +304,9 @@ TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
   for (const int v : variants_of(t)) {
     for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
                          Form::kPreSplitSwiGlu}) {
-      if (v != 0 && f >= Form::kPreSplitPlain) continue;     // pre-split: mma only (auto)
+      // Pre-split x: the automatic choice, mma (3) and stream (4); stream needs a split x.
+      const bool split_form = f >= Form::kPreSplitPlain;
+      if (split_form ? (v != 0 && v != 3 && v != 4) : v == 4) continue;
       check_fused(t, 100, kquant ? 768 : 576, f, false, v);  // SmolLM2 hidden
       check_fused(t, 257, 3584, f, true, v);                 // Qwen2.5-7B hidden, PDL
       check_fused(t, 40, kquant ? 4864 : 1536, f, false, v);
@@ -376,6 +385,12 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         p.y_end1 = e1;
         p.bias = d_b.data<float>();
         p.variant = variant;
+        DeviceBuffer d_split(variant == 4 ? gemv_x_split_bytes(cols) : 16);
+        if (variant == 4) {  // the stream kernel reads x pre-split
+          launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols,
+                                d_split.get(), false, nullptr);
+          p.x_split = d_split.get();
+        }
         const GemvLaunchInfo info = gemv_launch_info(p);
         launch_gemv(p, nullptr);
         testing::sync();
@@ -478,8 +493,22 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
 
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
-  EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4}));
   EXPECT_STREQ(gemv_variant_name(3), "mma");
+  EXPECT_STREQ(gemv_variant_name(4), "stream");
+  // The stream kernel only reads a pre-split x: forcing it without one is an error, not a
+  // silent fallback.
+  // (Never dereferenced: the variant check comes before any device work.)
+  alignas(16) static float host[64];
+  GemvParams p;
+  p.type = WeightType::kQ4_0;
+  p.w = host;
+  p.x = host;
+  p.y = host + 32;
+  p.rows = 16;
+  p.cols = 256;
+  p.variant = 4;
+  EXPECT_THROW(gemv_launch_info(p), Error);
   EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48));
 }
 

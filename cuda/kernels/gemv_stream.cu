@@ -1,0 +1,571 @@
+// GEMV for the quantized weight types on a pre-split x': "stream" kernel (sm_90 bulk copies).
+//
+// Why: batch-1 decode must stream each weight byte once at HBM speed. Earlier kernels staged rows
+// with per-lane 16-byte cp.async (many instructions, shallow pipelines) and reached 54-62% of the
+// read bandwidth with their math skipped. Here each warp streams its rows through shared memory
+// with the Hopper bulk-copy engine (cp.async.bulk, one instruction per row piece, completion on
+// an mbarrier), two or three pieces of 2048-4096 columns deep, so the warp's instruction stream
+// is almost all math.
+//
+// Math: x' arrives split into signed 7-bit digits per 32-column tile (launch_gemv_prepare_x:
+// x'[c] ≈ Σ_n f_n·X_n[c], f_n = 2^(e − 7n)). Lane l of a warp owns tiles l, l + 32, ... of each
+// chunk: it unpacks the tile's 32 codes of each row into 8 words of bytes and forms the integer
+// sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits digits. A tile's dot
+// product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n, minimums
+// as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the digit
+// residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per chunk through
+// L1) serve kRows rows.
+//
+// Layout: a persistent grid of 8-warp CTAs loops over tasks (kRows consecutive rows); the ks
+// warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
+// order (deterministic). Piece copies cover the 16-byte aligned span around each row's chunk, so
+// any block size works; the matrix end must be 16-byte aligned (stream_supported).
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "cuda/check.hpp"
+#include "cuda/kernels/common.cuh"
+#include "cuda/kernels/dequant.cuh"
+#include "cuda/kernels/gemv_device.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
+
+namespace decodebench::cuda::gemv_impl {
+namespace {
+
+using kernels::ceil_div;
+using kernels::ld_f16;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 2;      ///< rows per task (share the x' digits in registers)
+constexpr int kDigits = 3;    ///< x' digits used (of the 4 the split holds)
+constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
+
+// ---- bulk copies and mbarriers (PTX ISA 8.0, sm_90) ---------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+/// Arrives on `bar` and adds `bytes` to the transaction count its current phase waits for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+/// Waits until the phase with parity `parity` of `bar` has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+/// Copies `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned);
+/// completion is signalled on `bar` as transaction bytes.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+// ---- shared-memory reads at any 2-byte alignment ------------------------------------------------
+
+/// kN 32-bit words starting at the 2-byte aligned shared address p (reads kN + 1 aligned words).
+template <int kN>
+__device__ __forceinline__ void words_at(const uint8_t* p, uint32_t (&w)[kN]) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
+  const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;
+  uint32_t prev = q[0];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    const uint32_t next = q[i + 1];
+    w[i] = __funnelshift_r(prev, next, sh);
+    prev = next;
+  }
+}
+
+// ---- one tile: 32 codes of a row against the lane's x' digits ------------------------------------
+
+/// The lane's x' tile: kDigits × 8 words of digits and the tile's meta (prepare_x layout).
+struct XTile {
+  uint32_t d[kDigits][8];
+  int sum[kDigits];  ///< Σ X_n over the tile
+  int lo[kDigits];   ///< Σ X_n over the tile's columns 0..15
+  float f1, f2;      ///< f_1, f_2 (f_0 = 128·f_1)
+  float sx;          ///< Σ x' over the tile (f32)
+};
+
+__device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, const int4* meta,
+                                             int64_t tile) {
+  XTile x;
+#pragma unroll
+  for (int n = 0; n < kDigits; ++n) {
+    const uint4* p = reinterpret_cast<const uint4*>(dig + n * stride + 32 * tile);
+    const uint4 a = __ldg(p);
+    const uint4 b = __ldg(p + 1);
+    x.d[n][0] = a.x;
+    x.d[n][1] = a.y;
+    x.d[n][2] = a.z;
+    x.d[n][3] = a.w;
+    x.d[n][4] = b.x;
+    x.d[n][5] = b.y;
+    x.d[n][6] = b.z;
+    x.d[n][7] = b.w;
+  }
+  const int4 m0 = __ldg(meta + 3 * tile);
+  const int4 m1 = __ldg(meta + 3 * tile + 1);
+  const int4 m2 = __ldg(meta + 3 * tile + 2);
+  x.f1 = __int_as_float(m0.y);
+  x.f2 = __int_as_float(m1.x);
+  x.sum[0] = m0.z;
+  x.sum[1] = m0.w;
+  x.sum[2] = m1.z;
+  x.sx = __int_as_float(m2.x);
+  // Low-half sums are packed as int16 pairs: sign-extend.
+  x.lo[0] = static_cast<int16_t>(m2.y & 0xFFFF);
+  x.lo[1] = m2.y >> 16;
+  x.lo[2] = static_cast<int16_t>(m2.z & 0xFFFF);
+  return x;
+}
+
+/// f_0·s_0 + f_1·s_1 + f_2·s_2 for integer digit sums s (|s_n| < 2^18).
+__device__ __forceinline__ float digits_value(const XTile& x, int s0, int s1, int s2) {
+  return fmaf(x.f1, static_cast<float>(s0 * 128 + s1), x.f2 * static_cast<float>(s2));
+}
+
+/// Σ_c (code_c − kOffset)·x'_c over the whole tile (codes: 8 words of bytes in column order).
+template <int kOffset>
+__device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x) {
+  int s[kDigits];
+#pragma unroll
+  for (int n = 0; n < kDigits; ++n) {
+    int a = -kOffset * x.sum[n];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
+    s[n] = a;
+  }
+  return digits_value(x, s[0], s[1], s[2]);
+}
+
+// ---- per-type tile decoders ---------------------------------------------------------------------
+// dot(chunk, j, x): Σ over tile j (0..31) of the row's chunk (the row's bytes from the chunk's
+// first block, in shared memory) of w·x'. kBE / kBB: elements / bytes per block.
+
+template <WeightType T>
+struct StreamOps;
+
+// Pipeline shape per type (bench-kernels sweep on the H200, 7B shapes): bigger bulk copies amortize
+// their fixed cost; 4-bit types stream 4096 columns per row piece two deep, Q8_0 2048 three deep
+// (both keep two CTAs per SM).
+template <int kCols, int kDepth>
+struct Pipe {
+  static constexpr int kChunkCols = kCols, kStages = kDepth;
+};
+
+template <>  // d f16 @0 · qs int8[32] @2
+struct StreamOps<WeightType::kQ8_0> : Pipe<2048, 3> {
+  static constexpr int kBE = 32, kBB = 34;
+  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
+    const uint8_t* b = c + j * kBB;
+    uint32_t q[8];
+    words_at<8>(b + 2, q);
+    return ld_f16(b) * tile_dot<0>(q, x);
+  }
+};
+
+/// Q4_0 / Q4_1 / Q5_0 / Q5_1: nibble j (low) is column j, high nibble column j + 16; Q5: the
+/// fifth bit of column e is bit e of qh.
+template <int kBB_, int kM, int kQh, int kQs, int kOffset>
+struct Legacy : Pipe<4096, 2> {
+  static constexpr int kBE = 32, kBB = kBB_;
+  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
+    const uint8_t* b = c + j * kBB;
+    uint32_t w[4];
+    words_at<4>(b + kQs, w);
+    uint32_t q[8];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      q[k] = w[k] & kLow4;
+      q[k + 4] = (w[k] >> 4) & kLow4;
+    }
+    if constexpr (kQh >= 0) {
+      uint32_t h[1];
+      words_at<1>(b + kQh, h);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        q[k] |= kernels::spread_bit4((h[0] >> (4 * k)) & 0xFu);
+        q[k + 4] |= kernels::spread_bit4((h[0] >> (16 + 4 * k)) & 0xFu);
+      }
+    }
+    float v = ld_f16(b) * tile_dot<kOffset>(q, x);
+    if constexpr (kM >= 0) v = fmaf(ld_f16(b + kM), x.sx, v);
+    return v;
+  }
+};
+
+template <>
+struct StreamOps<WeightType::kQ4_0> : Legacy<18, -1, -1, 2, 8> {};
+template <>
+struct StreamOps<WeightType::kQ4_1> : Legacy<20, 2, -1, 4, 0> {};
+template <>
+struct StreamOps<WeightType::kQ5_0> : Legacy<22, -1, 2, 6, 16> {};
+template <>
+struct StreamOps<WeightType::kQ5_1> : Legacy<24, 2, 4, 8, 0> {};
+
+/// Q4_K / Q5_K: tile j of a chunk is sub-block s = j % 8 of block j / 8; its codes are the low
+/// (s even) or high nibbles of qs[32·(s/2) ..], plus bit s of qh[l] for Q5_K.
+template <int kBB_, int kQh, int kQs>
+struct KQuant : Pipe<4096, 2> {
+  static constexpr int kBE = 256, kBB = kBB_;
+  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
+    const uint8_t* b = c + (j >> 3) * kBB;
+    const int s = j & 7;
+    uint32_t w[8];
+    words_at<8>(b + kQs + 32 * (s >> 1), w);
+    const int sh = 4 * (s & 1);
+    uint32_t q[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q[k] = (w[k] >> sh) & kLow4;
+    if constexpr (kQh >= 0) {
+      uint32_t h[8];
+      words_at<8>(b + kQh, h);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) q[k] |= ((h[k] >> s) & 0x01010101u) << 4;
+    }
+    int sc = 0, mn = 0;
+    kernels::k_scale_min(b + 4, s, &sc, &mn);
+    const float d = ld_f16(b) * static_cast<float>(sc);
+    const float m = ld_f16(b + 2) * static_cast<float>(mn);
+    return fmaf(d, tile_dot<0>(q, x), -m * x.sx);
+  }
+};
+
+template <>
+struct StreamOps<WeightType::kQ4_K> : KQuant<144, -1, 16> {};
+template <>
+struct StreamOps<WeightType::kQ5_K> : KQuant<176, 16, 48> {};
+
+/// Q6_K: tile j = 4h + g of block j / 8 holds columns 128h + 32g + l (l < 32): low bits from
+/// ql[64h + 32·(g & 1) + l] (high nibble for g >= 2), high bits (qh[32h + l] >> 2g) & 3, code
+/// offset 32, int8 scales per 16 columns.
+template <>
+struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
+  static constexpr int kBE = 256, kBB = 210;
+  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
+    const uint8_t* b = c + (j >> 3) * kBB;
+    const int t = j & 7;
+    const int h = t >> 2;
+    const int g = t & 3;
+    uint32_t l[8], hb[8];
+    words_at<8>(b + 64 * h + 32 * (g & 1), l);
+    words_at<8>(b + 128 + 32 * h, hb);
+    const int lsh = 4 * (g >> 1);
+    uint32_t q[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q[k] = ((l[k] >> lsh) & kLow4) | (((hb[k] >> (2 * g)) & 0x03030303u) << 4);
+    int lo[kDigits], hi[kDigits];
+#pragma unroll
+    for (int n = 0; n < kDigits; ++n) {
+      int a = -32 * x.lo[n];
+      int e = -32 * (x.sum[n] - x.lo[n]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
+        e = __dp4a(static_cast<int>(q[k + 4]), static_cast<int>(x.d[n][k + 4]), e);
+      }
+      lo[n] = a;
+      hi[n] = e;
+    }
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * h + 2 * g);
+    const float vlo = digits_value(x, lo[0], lo[1], lo[2]);
+    const float vhi = digits_value(x, hi[0], hi[1], hi[2]);
+    return ld_f16(b + 208) *
+           fmaf(static_cast<float>(sc[0]), vlo, static_cast<float>(sc[1]) * vhi);
+  }
+};
+
+// ---- the kernel ---------------------------------------------------------------------------------
+
+constexpr int kMaxStages = 4;
+
+/// Bytes of one row piece's stage region for `cb` blocks of kBB bytes: the piece starts up to 15
+/// bytes before its chunk (16-byte aligned cover), may end up to 15 bytes after it, and words_at
+/// reads one word past the last it needs.
+__host__ __device__ constexpr int region_bytes(int cb, int bb) { return (cb * bb + 15 + 15 + 4 + 15) / 16 * 16; }
+
+/// Dynamic shared memory: per warp `stages` × kRows regions, then per warp kMaxStages mbarriers,
+/// then 2 × kWarps × kRows partial sums.
+__host__ __device__ constexpr int stream_smem(int cb, int bb, int stages) {
+  return kWarps * stages * kRows * region_bytes(cb, bb) + kWarps * kMaxStages * 8 +
+         2 * kWarps * kRows * 4;
+}
+
+template <WeightType T>
+__global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelArgs a) {
+  using Ops = StreamOps<T>;
+  constexpr int kBB = Ops::kBB;
+  constexpr int kTilesPerBlock = Ops::kBE / 32;
+  extern __shared__ __align__(128) uint8_t smem[];
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int ks = a.ksplit;
+  const int kidx = warp % ks;  // this warp's share of a task's chunks
+  const int slot = warp / ks;  // task slot within the CTA
+  const int slots = kWarps / ks;
+  constexpr int cb = Ops::kChunkCols / Ops::kBE;  // blocks per chunk
+  constexpr int nst = Ops::kStages;                 // pipeline depth
+  constexpr int region = region_bytes(cb, kBB);
+  constexpr int stage_bytes = kRows * region;
+  constexpr int kTilesPerChunk = cb * kTilesPerBlock;
+  uint8_t* stages = smem + warp * nst * stage_bytes;
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kWarps * nst * stage_bytes) + warp * kMaxStages;
+  float* partial =
+      reinterpret_cast<float*>(smem + kWarps * nst * stage_bytes + kWarps * kMaxStages * 8);
+
+  const int64_t nb = a.cols / Ops::kBE;
+  const int64_t row_bytes = nb * kBB;
+  const int64_t nchunks = ceil_div<int64_t>(nb, cb);
+  // Chunks kidx, kidx + ks, ... of every task; my_chunks per task (may be 0).
+  const int64_t my_chunks = nchunks > kidx ? ceil_div<int64_t>(nchunks - kidx, ks) : 0;
+  const int64_t task0 = static_cast<int64_t>(blockIdx.x) * slots + slot;
+  const int64_t task_step = static_cast<int64_t>(gridDim.x) * slots;
+  const int64_t my_tasks = task0 < a.ntasks ? ceil_div<int64_t>(a.ntasks - task0, task_step) : 0;
+  const int64_t items = my_tasks * my_chunks;
+
+  if (lane == 0) {
+    for (int s = 0; s < nst; ++s) mbar_init(&bars[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncwarp();
+
+  // Row piece i of task round tk, local chunk c: global byte span from `start`, copied as its
+  // 16-byte aligned cover [a0, a1).
+  struct Piece {
+    int64_t start;
+    int64_t a0;
+    int64_t a1;
+  };
+  const auto piece = [&](int64_t tk, int64_t c, int i) {
+    const int64_t task = task0 + tk * task_step;
+    const int64_t blk0 = (kidx + c * ks) * cb;
+    const int64_t row = kernels::min64(task * kRows + i, a.rows - 1);
+    const int64_t start = row * row_bytes + blk0 * kBB;
+    const int64_t end = start + kernels::min64(cb, nb - blk0) * kBB;
+    return Piece{start, start & ~int64_t{15}, (end + 15) & ~int64_t{15}};
+  };
+  // Lane 0 issues items in order, nst − 1 ahead of the consumer (issue_tk/issue_c: next item).
+  int64_t issued = 0, issue_tk = 0, issue_c = 0;
+  const auto issue = [&]() {
+    if (issued >= items) return;
+    if (lane == 0) {
+      const int s = static_cast<int>(issued % nst);
+      Piece pc[kRows];
+      uint32_t total = 0;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        pc[i] = piece(issue_tk, issue_c, i);
+        total += static_cast<uint32_t>(pc[i].a1 - pc[i].a0);
+      }
+      // Earlier generic-proxy reads of this stage are ordered before the async-proxy refill.
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      mbar_arrive_expect_tx(&bars[s], total);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        bulk_copy(stages + s * stage_bytes + i * region, a.w + pc[i].a0,
+                  static_cast<uint32_t>(pc[i].a1 - pc[i].a0), &bars[s]);
+      }
+    }
+    ++issued;
+    if (++issue_c == my_chunks) {
+      issue_c = 0;
+      ++issue_tk;
+    }
+  };
+
+  // Weights do not depend on earlier kernels: start streaming before the PDL wait.
+  for (int s = 0; s < nst - 1; ++s) issue();
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
+
+  const int8_t* dig = static_cast<const int8_t*>(a.x.split);
+  const int64_t stride = a.cols + 16;
+  const int4* meta = reinterpret_cast<const int4*>(dig + x_split_digit_bytes(a.cols));
+
+  float acc[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+
+  // Tasks with no chunk for this warp (ks > nchunks) still take part in the slot's reduction.
+  int64_t it = 0;
+  for (int64_t tk = 0; tk < my_tasks; ++tk) {
+    for (int64_t c = 0; c < my_chunks; ++c, ++it) {
+      issue();
+      const int s = static_cast<int>(it % nst);
+      mbar_wait(&bars[s], static_cast<uint32_t>((it / nst) & 1));
+      const int64_t blk0 = (kidx + c * ks) * cb;
+      const int tiles = static_cast<int>(kernels::min64(cb, nb - blk0)) * kTilesPerBlock;
+      if (a.probe != 1) {
+        const uint8_t* chunk[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const Piece pc = piece(tk, c, i);
+          chunk[i] = stages + s * stage_bytes + i * region + (pc.start - pc.a0);
+        }
+#pragma unroll
+        for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
+          const int j = jj + lane;
+          if (j < tiles) {
+            const XTile x = load_x_tile(dig, stride, meta, blk0 * kTilesPerBlock + j);
+#pragma unroll
+            for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(chunk[i], j, x);
+          }
+        }
+      }
+      __syncwarp();  // every lane is done with stage s before lane 0 refills it
+    }
+    // Task done: reduce over the warp, then over the slot's ks warps in a fixed order.
+    const int64_t task = task0 + tk * task_step;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) acc[i] = kernels::warp_sum(acc[i]);
+    if (ks == 1) {
+      if (lane < kRows) {
+        float v = acc[0];
+#pragma unroll
+        for (int i = 1; i < kRows; ++i) v = lane == i ? acc[i] : v;
+        const int64_t r = task * kRows + lane;
+        if (r < a.rows) kernels::store_row(a.y, r, v);
+      }
+    } else {
+      float* part = partial + (tk & 1) * kWarps * kRows;
+      if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) part[warp * kRows + i] = acc[i];
+      }
+      kernels::named_barrier(1 + slot, 32 * ks);
+      if (kidx == 0 && lane < kRows) {
+        float v = 0.0f;
+        for (int k = 0; k < ks; ++k) v += part[(slot * ks + k) * kRows + lane];
+        const int64_t r = task * kRows + lane;
+        if (r < a.rows) kernels::store_row(a.y, r, v);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+  }
+}
+
+template <typename F>
+bool dispatch_stream(WeightType t, F&& f) {
+  switch (t) {
+    case WeightType::kQ8_0:
+      f.template operator()<WeightType::kQ8_0>();
+      return true;
+    case WeightType::kQ4_0:
+      f.template operator()<WeightType::kQ4_0>();
+      return true;
+    case WeightType::kQ4_1:
+      f.template operator()<WeightType::kQ4_1>();
+      return true;
+    case WeightType::kQ5_0:
+      f.template operator()<WeightType::kQ5_0>();
+      return true;
+    case WeightType::kQ5_1:
+      f.template operator()<WeightType::kQ5_1>();
+      return true;
+    case WeightType::kQ4_K:
+      f.template operator()<WeightType::kQ4_K>();
+      return true;
+    case WeightType::kQ5_K:
+      f.template operator()<WeightType::kQ5_K>();
+      return true;
+    case WeightType::kQ6_K:
+      f.template operator()<WeightType::kQ6_K>();
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major) {
+  if (major < 9) return false;  // bulk copies and mbarrier transaction counts: sm_90
+  bool ok = false;
+  dispatch_stream(t, [&]<WeightType T>() {
+    const int64_t end = reinterpret_cast<int64_t>(w) + rows * (cols / StreamOps<T>::kBE) *
+                                                           StreamOps<T>::kBB;
+    ok = cols % StreamOps<T>::kBE == 0 && cols % 32 == 0 &&
+         (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
+  });
+  return ok;
+}
+
+Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
+  Plan p;
+  dispatch_stream(t, [&]<WeightType T>() {
+    using Ops = StreamOps<T>;
+    const int64_t nb = cols / Ops::kBE;
+    const int cb = Ops::kChunkCols / Ops::kBE;
+    p.block = kThreads;
+    p.rows_per_warp = kRows;
+    p.chunk = cb;
+    p.stages = Ops::kStages;
+    p.smem = stream_smem(cb, Ops::kBB, p.stages);
+    const int ctas = std::max(
+        1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_stream_kernel<T>), kThreads, p.smem));
+    const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
+    const int64_t tasks = ceil_div<int64_t>(rows, kRows);
+    const int64_t nchunks = ceil_div<int64_t>(nb, cb);
+    const double target_warps = static_cast<double>(sms) * 16.0;  // enough bytes in flight
+    // Estimated time ∝ chunk steps on the busiest warp ÷ how well the GPU is filled.
+    double best = 1e300;
+    for (int ks = 1; ks <= kWarps; ks *= 2) {
+      if (ks > 1 && nchunks < ks) break;
+      const int64_t slots = kWarps / ks;
+      const int64_t grid = std::min(ceil_div<int64_t>(tasks, slots), max_grid);
+      const int64_t rounds = ceil_div<int64_t>(tasks, grid * slots);
+      const double steps = static_cast<double>(rounds * ceil_div<int64_t>(nchunks, ks));
+      const double active = static_cast<double>(std::min(tasks * ks, grid * kWarps));
+      const double est = steps / std::min(1.0, active / target_warps) * (1.0 + 0.02 * ks);
+      if (est < best) {
+        best = est;
+        p.ksplit = ks;
+        p.grid = grid;
+        p.ntasks = tasks;
+      }
+    }
+  });
+  return p;
+}
+
+void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream) {
+  KernelArgs args = a;
+  args.ksplit = p.ksplit;
+  args.ntasks = p.ntasks;
+  void* params[] = {&args};
+  dispatch_stream(t, [&]<WeightType T>() {
+    launch_with_attrs(reinterpret_cast<const void*>(&gemv_stream_kernel<T>), params,
+                      dim3(static_cast<unsigned>(p.grid)), dim3(static_cast<unsigned>(p.block)),
+                      static_cast<size_t>(p.smem), a.pdl != 0, stream);
+  });
+}
+
+}  // namespace decodebench::cuda::gemv_impl
