@@ -1137,9 +1137,8 @@ json run_kernel_bench(const KernelBenchOptions& o) {
       for (const GemvCase& c : model_gemv_cases(*m)) {
         if (c.shape == "q,o" || c.shape == "k,v" || c.shape == "gate,up") continue;  // stacked
         for (const WeightType t : types) {
-          guarded(errors, c.model + " " + c.shape + " gemm", [&] {
-            run_gemm_section(timer, stream_gbps, c, t, o.batches, gemm);
-          });
+          guarded(errors, c.model + " " + c.shape + " gemm",
+                  [&] { run_gemm_section(timer, stream_gbps, c, t, o.batches, gemm); });
         }
       }
     }

@@ -102,11 +102,11 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
   int64_t batch = 0;
   if (max_batch > 1) {
     const int64_t widest = std::max({c.hidden, c.q_dim(), c.ffn});
-    batch = max_batch * (batch_floats(c) * 4 +
-                         attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4) +
-            static_cast<int64_t>(argmax_scratch_bytes(c.vocab, max_batch)) +
-            static_cast<int64_t>(gemm_x_split_bytes(max_batch, widest)) +
-            batch_scratch_bytes(model);
+    batch =
+        max_batch *
+            (batch_floats(c) * 4 + attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4) +
+        static_cast<int64_t>(argmax_scratch_bytes(c.vocab, max_batch)) +
+        static_cast<int64_t>(gemm_x_split_bytes(max_batch, widest)) + batch_scratch_bytes(model);
   }
   return weights + kv + workspace_floats(c) * 4 + scratch + batch + (1 << 20);
 }
@@ -285,9 +285,8 @@ void CudaBackend::allocate_batch_workspace() {
   bup_ = floats(b * c_.ffn);
   bact_ = floats(b * c_.ffn);
   blogits_ = floats(b * c_.vocab);
-  battn_scratch_ =
-      floats(std::max<int64_t>(1, b * attention_scratch_floats(c_.n_heads, c_.head_dim,
-                                                               attn_splits_)));
+  battn_scratch_ = floats(
+      std::max<int64_t>(1, b * attention_scratch_floats(c_.n_heads, c_.head_dim, attn_splits_)));
   bargmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, b), 16));
   const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
   bsplit_ = DeviceBuffer(gemm_x_split_bytes(b, widest));
@@ -297,8 +296,8 @@ void CudaBackend::allocate_batch_workspace() {
     if (w.present()) scratch = std::max(scratch, gemm_scratch_bytes(w.type, w.rows, w.cols));
   };
   for (const DeviceLayer& L : layers_) {
-    for (const DeviceTensor* w : {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate,
-                                  &L.w_up, &L.w_down}) {
+    for (const DeviceTensor* w :
+         {&L.wqkv, &L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate_up, &L.w_gate, &L.w_up, &L.w_down}) {
       need(*w);
     }
   }
@@ -314,10 +313,10 @@ void CudaBackend::allocate_batch_workspace() {
 
 void CudaBackend::enqueue_gemv(GemvParams p) {
   p.pdl = options_.pdl;
-  // Large quantized GEMVs run fastest on the tensor-core kernel reading x' pre-split once per GEMV
-  // by one small kernel (measured on the H200: Qwen2.5-7B Q4_0/Q4_K/Q8_0 steps 1.15-1.45x faster
-  // than the staged kernel with the norm or SwiGLU fused into its input). Small GEMVs (SmolLM2)
-  // are latency-bound: there the extra kernel would cost more than it saves.
+  // Large quantized GEMVs run fastest on the stream kernel reading x' pre-split once per GEMV by
+  // one small kernel (measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with
+  // only the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are
+  // latency-bound: there the extra kernel would cost more than it saves.
   constexpr int64_t kPresplitElements = int64_t{4} << 20;
   const bool quantized =
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
@@ -496,8 +495,9 @@ int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   in->seq_len = static_cast<int32_t>(pos + 1);
   const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
   last_batch_ = 0;
-  run_step(in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
-           [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
+  run_step(
+      in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
+      [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
   return *h_next_.data<int32_t>();
 }
 
@@ -542,10 +542,10 @@ ExecReport CudaBackend::capture_pair(const std::function<void()>& first,
     report.mode = ExecMode::kEager;
     return report;
   }
-  CaptureOutcome fwd = capture_graph(stream_.get(), options_.capture_mode, CaptureFault::kNone,
-                                     first, [] {}, nullptr);
-  CaptureOutcome arg = capture_graph(stream_.get(), options_.capture_mode, CaptureFault::kNone,
-                                     second, [] {}, nullptr);
+  CaptureOutcome fwd = capture_graph(
+      stream_.get(), options_.capture_mode, CaptureFault::kNone, first, [] {}, nullptr);
+  CaptureOutcome arg = capture_graph(
+      stream_.get(), options_.capture_mode, CaptureFault::kNone, second, [] {}, nullptr);
   if (!fwd.exec.valid() || !arg.exec.valid()) {
     const CaptureOutcome& bad = fwd.exec.valid() ? arg : fwd;
     report.failed_call = bad.failed_call;
@@ -716,9 +716,10 @@ void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const in
   const bool graph = batch_mode_ == ExecMode::kGraph && batch_mode_m_ == m &&
                      it != batch_graphs_.end() && it->second && it->second->full.valid();
   last_batch_ = m;
-  run_step(in, d_binputs_.data(), static_cast<size_t>(m) * sizeof(StepInputs),
-           graph ? it->second.get() : nullptr, [&] { enqueue_forward_batch(m); },
-           [&] { enqueue_argmax_batch(m); }, phases);
+  run_step(
+      in, d_binputs_.data(), static_cast<size_t>(m) * sizeof(StepInputs),
+      graph ? it->second.get() : nullptr, [&] { enqueue_forward_batch(m); },
+      [&] { enqueue_argmax_batch(m); }, phases);
   const auto* h = h_bnext_.data<int32_t>();
   for (int64_t i = 0; i < m; ++i) next[static_cast<size_t>(i)] = h[i];
 }
@@ -735,8 +736,7 @@ void CudaBackend::logits_batch(int64_t seq, std::vector<float>& out) {
   }
   out.resize(static_cast<size_t>(c_.vocab));
   DB_CUDA_CHECK(cudaMemcpyAsync(out.data(), blogits_.data<float>() + seq * c_.vocab,
-                                out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream_.get()));
+                                out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_.get()));
   DB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
 }
 

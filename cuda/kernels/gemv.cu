@@ -381,8 +381,8 @@ Choice choose(const GemvParams& p) {
   int v = p.variant != 0 ? p.variant : auto_variant(p);
   if (p.x_split != nullptr) {
     // A pre-split x: the stream kernel where it applies (sm_90, aligned matrix end), else mma.
-    const bool stream_ok = gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols,
-                                                       gemv_impl::cc_major());
+    const bool stream_ok =
+        gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major());
     v = (v == kVariantMma || !stream_ok) ? kVariantMma : kVariantStream;
   } else if (v == kVariantStream) {
     throw runtime_error("GEMV: the stream kernel (variant 4) needs a pre-split x (x_split)");
@@ -422,8 +422,8 @@ Choice choose(const GemvParams& p) {
     c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
   }
   c.info.variant = v;
-  c.info.kernel = v == kVariantDirect   ? "direct"
-                  : v == kVariantStream ? "stream"
+  c.info.kernel = v == kVariantDirect    ? "direct"
+                  : v == kVariantStream  ? "stream"
                   : p.x_split != nullptr ? "mma-presplit"
                                          : "mma";
   c.info.staged = true;
@@ -478,8 +478,7 @@ int cc_major() {
   int device = 0;
   DB_CUDA_CHECK(cudaGetDevice(&device));
   if (device != cached_device) {
-    DB_CUDA_CHECK(
-        cudaDeviceGetAttribute(&cached_major, cudaDevAttrComputeCapabilityMajor, device));
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_major, cudaDevAttrComputeCapabilityMajor, device));
     cached_device = device;
   }
   return cached_major;

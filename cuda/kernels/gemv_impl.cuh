@@ -1,6 +1,6 @@
 // Internal interface between the GEMV translation units (gemv.cu plans and dispatches;
-// gemv_direct.cu, gemv_mma.cu and gemv_stream.cu hold the fast kernels). Plain structs and host declarations
-// only: includable from g++ and nvcc; not part of the public launcher API (gemv.cuh).
+// gemv_direct.cu, gemv_mma.cu and gemv_stream.cu hold the fast kernels). Plain structs and host
+// declarations only: includable from g++ and nvcc; not part of the public launcher API (gemv.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,8 +62,7 @@ struct Plan {
   int ksplit = 1;
   int rows_per_warp = 1;
   int64_t ntasks = 0;
-  int chunk = 0;   ///< MMA / stream kernels: blocks per stage
-  int stages = 0;  ///< stream kernel: pipeline depth
+  int chunk = 0;  ///< MMA / stream kernels: blocks per stage
 };
 
 // ---- x split format (MMA kernel) ------------------------------------------------------------

@@ -11,10 +11,10 @@
 // x'[c] ≈ Σ_n f_n·X_n[c], f_n = 2^(e − 7n)). Lane l of a warp owns tiles l, l + 32, ... of each
 // chunk: it unpacks the tile's 32 codes of each row into 8 words of bytes and forms the integer
 // sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits digits. A tile's dot
-// product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n, minimums
-// as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the digit
-// residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per chunk through
-// L1) serve kRows rows.
+// product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n,
+// minimums as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the
+// digit residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per chunk
+// through L1) serve kRows rows.
 //
 // Layout: a persistent grid of 8-warp CTAs loops over tasks (kRows consecutive rows); the ks
 // warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
@@ -38,8 +38,12 @@ using kernels::ld_f16;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 2;      ///< rows per task (share the x' digits in registers)
-constexpr int kDigits = 3;    ///< x' digits used (of the 4 the split holds)
+/// Rows per task (they share the lane's x' digits). Measured on the H200: 4 rows gain on the LM
+/// head but lose on QKV and the down projection (fewer tasks than warp slots).
+constexpr int kRows = 2;
+/// x' digits used (of the 4 the split holds): three keep the residue below 2^-20 of the tile's
+/// largest |x'|. Two would be 1.2-1.3× faster on the 4-bit types (fewer dp4a) but leave 2^-13.
+constexpr int kDigits = 3;
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 
 // ---- bulk copies and mbarriers (PTX ISA 8.0, sm_90) ---------------------------------------------
@@ -84,40 +88,59 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t b
       : "memory");
 }
 
-// ---- shared-memory reads at any 2-byte alignment ------------------------------------------------
+// ---- shared-memory reads (32-bit shared addresses: LDS, not generic loads) ---------------------
 
-/// kN 32-bit words starting at the 2-byte aligned shared address p (reads kN + 1 aligned words).
+__device__ __forceinline__ uint32_t lds32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t lds16(uint32_t a) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+
+/// binary16 at shared address a (2-byte aligned) → f32.
+__device__ __forceinline__ float lds_f16(uint32_t a) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(lds16(a))));
+}
+
+/// kN 32-bit words starting at the 2-byte aligned shared address a (reads kN + 1 aligned words).
 template <int kN>
-__device__ __forceinline__ void words_at(const uint8_t* p, uint32_t (&w)[kN]) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uint32_t* q = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-  const uint32_t sh = static_cast<uint32_t>(a & 3u) * 8u;
-  uint32_t prev = q[0];
+__device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
+  const uint32_t q = a & ~3u;
+  const uint32_t sh = (a & 3u) * 8u;
+  uint32_t prev = lds32(q);
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
-    const uint32_t next = q[i + 1];
+    const uint32_t next = lds32(q + 4 * (i + 1));
     w[i] = __funnelshift_r(prev, next, sh);
     prev = next;
   }
 }
 
-// ---- one tile: 32 codes of a row against the lane's x' digits ------------------------------------
+// ---- one tile: 32 codes of a row against the lane's x' digits
+// ------------------------------------
 
 /// The lane's x' tile: kDigits × 8 words of digits and the tile's meta (prepare_x layout).
 struct XTile {
   uint32_t d[kDigits][8];
   int sum[kDigits];  ///< Σ X_n over the tile
-  int lo[kDigits];   ///< Σ X_n over the tile's columns 0..15
+  int lo[kDigits];   ///< Σ X_n over the tile's columns 0..15 (kLo only)
   float f1, f2;      ///< f_1, f_2 (f_0 = 128·f_1)
-  float sx;          ///< Σ x' over the tile (f32)
+  float sx;          ///< Σ x' over the tile (f32; kSx only)
 };
 
-__device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, const int4* meta,
-                                             int64_t tile) {
+/// Loads the tile whose digits start at dig (digit n at dig + n·stride) and whose meta starts at
+/// meta (3 int4). kSx / kLo: whether the decoder needs Σx' / the low-half digit sums.
+template <bool kSx, bool kLo>
+__device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, const int4* meta) {
   XTile x;
 #pragma unroll
   for (int n = 0; n < kDigits; ++n) {
-    const uint4* p = reinterpret_cast<const uint4*>(dig + n * stride + 32 * tile);
+    const uint4* p = reinterpret_cast<const uint4*>(dig + n * stride);
     const uint4 a = __ldg(p);
     const uint4 b = __ldg(p + 1);
     x.d[n][0] = a.x;
@@ -129,19 +152,21 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, 
     x.d[n][6] = b.z;
     x.d[n][7] = b.w;
   }
-  const int4 m0 = __ldg(meta + 3 * tile);
-  const int4 m1 = __ldg(meta + 3 * tile + 1);
-  const int4 m2 = __ldg(meta + 3 * tile + 2);
+  const int4 m0 = __ldg(meta);
+  const int2 m1 = __ldg(reinterpret_cast<const int2*>(meta + 1));
   x.f1 = __int_as_float(m0.y);
   x.f2 = __int_as_float(m1.x);
   x.sum[0] = m0.z;
   x.sum[1] = m0.w;
-  x.sum[2] = m1.z;
-  x.sx = __int_as_float(m2.x);
-  // Low-half sums are packed as int16 pairs: sign-extend.
-  x.lo[0] = static_cast<int16_t>(m2.y & 0xFFFF);
-  x.lo[1] = m2.y >> 16;
-  x.lo[2] = static_cast<int16_t>(m2.z & 0xFFFF);
+  if constexpr (kDigits > 2) x.sum[2] = __ldg(reinterpret_cast<const int*>(meta + 1) + 2);
+  if constexpr (kSx || kLo) {
+    const int4 m2 = __ldg(meta + 2);
+    x.sx = __int_as_float(m2.x);
+    // Low-half sums are packed as int16 pairs: sign-extend.
+    x.lo[0] = static_cast<int16_t>(m2.y & 0xFFFF);
+    x.lo[1] = m2.y >> 16;
+    if constexpr (kDigits > 2) x.lo[2] = static_cast<int16_t>(m2.z & 0xFFFF);
+  }
   return x;
 }
 
@@ -161,15 +186,16 @@ __device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x
     for (int k = 0; k < 8; ++k) a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
     s[n] = a;
   }
-  return digits_value(x, s[0], s[1], s[2]);
+  if constexpr (kDigits == 2) {
+    return x.f1 * static_cast<float>(s[0] * 128 + s[1]);
+  } else {
+    return digits_value(x, s[0], s[1], s[2]);
+  }
 }
 
 // ---- per-type tile decoders ---------------------------------------------------------------------
-// dot(chunk, j, x): Σ over tile j (0..31) of the row's chunk (the row's bytes from the chunk's
-// first block, in shared memory) of w·x'. kBE / kBB: elements / bytes per block.
-
-template <WeightType T>
-struct StreamOps;
+// dot(c, j, x): Σ over tile j of the row's chunk of w·x'; c = shared address of the chunk's first
+// block. kBE / kBB: elements / bytes per block; kSx / kLo: what the decoder reads of the x' meta.
 
 // Pipeline shape per type (bench-kernels sweep on the H200, 7B shapes): bigger bulk copies amortize
 // their fixed cost; 4-bit types stream 4096 columns per row piece two deep, Q8_0 2048 three deep
@@ -179,14 +205,18 @@ struct Pipe {
   static constexpr int kChunkCols = kCols, kStages = kDepth;
 };
 
+template <WeightType T>
+struct StreamOps;
+
 template <>  // d f16 @0 · qs int8[32] @2
 struct StreamOps<WeightType::kQ8_0> : Pipe<2048, 3> {
   static constexpr int kBE = 32, kBB = 34;
-  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
-    const uint8_t* b = c + j * kBB;
+  static constexpr bool kSx = false, kLo = false;
+  __device__ static float dot(uint32_t c, int j, const XTile& x) {
+    const uint32_t b = c + j * kBB;
     uint32_t q[8];
     words_at<8>(b + 2, q);
-    return ld_f16(b) * tile_dot<0>(q, x);
+    return lds_f16(b) * tile_dot<0>(q, x);
   }
 };
 
@@ -195,8 +225,9 @@ struct StreamOps<WeightType::kQ8_0> : Pipe<2048, 3> {
 template <int kBB_, int kM, int kQh, int kQs, int kOffset>
 struct Legacy : Pipe<4096, 2> {
   static constexpr int kBE = 32, kBB = kBB_;
-  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
-    const uint8_t* b = c + j * kBB;
+  static constexpr bool kSx = kM >= 0, kLo = false;
+  __device__ static float dot(uint32_t c, int j, const XTile& x) {
+    const uint32_t b = c + j * kBB;
     uint32_t w[4];
     words_at<4>(b + kQs, w);
     uint32_t q[8];
@@ -214,28 +245,36 @@ struct Legacy : Pipe<4096, 2> {
         q[k + 4] |= kernels::spread_bit4((h[0] >> (16 + 4 * k)) & 0xFu);
       }
     }
-    float v = ld_f16(b) * tile_dot<kOffset>(q, x);
-    if constexpr (kM >= 0) v = fmaf(ld_f16(b + kM), x.sx, v);
+    float v = lds_f16(b) * tile_dot<kOffset>(q, x);
+    if constexpr (kM >= 0) v = fmaf(lds_f16(b + kM), x.sx, v);
     return v;
   }
 };
 
-template <>
+template <>  // d @0 · qs[16] @2
 struct StreamOps<WeightType::kQ4_0> : Legacy<18, -1, -1, 2, 8> {};
-template <>
+template <>  // d @0 · m @2 · qs[16] @4
 struct StreamOps<WeightType::kQ4_1> : Legacy<20, 2, -1, 4, 0> {};
-template <>
+template <>  // d @0 · qh u32 @2 · qs[16] @6
 struct StreamOps<WeightType::kQ5_0> : Legacy<22, -1, 2, 6, 16> {};
-template <>
+template <>  // d @0 · m @2 · qh u32 @4 · qs[16] @8
 struct StreamOps<WeightType::kQ5_1> : Legacy<24, 2, 4, 8, 0> {};
 
+/// Byte i (0..11, run-time) of the 12 scale bytes held in three words.
+__device__ __forceinline__ int scale_byte(const uint32_t (&w)[3], int i) {
+  const uint32_t word = i < 4 ? w[0] : (i < 8 ? w[1] : w[2]);
+  return static_cast<int>((word >> (8 * (i & 3))) & 0xFFu);
+}
+
 /// Q4_K / Q5_K: tile j of a chunk is sub-block s = j % 8 of block j / 8; its codes are the low
-/// (s even) or high nibbles of qs[32·(s/2) ..], plus bit s of qh[l] for Q5_K.
+/// (s even) or high nibbles of qs[32·(s/2) ..], plus bit s of qh[l] for Q5_K; the 6-bit scale
+/// and min of sub-block s as in gguf-facts.md §2.3.
 template <int kBB_, int kQh, int kQs>
 struct KQuant : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = kBB_;
-  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
-    const uint8_t* b = c + (j >> 3) * kBB;
+  static constexpr bool kSx = true, kLo = false;
+  __device__ static float dot(uint32_t c, int j, const XTile& x) {
+    const uint32_t b = c + (j >> 3) * kBB;
     const int s = j & 7;
     uint32_t w[8];
     words_at<8>(b + kQs + 32 * (s >> 1), w);
@@ -249,27 +288,36 @@ struct KQuant : Pipe<4096, 2> {
 #pragma unroll
       for (int k = 0; k < 8; ++k) q[k] |= ((h[k] >> s) & 0x01010101u) << 4;
     }
-    int sc = 0, mn = 0;
-    kernels::k_scale_min(b + 4, s, &sc, &mn);
-    const float d = ld_f16(b) * static_cast<float>(sc);
-    const float m = ld_f16(b + 2) * static_cast<float>(mn);
+    uint32_t sw[3];
+    words_at<3>(b + 4, sw);
+    int sc, mn;
+    if (s < 4) {
+      sc = scale_byte(sw, s) & 63;
+      mn = scale_byte(sw, s + 4) & 63;
+    } else {
+      sc = (scale_byte(sw, s + 4) & 0xF) | ((scale_byte(sw, s - 4) >> 6) << 4);
+      mn = (scale_byte(sw, s + 4) >> 4) | ((scale_byte(sw, s) >> 6) << 4);
+    }
+    const float d = lds_f16(b) * static_cast<float>(sc);
+    const float m = lds_f16(b + 2) * static_cast<float>(mn);
     return fmaf(d, tile_dot<0>(q, x), -m * x.sx);
   }
 };
 
-template <>
+template <>  // d @0 · dmin @2 · scales[12] @4 · qs[128] @16
 struct StreamOps<WeightType::kQ4_K> : KQuant<144, -1, 16> {};
-template <>
+template <>  // d @0 · dmin @2 · scales[12] @4 · qh[32] @16 · qs[128] @48
 struct StreamOps<WeightType::kQ5_K> : KQuant<176, 16, 48> {};
 
 /// Q6_K: tile j = 4h + g of block j / 8 holds columns 128h + 32g + l (l < 32): low bits from
 /// ql[64h + 32·(g & 1) + l] (high nibble for g >= 2), high bits (qh[32h + l] >> 2g) & 3, code
 /// offset 32, int8 scales per 16 columns.
-template <>
+template <>  // ql[128] @0 · qh[64] @128 · scales int8[16] @192 · d @208
 struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = 210;
-  __device__ static float dot(const uint8_t* c, int j, const XTile& x) {
-    const uint8_t* b = c + (j >> 3) * kBB;
+  static constexpr bool kSx = false, kLo = true;
+  __device__ static float dot(uint32_t c, int j, const XTile& x) {
+    const uint32_t b = c + (j >> 3) * kBB;
     const int t = j & 7;
     const int h = t >> 2;
     const int g = t & 3;
@@ -279,7 +327,9 @@ struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
     const int lsh = 4 * (g >> 1);
     uint32_t q[8];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) q[k] = ((l[k] >> lsh) & kLow4) | (((hb[k] >> (2 * g)) & 0x03030303u) << 4);
+    for (int k = 0; k < 8; ++k) {
+      q[k] = ((l[k] >> lsh) & kLow4) | (((hb[k] >> (2 * g)) & 0x03030303u) << 4);
+    }
     int lo[kDigits], hi[kDigits];
 #pragma unroll
     for (int n = 0; n < kDigits; ++n) {
@@ -293,11 +343,12 @@ struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
       lo[n] = a;
       hi[n] = e;
     }
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * h + 2 * g);
-    const float vlo = digits_value(x, lo[0], lo[1], lo[2]);
-    const float vhi = digits_value(x, hi[0], hi[1], hi[2]);
-    return ld_f16(b + 208) *
-           fmaf(static_cast<float>(sc[0]), vlo, static_cast<float>(sc[1]) * vhi);
+    const uint32_t sc = lds16(b + 192 + 8 * h + 2 * g);  // two int8 scales (offset is even)
+    const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
+    const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
+    const float vlo = digits_value(x, lo[0], lo[1], kDigits > 2 ? lo[kDigits - 1] : 0);
+    const float vhi = digits_value(x, hi[0], hi[1], kDigits > 2 ? hi[kDigits - 1] : 0);
+    return lds_f16(b + 208) * fmaf(sc_lo, vlo, sc_hi * vhi);
   }
 };
 
@@ -308,7 +359,9 @@ constexpr int kMaxStages = 4;
 /// Bytes of one row piece's stage region for `cb` blocks of kBB bytes: the piece starts up to 15
 /// bytes before its chunk (16-byte aligned cover), may end up to 15 bytes after it, and words_at
 /// reads one word past the last it needs.
-__host__ __device__ constexpr int region_bytes(int cb, int bb) { return (cb * bb + 15 + 15 + 4 + 15) / 16 * 16; }
+__host__ __device__ constexpr int region_bytes(int cb, int bb) {
+  return (cb * bb + 15 + 15 + 4 + 15) / 16 * 16;
+}
 
 /// Dynamic shared memory: per warp `stages` × kRows regions, then per warp kMaxStages mbarriers,
 /// then 2 × kWarps × kRows partial sums.
@@ -331,12 +384,13 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int slot = warp / ks;  // task slot within the CTA
   const int slots = kWarps / ks;
   constexpr int cb = Ops::kChunkCols / Ops::kBE;  // blocks per chunk
-  constexpr int nst = Ops::kStages;                 // pipeline depth
+  constexpr int nst = Ops::kStages;               // pipeline depth
   constexpr int region = region_bytes(cb, kBB);
   constexpr int stage_bytes = kRows * region;
   constexpr int kTilesPerChunk = cb * kTilesPerBlock;
   uint8_t* stages = smem + warp * nst * stage_bytes;
-  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + kWarps * nst * stage_bytes) + warp * kMaxStages;
+  uint64_t* bars =
+      reinterpret_cast<uint64_t*>(smem + kWarps * nst * stage_bytes) + warp * kMaxStages;
   float* partial =
       reinterpret_cast<float*>(smem + kWarps * nst * stage_bytes + kWarps * kMaxStages * 8);
 
@@ -408,6 +462,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int8_t* dig = static_cast<const int8_t*>(a.x.split);
   const int64_t stride = a.cols + 16;
   const int4* meta = reinterpret_cast<const int4*>(dig + x_split_digit_bytes(a.cols));
+  const int8_t* dig_lane = dig + 32 * lane;  // lane l reads tiles l, l + 32, ... of a chunk
+  const int4* meta_lane = meta + 3 * lane;
+  const uint32_t stages_addr = smem_addr(stages);
 
   float acc[kRows];
 #pragma unroll
@@ -423,17 +480,25 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
       const int64_t blk0 = (kidx + c * ks) * cb;
       const int tiles = static_cast<int>(kernels::min64(cb, nb - blk0)) * kTilesPerBlock;
       if (a.probe != 1) {
-        const uint8_t* chunk[kRows];
+        // Shared address of each row's chunk: the stage region plus the piece's lead bytes (the
+        // low 4 bits of its global offset; 32-bit arithmetic keeps them exact).
+        const int64_t task = task0 + tk * task_step;
+        uint32_t chunk[kRows];
 #pragma unroll
         for (int i = 0; i < kRows; ++i) {
-          const Piece pc = piece(tk, c, i);
-          chunk[i] = stages + s * stage_bytes + i * region + (pc.start - pc.a0);
+          const uint32_t row = static_cast<uint32_t>(kernels::min64(task * kRows + i, a.rows - 1));
+          const uint32_t lead =
+              (row * static_cast<uint32_t>(row_bytes) + static_cast<uint32_t>(blk0) * kBB) & 15u;
+          chunk[i] = stages_addr + s * stage_bytes + i * region + lead;
         }
+        const int64_t tile0 = blk0 * kTilesPerBlock;
+        const int8_t* xd = dig_lane + 32 * tile0;
+        const int4* xm = meta_lane + 3 * tile0;
 #pragma unroll
         for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
           const int j = jj + lane;
           if (j < tiles) {
-            const XTile x = load_x_tile(dig, stride, meta, blk0 * kTilesPerBlock + j);
+            const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(xd + 32 * jj, stride, xm + 3 * jj);
 #pragma unroll
             for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(chunk[i], j, x);
           }
@@ -510,8 +575,8 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
   if (major < 9) return false;  // bulk copies and mbarrier transaction counts: sm_90
   bool ok = false;
   dispatch_stream(t, [&]<WeightType T>() {
-    const int64_t end = reinterpret_cast<int64_t>(w) + rows * (cols / StreamOps<T>::kBE) *
-                                                           StreamOps<T>::kBB;
+    const int64_t end =
+        reinterpret_cast<int64_t>(w) + rows * (cols / StreamOps<T>::kBE) * StreamOps<T>::kBB;
     ok = cols % StreamOps<T>::kBE == 0 && cols % 32 == 0 &&
          (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
   });
@@ -527,8 +592,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
     p.block = kThreads;
     p.rows_per_warp = kRows;
     p.chunk = cb;
-    p.stages = Ops::kStages;
-    p.smem = stream_smem(cb, Ops::kBB, p.stages);
+    p.smem = stream_smem(cb, Ops::kBB, Ops::kStages);
     const int ctas = std::max(
         1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_stream_kernel<T>), kThreads, p.smem));
     const int64_t max_grid = static_cast<int64_t>(sms) * ctas;

@@ -1,6 +1,6 @@
 // GEMV kernels against the CPU reference (quant::dot_row) for every weight type and every kernel
-// variant (staged, direct, mma, stream), the fused input forms (RMSNorm, SwiGLU, pre-split x), stacked
-// output segments and programmatic dependent launch (eagerly and inside a captured graph).
+// variant (staged, direct, mma, stream), the fused input forms (RMSNorm, SwiGLU, pre-split x),
+// stacked output segments and programmatic dependent launch (eagerly and inside a captured graph).
 //
 // Tolerance: |gpu − cpu| <= 1e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 per row (w dequantized on the CPU).
 // Both sides accumulate in f32 in different orders; the bound is relative to the magnitude of
@@ -387,8 +387,8 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         p.variant = variant;
         DeviceBuffer d_split(variant == 4 ? gemv_x_split_bytes(cols) : 16);
         if (variant == 4) {  // the stream kernel reads x pre-split
-          launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols,
-                                d_split.get(), false, nullptr);
+          launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
+                                false, nullptr);
           p.x_split = d_split.get();
         }
         const GemvLaunchInfo info = gemv_launch_info(p);
