@@ -28,6 +28,10 @@ struct CudaBackendOptions {
   /// Batched products (step_batch): 0 = automatic (tensor-core kernel where it exists), 1 = one
   /// GEMV per sequence (bit-identical to single-sequence decode), 2 = force the tensor-core kernel.
   int gemm_variant = 0;
+  /// Quantized batch-1 GEMVs with x' split once per GEMV by its own small kernel (then the stream
+  /// kernel on sm_90, else the tensor-core kernel): 0 = automatic (GEMVs of >= 4M weights), 1 =
+  /// every quantized GEMV (tests), 2 = none (fused staged kernels only).
+  int gemv_presplit = 0;
 };
 
 /// Entry points of the CUDA backend.

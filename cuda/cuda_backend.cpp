@@ -320,14 +320,16 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   constexpr int64_t kPresplitElements = int64_t{4} << 20;
   const bool quantized =
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
-  if (quantized && p.cols % 32 == 0 &&
-      (p.rows * p.cols >= kPresplitElements ||
+  const int mode = options_.gemv_presplit;
+  if (quantized && p.cols % 32 == 0 && mode != 2 &&
+      (mode == 1 || p.rows * p.cols >= kPresplitElements ||
        std::string_view(gemv_launch_info(p).kernel) == "mma")) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
                           stream_.get());
     p.x_split = x_split_.data();
   }
-  launch_gemv(p, stream_.get());
+  const int variant = launch_gemv(p, stream_.get());
+  ++gemv_variant_counts_[static_cast<size_t>(variant) % gemv_variant_counts_.size()];
 }
 
 AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,

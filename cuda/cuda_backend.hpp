@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,6 +82,12 @@ class CudaBackend final : public Backend {
   void logits_batch(int64_t seq, std::vector<float>& out) override;
   ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch) override;
 
+  /// Batch-1 GEMVs enqueued so far (eager steps and graph captures), by the variant that ran
+  /// (index = gemv_variants id; 0 = scalar fallback). Diagnostics and tests.
+  [[nodiscard]] const std::array<int64_t, 5>& gemv_variant_counts() const {
+    return gemv_variant_counts_;
+  }
+
  private:
   void upload_weights();
   void allocate_workspace();
@@ -108,6 +115,7 @@ class CudaBackend final : public Backend {
   const Model& model_;
   const ModelConfig& c_;
   CudaBackendOptions options_;
+  std::array<int64_t, 5> gemv_variant_counts_{};
   int64_t max_positions_;
   std::string device_name_;
 

@@ -573,7 +573,7 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
   return choose(p).info;
 }
 
-void launch_gemv(const GemvParams& p, cudaStream_t stream) {
+int launch_gemv(const GemvParams& p, cudaStream_t stream) {
   check_params(p);
   const Choice c = choose(p);
   const dim3 grid(static_cast<unsigned>(c.info.grid));
@@ -600,7 +600,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     } else {
       gemv_impl::mma_launch(p.type, a, c.plan, stream);
     }
-    return;
+    return c.info.variant;
   }
   if (c.info.staged) {  // staged kernel (variant 1)
     gemv_impl::KernelArgs a;
@@ -624,7 +624,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
       gemv_impl::launch_with_attrs(kernel, params, grid, dim3(static_cast<unsigned>(c.info.block)),
                                    static_cast<size_t>(c.info.smem_bytes), p.pdl, stream);
     });
-    return;
+    return c.info.variant;
   }
   const GemvArgs args{static_cast<const uint8_t*>(p.w),
                       p.x,
@@ -638,6 +638,7 @@ void launch_gemv(const GemvParams& p, cudaStream_t stream) {
     gemv_fallback_kernel<T><<<grid, c.info.block, 0, stream>>>(args);
   });
   DB_CUDA_CHECK_LAUNCH();
+  return 0;
 }
 
 void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,

@@ -62,7 +62,7 @@ struct GemvParams {
 };
 
 /// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row, f32
-/// accumulation, on `stream`. Fixed launch shape for given (type, rows, cols, variant, pointer
+/// accumulation, on `stream`; returns the variant id that ran (0: the scalar fallback). Fixed launch shape for given (type, rows, cols, variant, pointer
 /// alignment): capturable. Results are deterministic (fixed summation order) for a given shape.
 /// The fast paths need `w` and the x vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 ==
 /// 0); otherwise a slower fallback kernel with the same semantics runs (plain input and one
@@ -74,7 +74,7 @@ struct GemvParams {
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
 /// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, an
 /// unknown variant, or a failed launch.
-void launch_gemv(const GemvParams& p, cudaStream_t stream);
+int launch_gemv(const GemvParams& p, cudaStream_t stream);
 
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
 struct GemvLaunchInfo {

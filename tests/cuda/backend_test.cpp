@@ -16,8 +16,8 @@
 #include "core/model/synthetic.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
-#include "tests/support/support.hpp"
 #include "tests/support/model_configs.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench::cuda {
 namespace {
@@ -63,9 +63,13 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 // GPU and CPU decode the same model step by step, fed the same (CPU) tokens; each step's
 // argmax must agree unless the CPU's top-2 logits are within 1e-3 relative (a near tie, where
 // f32 rounding order may legitimately pick either).
-void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what) {
+/// `presplit`: CudaBackendOptions::gemv_presplit. With 1 every quantized GEMV runs on a pre-split
+/// x' (the stream kernel on sm_90), which the small test models would not otherwise reach.
+void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what,
+                               int presplit = 0) {
   CudaBackendOptions o;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
+  o.gemv_presplit = presplit;
   CudaBackend gpu(m, o);
   cpu::CpuBackend cpu(m, o.max_positions, 4);
   const std::vector<int32_t> prompt = prompt_for(gpu);
@@ -96,6 +100,14 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   }
   // Logits agree to f32 rounding (different summation orders), relative to the logit scale.
   EXPECT_LT(worst, 2e-4) << what << ": max logit error relative to the largest logit";
+  if (presplit == 1 && weight_traits(m.weights.layers.at(0).wq.type).block_elems >= 32) {
+    // Every quantized GEMV ran on a pre-split x': the stream kernel (variant 4) on sm_90.
+    const auto& n = gpu.gemv_variant_counts();
+    int major = 0;
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    EXPECT_GT(n[major >= 9 ? 4 : 3], 0) << what;
+    EXPECT_EQ(n[1], 0) << what << ": staged GEMVs although every input was pre-split";
+  }
 }
 
 class BackendDtype : public ::testing::TestWithParam<WeightType> {};
@@ -104,6 +116,14 @@ TEST_P(BackendDtype, SameTokensAsCpuOver64Steps) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(GetParam());
   expect_same_tokens_as_cpu(m, 64, weight_traits(GetParam()).name);
+}
+
+// The stream kernel (every quantized GEMV pre-split) keeps the CPU's tokens for every type.
+TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplit) {
+  DB_REQUIRE_CUDA();
+  const WeightType t = GetParam();
+  if (weight_traits(t).block_elems < 32) GTEST_SKIP() << "pre-split x' is for quantized types";
+  expect_same_tokens_as_cpu(make_model(t), 64, std::string(weight_traits(t).name) + " presplit", 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, BackendDtype,
