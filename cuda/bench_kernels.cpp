@@ -284,8 +284,8 @@ class GemvSection {
       q.x_split = split.get();
       q.variant = 0;
       if (gemv_launch_info(q).variant != 0) {
-        runs.push_back({0, false, true, ""});
-        runs.push_back({0, true, true, "+pdl"});
+        runs.push_back({0, false, true, "-presplit"});  // the automatic choice on a split x
+        runs.push_back({0, true, true, "-presplit+pdl"});
         if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
           runs.push_back({0, false, true, "-probe-load", 1});
         }
@@ -549,13 +549,15 @@ class OpsSection {
       const int launches = static_cast<int>(m.layers) * 4;
       // Both kernels where the short-context one is reasonable, else the automatic choice.
       const std::vector<int> paths =
-          c.capacity <= 1024 ? std::vector<int>{1, 2} : std::vector<int>{0};
+          c.capacity <= 1024 ? std::vector<int>{1, 2, 3} : std::vector<int>{0};
       for (const int path : paths) {
         p.path = path;
+        const int cluster = attention_cluster_blocks(p);
         const std::string detail =
             "seq_len " + std::to_string(c.seq_len) + " capacity " + std::to_string(c.capacity) +
-            (attention_uses_short_path(p) ? " short-path"
-                                          : " split-kv splits " + std::to_string(splits));
+            (!attention_uses_short_path(p) ? " split-kv splits " + std::to_string(splits)
+             : cluster > 1                 ? " short-path cluster " + std::to_string(cluster)
+                                           : " short-path");
         measure(
             m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len, launches,
             [&](cudaStream_t s) {

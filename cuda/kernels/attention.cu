@@ -15,6 +15,8 @@
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
 // the context is long; splits that start past seq_len return at once.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -39,6 +41,8 @@ constexpr int kMinChunk = 64;  ///< smallest split, in positions
 constexpr int kMaxSplits = 64;
 constexpr int kSplitGranule = 128;      ///< capacity per split in attention_splits
 constexpr int kShortMaxCapacity = 512;  ///< automatic short-context path up to this capacity
+constexpr int kMaxCluster = 8;          ///< portable thread-block cluster size
+constexpr int kMinChunkCluster = 16;    ///< smallest split of a cluster, in positions
 
 /// Compile-time geometry for one head dimension (all tiles hold 8192 floats of K).
 template <int HD>
@@ -89,6 +93,10 @@ struct AttnArgs {
   const float* q_norm;
   const float* k_norm;
   float eps;
+  /// 1: the blocks along x form one thread-block cluster (sm_90); rank 0 merges the splits from
+  /// the others' shared memory, so no scratch and no combine kernel.
+  int cluster;
+  int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
 };
 
 /// The arguments of sequence b: every per-sequence pointer moved to its slot.
@@ -121,9 +129,9 @@ __device__ __forceinline__ int read_seq_len(const AttnArgs& a, bool report) {
 }
 
 /// Positions per split for this seq_len (identical in both kernels).
-__device__ __forceinline__ int split_chunk(int seq_len, int splits) {
+__device__ __forceinline__ int split_chunk(int seq_len, int splits, int min_chunk) {
   const int c = ceil_div(seq_len, splits);
-  return c > kMinChunk ? c : kMinChunk;
+  return c > min_chunk ? c : min_chunk;
 }
 
 __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
@@ -179,9 +187,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
 
   const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
   const int seq_len = read_seq_len(a, reporter);
-  const int chunk = split_chunk(seq_len, a.splits);
+  const int chunk = split_chunk(seq_len, a.splits, a.min_chunk);
   const int64_t c0_64 = static_cast<int64_t>(split) * chunk;
-  if (c0_64 >= seq_len) {  // nothing to attend in this split (uniform over the block)
+  // Nothing to attend in this split (uniform over the block). Cluster blocks carry on with an
+  // empty range (m = −inf, l = 0): every block of a cluster must reach its barriers.
+  if (c0_64 >= seq_len && !a.cluster) {
     if (a.splits == 1) {
       for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
     } else if (t < ng) {
@@ -191,7 +201,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     }
     return;
   }
-  const int c0 = static_cast<int>(c0_64);
+  const int c0 = static_cast<int>(min(c0_64, static_cast<int64_t>(seq_len)));
   const int c1 = min(seq_len, c0 + chunk);
 
   for (int i = t; i < kMaxGroup * HD; i += kThreads) {
@@ -318,6 +328,43 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     if (g < ng) *reinterpret_cast<float4*>(&red_s[vp_grp][g][4 * vp_col]) = acc[g];
   }
   __syncthreads();
+#if __CUDA_ARCH__ >= 900
+  if (a.cluster) {
+    // This split's sums into red_s[0] (one thread per (g, d)), then block 0 of the cluster merges
+    // the splits as attention_combine_kernel does, reading the others' shared memory.
+    for (int i = t; i < ng * HD; i += kThreads) {
+      const int g = i / HD;
+      const int d = i % HD;
+      float o = 0.0f;
+#pragma unroll
+      for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
+      red_s[0][g][d] = o;
+    }
+    cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+    cl.sync();  // every split's sums, m and l are written and visible to the cluster
+    if (cl.block_rank() == 0) {
+      const int n = static_cast<int>(cl.num_blocks());
+      for (int i = t; i < ng * HD; i += kThreads) {
+        const int g = i / HD;
+        const int d = i % HD;
+        float m = -INFINITY;
+        for (int r = 0; r < n; ++r) m = fmaxf(m, *cl.map_shared_rank(&m_s[g], r));
+        float l = 0.0f;
+        float o = 0.0f;
+        if (m > -INFINITY) {
+          for (int r = 0; r < n; ++r) {
+            const float w = expf(*cl.map_shared_rank(&m_s[g], r) - m);
+            l = fmaf(*cl.map_shared_rank(&l_s[g], r), w, l);
+            o = fmaf(*cl.map_shared_rank(&red_s[0][g][d], r), w, o);
+          }
+        }
+        a.out[static_cast<int64_t>(h0 + g) * HD + d] = l > 0.0f ? o / l : 0.0f;
+      }
+    }
+    cl.sync();  // the other blocks' shared memory stays alive until block 0 has read it
+    return;
+  }
+#endif
   for (int i = t; i < ng * HD; i += kThreads) {
     const int g = i / HD;
     const int d = i % HD;
@@ -347,7 +394,7 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
   const int h = static_cast<int>(blockIdx.x % args.n_heads);
   const int d = static_cast<int>(threadIdx.x);
   const int seq_len = read_seq_len(a, false);
-  const int active = min(a.splits, ceil_div(seq_len, split_chunk(seq_len, a.splits)));
+  const int active = min(a.splits, ceil_div(seq_len, split_chunk(seq_len, a.splits, a.min_chunk)));
   float m = -INFINITY;
   for (int s = 0; s < active; ++s) {
     m = fmaxf(m, a.part_ml[(static_cast<int64_t>(s) * a.n_heads + h) * 2]);
@@ -370,13 +417,30 @@ void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStre
   const dim3 grid(static_cast<unsigned>(args.splits),
                   static_cast<unsigned>(args.n_kv_heads * batch),
                   static_cast<unsigned>(ceil_div(args.group, args.hpb)));
+  if (args.cluster) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(args.splits);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 2 : 1;
+    DB_CUDA_CHECK(
+        cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&attention_kernel<HD>), params));
+    return;
+  }
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_kernel<HD>), params, grid,
                                dim3(kThreads), 0, pdl, stream);
   if (args.splits > 1) {
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_combine_kernel), params,
                                  dim3(static_cast<unsigned>(args.n_heads * batch)), dim3(HD), 0,
-                                 pdl,
-                                 stream);
+                                 pdl, stream);
   }
 }
 
@@ -396,7 +460,17 @@ int heads_per_block(int splits, int64_t n_kv_heads, int group) {
 }  // namespace
 
 bool attention_uses_short_path(const AttentionParams& p) {
-  return p.path == 2 || (p.path == 0 && p.capacity <= kShortMaxCapacity);
+  return p.path == 2 || p.path == 3 || (p.path == 0 && p.capacity <= kShortMaxCapacity);
+}
+
+int attention_cluster_blocks(const AttentionParams& p) {
+  if (!attention_uses_short_path(p) || p.path == 2 || p.head_dim <= 0 ||
+      gemv_impl::cc_major() < 9) {
+    return 1;
+  }
+  // One block per K tile of the capacity (8192 / head_dim positions; Cfg<HD>::kTile).
+  const int64_t tile = 8192 / p.head_dim;
+  return static_cast<int>(std::clamp<int64_t>(ceil_div<int64_t>(p.capacity, tile), 1, kMaxCluster));
 }
 
 int attention_splits(int64_t capacity) {
@@ -434,12 +508,12 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
         "rope_dim in (0, head_dim], both or neither QK-norm weights, eps >= 0");
   }
   if (p.batch < 1 || p.batch > 256 || p.n_kv_heads * p.batch > 65535 ||
-      (p.batch > 1 && (p.cache_stride < p.n_kv_heads * p.capacity * p.head_dim ||
-                       p.input_stride < 1))) {
+      (p.batch > 1 &&
+       (p.cache_stride < p.n_kv_heads * p.capacity * p.head_dim || p.input_stride < 1))) {
     throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
                         " (cache_stride and input_stride must cover a sequence)");
   }
-  if (p.path < 0 || p.path > 2) {
+  if (p.path < 0 || p.path > 3) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
   const bool small = attention_uses_short_path(p);
@@ -460,7 +534,10 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.group = static_cast<int>(p.n_heads / p.n_kv_heads);
   a.head_dim = static_cast<int>(p.head_dim);
   a.capacity = static_cast<int>(p.capacity);
-  a.splits = small ? 1 : p.splits;
+  const int cluster = attention_cluster_blocks(p);
+  a.splits = small ? cluster : p.splits;
+  a.cluster = small && cluster > 1 ? 1 : 0;
+  a.min_chunk = a.cluster ? kMinChunkCluster : kMinChunk;
   a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
   a.d_seq_len = p.d_seq_len;

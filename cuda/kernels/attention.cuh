@@ -24,9 +24,12 @@ struct AttentionParams {
   int splits = 1;                      ///< from attention_splits(capacity); fixed per workspace
   float* scratch = nullptr;    ///< attention_scratch_floats(...) floats; unused if splits == 1
   int32_t* d_error = nullptr;  ///< optional device error word (kv_cache.cuh): seq_len clamped
-  /// Kernel choice: 0 = automatic (short-context form when capacity <= 512), 1 = split-KV with
-  /// `splits`, 2 = short-context form (one split, so no combine kernel: one launch; splits and
-  /// scratch unused).
+  /// Kernel choice: 0 = automatic (short-context form when capacity <= 512, on clusters on
+  /// sm_90), 1 = split-KV with `splits`, 2 = short-context form in one block per KV head (one
+  /// split, so no combine kernel: one launch; splits and scratch unused), 3 = short-context form
+  /// on a thread-block cluster (sm_90; elsewhere as 2): min(8, ceil(capacity / tile)) blocks (tile
+  /// = 8192 / head_dim positions) split the positions and block 0 merges their partials from
+  /// distributed shared memory (one launch, no scratch).
   int path = 0;
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
 
@@ -60,6 +63,10 @@ struct AttentionParams {
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
 bool attention_uses_short_path(const AttentionParams& p);
 
+/// Blocks of the cluster the short-context form runs on for `p` (1: no cluster): min(8,
+/// ceil(capacity / (8192 / head_dim))) for paths 0 (short) and 3 on compute capability >= 9.
+int attention_cluster_blocks(const AttentionParams& p);
+
 /// Number of KV splits for a cache of `capacity` positions: ceil(capacity / 128) clamped to
 /// [1, 64]. Fixed when the workspace is allocated, so the launch shape never changes; at run time
 /// a split takes max(64, ceil(seq_len / splits)) positions and splits past the end do nothing.
@@ -75,7 +82,8 @@ int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits);
 /// splits > 1 a second kernel merges the per-split partials. K and V rows of a tile are loaded
 /// together (one memory round trip per tile). When that gives too few blocks for the GPU, the
 /// query heads of a KV head are spread over more blocks (each re-reads K/V from L2).
-/// Short-context form (capacity <= 512 or path 2): a single split, no combine kernel. seq_len >
+/// Short-context form (capacity <= 512 or paths 2, 3): no combine kernel — a single split (path
+/// 2, or before sm_90) or a cluster of splits merged in distributed shared memory. seq_len >
 /// capacity is clamped to capacity and sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives
 /// zeros. Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims
 /// other than 16/32/64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch,

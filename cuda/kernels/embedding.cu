@@ -60,8 +60,8 @@ void launch_embedding_batched(WeightType type, const void* table, int64_t cols,
   int64_t r = rb;
   int64_t ts = token_stride;
   int64_t os = out_stride;
-  void* args[] = {const_cast<uint8_t**>(&t), &c, &r, const_cast<int32_t**>(&d_token), &out,
-                  &ts, &os};
+  void* args[] = {
+      const_cast<uint8_t**>(&t), &c, &r, const_cast<int32_t**>(&d_token), &out, &ts, &os};
   kernels::dispatch_weight_type(type, [&]<WeightType T>() {
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&embedding_kernel<T>), args, grid,
                                  dim3(kThreads), 0, pdl, stream);

@@ -1,8 +1,6 @@
 // Batched product of the decode step: validation, the split inputs of the tensor-core kernel
 // (gemm_mma.cu) and the GEMV-loop form.
 
-#include "cuda/kernels/gemm.cuh"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +11,7 @@
 #include "core/quant/blocks.hpp"
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/gemm.cuh"
 #include "cuda/kernels/gemm_impl.cuh"
 #include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/gemv_device.cuh"
@@ -101,8 +100,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 
 void check_batch_cols(int64_t batch, int64_t cols, const char* what) {
   if (batch < 1 || batch > kMaxBatch) {
-    throw runtime_error(std::string(what) + ": batch " + std::to_string(batch) +
-                        " outside 1..256");
+    throw runtime_error(std::string(what) + ": batch " + std::to_string(batch) + " outside 1..256");
   }
   if (cols <= 0 || cols % 32 != 0 || cols > (int64_t{1} << 24)) {
     throw runtime_error(std::string(what) + ": cols " + std::to_string(cols) +
@@ -151,8 +149,9 @@ void launch_gemm_prepare_x(WeightType type, const float* x, int64_t ldx, int64_t
   void* args[] = {const_cast<float**>(&x), &l, &b, &c, &mp, &pieces, &inv, &xsum};
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(cols, kPrepCols)),
                   static_cast<unsigned>(s.mp));
-  const void* kernel = type == WeightType::kF16 ? reinterpret_cast<const void*>(&prepare_kernel<true>)
-                                                : reinterpret_cast<const void*>(&prepare_kernel<false>);
+  const void* kernel = type == WeightType::kF16
+                           ? reinterpret_cast<const void*>(&prepare_kernel<true>)
+                           : reinterpret_cast<const void*>(&prepare_kernel<false>);
   gemv_impl::launch_with_attrs(kernel, args, grid, dim3(kPrepThreads), 0, pdl, stream);
   DB_CUDA_CHECK_LAUNCH();
 }
@@ -169,14 +168,13 @@ void launch_gemm(const GemmParams& p, cudaStream_t stream) {
       p.batch > kMaxBatch || p.ldy < (p.y1 ? p.y_end0 : p.rows) ||
       (p.residual != nullptr && p.ldr < p.rows)) {
     throw runtime_error("GEMM: null pointer or invalid shape (rows " + std::to_string(p.rows) +
-                        ", cols " + std::to_string(p.cols) + ", batch " +
-                        std::to_string(p.batch) + ")");
+                        ", cols " + std::to_string(p.cols) + ", batch " + std::to_string(p.batch) +
+                        ")");
   }
   if (p.y1 != nullptr) {
     const int64_t end1 = p.y2 ? p.y_end1 : p.rows;
     if (p.y_end0 <= 0 || end1 <= p.y_end0 || end1 > p.rows || p.ldy1 < end1 - p.y_end0 ||
-        (p.y2 != nullptr && (end1 >= p.rows || p.ldy2 < p.rows - end1)) ||
-        p.residual != nullptr) {
+        (p.y2 != nullptr && (end1 >= p.rows || p.ldy2 < p.rows - end1)) || p.residual != nullptr) {
       throw runtime_error("GEMM: invalid output segments");
     }
   }
@@ -242,8 +240,8 @@ void launch_gemm(const GemmParams& p, cudaStream_t stream) {
   a.scratch_floats = static_cast<int64_t>(p.scratch_bytes / 4);
   for (int64_t v0 = 0; v0 < s.mp; v0 += gemm_impl::kMaxVectorsPerLaunch) {
     a.vec0 = v0;
-    const int nt = static_cast<int>(
-        std::min<int64_t>(gemm_impl::kMaxVectorsPerLaunch, s.mp - v0) / 8);
+    const int nt =
+        static_cast<int>(std::min<int64_t>(gemm_impl::kMaxVectorsPerLaunch, s.mp - v0) / 8);
     gemm_impl::mma_launch(p.type, a, nt, stream);
   }
   DB_CUDA_CHECK_LAUNCH();

@@ -19,8 +19,8 @@ struct GemmParams {
   WeightType type = WeightType::kF32;
   const void* w = nullptr;  ///< [rows][row_bytes(type, cols)] bytes, 16-byte aligned
   int64_t rows = 0;
-  int64_t cols = 0;   ///< a multiple of 32 for the tensor-core kernel
-  int64_t batch = 0;  ///< M, 1..256
+  int64_t cols = 0;          ///< a multiple of 32 for the tensor-core kernel
+  int64_t batch = 0;         ///< M, 1..256
   const float* x = nullptr;  ///< [M][ldx] f32 inputs (used by the GEMV-loop form)
   int64_t ldx = 0;
   /// Split inputs from launch_gemm_prepare_x for this (type, M, cols); required by the

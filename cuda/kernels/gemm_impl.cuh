@@ -49,9 +49,9 @@ struct MmaArgs {
   const uint16_t* pieces = nullptr;
   const float* inv_scale = nullptr;
   const float* xsum = nullptr;
-  int64_t mp = 0;      ///< padded batch (stride of the pieces and sums)
-  int64_t batch = 0;   ///< real sequences (outputs only for m < batch)
-  int64_t vec0 = 0;    ///< first sequence of this launch
+  int64_t mp = 0;     ///< padded batch (stride of the pieces and sums)
+  int64_t batch = 0;  ///< real sequences (outputs only for m < batch)
+  int64_t vec0 = 0;   ///< first sequence of this launch
   float* y0 = nullptr;
   float* y1 = nullptr;
   float* y2 = nullptr;
@@ -60,8 +60,8 @@ struct MmaArgs {
   const float* bias = nullptr;
   const float* residual = nullptr;
   int64_t ldr = 0;
-  int ksplit = 1;  ///< column splits (grid.y); set by the launcher
-  float* scratch = nullptr;     ///< [ksplit][8·nt][rows] partial sums when ksplit > 1
+  int ksplit = 1;            ///< column splits (grid.y); set by the launcher
+  float* scratch = nullptr;  ///< [ksplit][8·nt][rows] partial sums when ksplit > 1
   int64_t scratch_floats = 0;
   int pdl = 0;
 };

@@ -217,7 +217,8 @@ struct MmaOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int8[
     const int l0 = 16 * (sub & 1) + 4 * t;
     const uint32_t w = ld_u32_a2(blk + 64 * h + 32 * (g & 1) + l0);
     const uint32_t q = ld_u32_a2(blk + 128 + 32 * h + l0);
-    const uint32_t nib = ((w >> (4 * (g >> 1))) & 0x0F0F0F0Fu) | (((q >> (2 * g)) & 0x03030303u) << 4);
+    const uint32_t nib =
+        ((w >> (4 * (g >> 1))) & 0x0F0F0F0Fu) | (((q >> (2 * g)) & 0x03030303u) << 4);
     codes_bf16(nib, 160.0f, lo, hi);  // 128 + 32
   }
   __device__ static float2 scale(const uint8_t* blk, int sub) {
@@ -326,7 +327,8 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const MmaArgs a) {
       const uint8_t* start = row_ptr(i) + blk0 * kBb;
       const int lead = static_cast<int>(reinterpret_cast<uintptr_t>(start) & 15u);
       const int span = lead + bytes;
-      if (o < span) kernels::cp_async_16(dst + i * L::kRegion + o, start - lead + o, min(16, span - o));
+      if (o < span)
+        kernels::cp_async_16(dst + i * L::kRegion + o, start - lead + o, min(16, span - o));
     }
   };
   // x pieces of local chunk `ci` for the launch's sequences, copied by the whole CTA.
@@ -371,9 +373,9 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const MmaArgs a) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[k][mt][n][e] = 0.0f;
 
-  // Weights first (they do not depend on the preceding kernel), then, after the PDL wait, the x
-  // pieces the preceding kernel wrote. Commit groups: W0..W(S-2), X0..X(S-2), then one (W, X)
-  // group per chunk; waiting for all but S-1 groups leaves chunk ci complete.
+          // Weights first (they do not depend on the preceding kernel), then, after the PDL wait,
+          // the x pieces the preceding kernel wrote. Commit groups: W0..W(S-2), X0..X(S-2), then
+          // one (W, X) group per chunk; waiting for all but S-1 groups leaves chunk ci complete.
 #pragma unroll
   for (int s = 0; s < kS - 1; ++s) {
     if (s < my_chunks) issue_w(s, s);
@@ -440,8 +442,8 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const MmaArgs a) {
           for (int p = 0; p < kPieces; ++p) {
 #pragma unroll
             for (int n = 0; n < NT; ++n) {
-              const uint2 bv = *reinterpret_cast<const uint2*>(
-                  xs + (p * kNv + 8 * n + g) * L::kXRow + 2 * xc);
+              const uint2 bv =
+                  *reinterpret_cast<const uint2*>(xs + (p * kNv + 8 * n + g) * L::kXRow + 2 * xc);
 #pragma unroll
               for (int mt = 0; mt < 2; ++mt) {
                 if constexpr (Ops::kScaled) {
@@ -587,8 +589,8 @@ void launch_typed(const MmaArgs& args, cudaStream_t stream) {
     return true;
   }();
   (void)raised;
-  const int64_t chunks = ceil_div<int64_t>(args.cols / MmaOps<T>::kBlockElems,
-                                           MmaOps<T>::kChunkBlocks);
+  const int64_t chunks =
+      ceil_div<int64_t>(args.cols / MmaOps<T>::kBlockElems, MmaOps<T>::kChunkBlocks);
   MmaArgs a = args;
   a.ksplit = plan_ksplit(a.rows, chunks);
   if (a.ksplit > 1 && (a.scratch == nullptr ||
@@ -598,15 +600,14 @@ void launch_typed(const MmaArgs& args, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div<int64_t>(a.rows, kWarps * kRows)),
                   static_cast<unsigned>(a.ksplit));
   void* params[] = {&a};
-  gemv_impl::launch_with_attrs(kernel, params, grid, dim3(kThreads),
-                               static_cast<size_t>(L::kBytes), a.pdl != 0, stream);
+  gemv_impl::launch_with_attrs(kernel, params, grid, dim3(kThreads), static_cast<size_t>(L::kBytes),
+                               a.pdl != 0, stream);
   if (a.ksplit > 1) {
     int nv = L::kNv;
     void* rparams[] = {&a, &nv};
-    gemv_impl::launch_with_attrs(
-        reinterpret_cast<const void*>(&gemm_reduce_kernel), rparams,
-        dim3(static_cast<unsigned>(ceil_div<int64_t>(nv * a.rows, 256))), dim3(256), 0,
-        a.pdl != 0, stream);
+    gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&gemm_reduce_kernel), rparams,
+                                 dim3(static_cast<unsigned>(ceil_div<int64_t>(nv * a.rows, 256))),
+                                 dim3(256), 0, a.pdl != 0, stream);
   }
 }
 
@@ -708,8 +709,7 @@ bool mma_type_supported(WeightType type) {
 }
 
 bool mma_fits(WeightType type, int64_t batch) {
-  const int nt = static_cast<int>(
-      std::min<int64_t>(kMaxVectorsPerLaunch, padded_batch(batch)) / 8);
+  const int nt = static_cast<int>(std::min<int64_t>(kMaxVectorsPerLaunch, padded_batch(batch)) / 8);
   int bytes = 0;
   if (!dispatch_mma_type(type, [&]<WeightType T>() { bytes = smem_for<T>(nt); })) return false;
   return bytes <= device_smem_optin();

@@ -390,8 +390,9 @@ Choice choose(const GemvParams& p) {
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
   if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream) {
-    throw runtime_error("GEMV: a pre-split x needs the mma kernel (quantized types, cols " +
-                        std::to_string(p.cols) + ")");
+    throw runtime_error(
+        "GEMV: a pre-split x needs the stream or mma kernel (quantized types, cols " +
+        std::to_string(p.cols) + ")");
   }
   const bool staged_ok = !float_type || p.cols % 4 == 0;
   if (!aligned || (v == kVariantStaged && !staged_ok)) {
@@ -566,6 +567,12 @@ const char* gemv_variant_name(int variant) {
 
 size_t gemv_x_split_bytes(int64_t cols) {
   return static_cast<size_t>(gemv_impl::x_split_bytes(cols));
+}
+
+bool gemv_presplit_supported(const GemvParams& p) {
+  if (is_float_type(p.type) || p.cols <= 0 || p.cols % 32 != 0) return false;
+  return gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major()) ||
+         gemv_impl::mma_supported(p.type, p.cols);
 }
 
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {

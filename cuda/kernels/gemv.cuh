@@ -32,7 +32,8 @@ struct GemvParams {
   const float* residual = nullptr;  ///< [rows] or null; may alias y (y = W·x' + y)
   /// Kernel variant: 0 = automatic choice (what the backend uses); k > 0 forces variant k from
   /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
-  /// kernel when the pointers or shape do not allow it.
+  /// kernel when the pointers or shape do not allow it; with x_split the stream kernel runs (the
+  /// mma kernel when forced, or where the stream kernel does not apply).
   int variant = 0;
 
   // ---- fused forms (every kernel but the scalar fallback for unaligned pointers) ---------------
@@ -57,19 +58,19 @@ struct GemvParams {
   bool pdl = false;
   /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
   /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
-  /// math on stale data (math ceiling).
+  /// math on stale data (math ceiling; not the stream kernel, which takes only 1).
   int probe = 0;
 };
 
 /// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row, f32
-/// accumulation, on `stream`; returns the variant id that ran (0: the scalar fallback). Fixed launch shape for given (type, rows, cols, variant, pointer
-/// alignment): capturable. Results are deterministic (fixed summation order) for a given shape.
-/// The fast paths need `w` and the x vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 ==
-/// 0); otherwise a slower fallback kernel with the same semantics runs (plain input and one
-/// output segment only). The quantized "mma" kernel splits x' into exact 7-bit digits and
-/// multiplies on the int8 tensor cores; its results differ from the f32 CPU dot product by f32
-/// rounding and a residue below 2^-22 of each 32-column tile's largest |x'| (the "stream" kernel
-/// uses three digits: below 2^-20).
+/// accumulation, on `stream`; returns the variant id that ran (0: the scalar fallback). Fixed
+/// launch shape for given (type, rows, cols, variant, pointer alignment): capturable. Results are
+/// deterministic (fixed summation order) for a given shape. The fast paths need `w` and the x
+/// vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 == 0); otherwise a slower fallback
+/// kernel with the same semantics runs (plain input and one output segment only). The quantized
+/// "mma" kernel splits x' into exact 7-bit digits and multiplies on the int8 tensor cores; its
+/// results differ from the f32 CPU dot product by f32 rounding and a residue below 2^-27 of each
+/// 32-column tile's largest |x'| (the "stream" kernel uses the first three digits: below 2^-20).
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
 /// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, an
@@ -87,11 +88,15 @@ struct GemvLaunchInfo {
   int block = 0;       ///< threads per block
   int smem_bytes = 0;  ///< dynamic shared memory per block
   int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
-  int chunk = 0;       ///< mma: weight blocks per pipeline stage
+  int chunk = 0;       ///< mma / stream: weight blocks per pipeline stage
 };
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).
 GemvLaunchInfo gemv_launch_info(const GemvParams& p);
+
+/// Whether a pre-split x (GemvParams::x_split) can be used for `p`'s type, shape and weight
+/// pointer: the stream kernel or the tensor-core kernel takes it.
+bool gemv_presplit_supported(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"

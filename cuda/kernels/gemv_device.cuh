@@ -1,6 +1,6 @@
-// Device helpers shared by the fast GEMV kernels (gemv_direct.cu, gemv_mma.cu): streaming
-// loads, programmatic-dependent-launch controls, named barriers, forming x' in shared memory and
-// writing results. Device code only: include from .cu files.
+// Device helpers shared by the fast GEMV kernels (gemv_direct.cu, gemv_mma.cu, gemv_stream.cu):
+// streaming loads, programmatic-dependent-launch controls, named barriers, forming x' in shared
+// memory and writing results. Device code only: include from .cu files.
 #pragma once
 
 #if !defined(__CUDACC__)

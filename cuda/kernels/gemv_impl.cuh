@@ -16,7 +16,7 @@ enum class XKind : int32_t {
   kPlain = 0,     ///< x' = x
   kRmsNorm = 1,   ///< x' = (x · 1/sqrt(Σx²/cols + eps)) · norm_w, as cpu::rms_norm
   kSwiGlu = 2,    ///< x' = silu(x) · x2, as cpu::swiglu (x = gate, x2 = up)
-  kPreSplit = 3,  ///< MMA kernel only: x already split (launch_gemv_prepare_x), in `split`
+  kPreSplit = 3,  ///< mma / stream kernels: x already split (launch_gemv_prepare_x), in `split`
 };
 
 struct XSource {
@@ -65,7 +65,7 @@ struct Plan {
   int chunk = 0;  ///< MMA / stream kernels: blocks per stage
 };
 
-// ---- x split format (MMA kernel) ------------------------------------------------------------
+// ---- x split format (mma and stream kernels) ----------------------------------------------------
 // For every 32-column tile j of x': an exponent e_j (2^e_j ≥ max|x'|/64) and four signed 8-bit
 // digits per column, x'[c] ≈ 2^e_j · (X0 + X1/128 + X2/128² + X3/128³) (error ≤ 2^-22 relative to
 // the tile's max), stored as digits [4][cols + 16] bytes followed by per-tile meta: three int4:

@@ -170,7 +170,7 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, 
   return x;
 }
 
-/// f_0·s_0 + f_1·s_1 + f_2·s_2 for integer digit sums s (|s_n| < 2^18).
+/// f_0·s_0 + f_1·s_1 + f_2·s_2 for integer digit sums s (|s_n| <= 2^18).
 __device__ __forceinline__ float digits_value(const XTile& x, int s0, int s1, int s2) {
   return fmaf(x.f1, static_cast<float>(s0 * 128 + s1), x.f2 * static_cast<float>(s2));
 }
@@ -383,6 +383,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int kidx = warp % ks;  // this warp's share of a task's chunks
   const int slot = warp / ks;  // task slot within the CTA
   const int slots = kWarps / ks;
+  static_assert(Ops::kStages <= kMaxStages, "one mbarrier per stage");
   constexpr int cb = Ops::kChunkCols / Ops::kBE;  // blocks per chunk
   constexpr int nst = Ops::kStages;               // pipeline depth
   constexpr int region = region_bytes(cb, kBB);
@@ -575,10 +576,18 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
   if (major < 9) return false;  // bulk copies and mbarrier transaction counts: sm_90
   bool ok = false;
   dispatch_stream(t, [&]<WeightType T>() {
+    using Ops = StreamOps<T>;
     const int64_t end =
-        reinterpret_cast<int64_t>(w) + rows * (cols / StreamOps<T>::kBE) * StreamOps<T>::kBB;
-    ok = cols % StreamOps<T>::kBE == 0 && cols % 32 == 0 &&
-         (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
+        reinterpret_cast<int64_t>(w) + rows * (cols / Ops::kBE) * static_cast<int64_t>(Ops::kBB);
+    ok = cols % Ops::kBE == 0 && (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
+    if (ok) {  // the pipeline's shared memory must fit a block (not so on every GPU)
+      int device = 0;
+      int optin = 0;
+      DB_CUDA_CHECK(cudaGetDevice(&device));
+      DB_CUDA_CHECK(
+          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      ok = stream_smem(Ops::kChunkCols / Ops::kBE, Ops::kBB, Ops::kStages) <= optin;
+    }
   });
   return ok;
 }

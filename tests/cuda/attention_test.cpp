@@ -138,9 +138,11 @@ TEST(Attention, EmptyAndOverlongSequences) {
 
 TEST(Attention, ShortContextPathAgreesWithSplitKv) {
   DB_REQUIRE_CUDA();
-  // The same cases forced onto each path; SmolLM2-like (9/3 heads of 64) and Qwen-like shapes,
-  // a context that spans several 32-position tiles per warp, and seq_len 0 / > capacity.
-  for (const int path : {1, 2}) {
+  // The same cases forced onto each path (1 split-KV, 2 one block, 3 a cluster of blocks on
+  // sm_90); SmolLM2-like (9/3 heads of 64) and Qwen-like shapes, a context that spans several
+  // 32-position tiles per warp, clusters of 1 to 8 blocks with empty ones (seq_len 1, 17), and
+  // seq_len 0 / > capacity.
+  for (const int path : {1, 2, 3}) {
     check_attention({9, 3, 64, 256, 0, path}, {0, 1, 31, 32, 33, 129, 256, 300});
     check_attention({28, 4, 128, 256, 0, path}, {1, 129, 256});
     check_attention({8, 2, 256, 512, 0, path}, {1, 255, 512});
@@ -241,7 +243,7 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style)
 
 TEST(Attention, FusedRopeAndKvAppend) {
   DB_REQUIRE_CUDA();
-  for (const int path : {1, 2}) {
+  for (const int path : {1, 2, 3}) {
     for (const bool norm : {false, true}) {
       check_fused_rope({9, 3, 64, 256, 0, path}, 128, norm, RopeStyle::kHalfSplit);
       check_fused_rope({28, 4, 128, 300, 0, path}, 0, norm, RopeStyle::kHalfSplit);
@@ -259,6 +261,28 @@ TEST(Attention, SplitHelpers) {
   EXPECT_EQ(attention_splits(1 << 20), 64);
   EXPECT_EQ(attention_scratch_floats(28, 128, 1), 0);
   EXPECT_EQ(attention_scratch_floats(28, 128, 40), 40 * 28 * 130);
+}
+
+TEST(Attention, ShortContextsRunOnClustersOnSm90) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  AttentionParams p;
+  p.head_dim = 128;  // K tiles of 64 positions
+  p.capacity = 256;
+  EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 4 : 1);  // automatic short form
+  p.head_dim = 64;                                             // tiles of 128
+  EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 2 : 1);
+  p.head_dim = 128;
+  p.capacity = 5000;
+  EXPECT_EQ(attention_cluster_blocks(p), 1);  // split-KV
+  p.capacity = 64;
+  EXPECT_EQ(attention_cluster_blocks(p), 1);  // one tile: one block
+  p.capacity = 512;
+  p.path = 2;
+  EXPECT_EQ(attention_cluster_blocks(p), 1);
+  p.path = 3;
+  EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 8 : 1);
 }
 
 TEST(Attention, RejectsUnsupportedHeadDim) {
