@@ -322,24 +322,26 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     __syncthreads();  // s_s and alpha_s are rewritten by the next tile
   }
 
-  // Sum the position groups' accumulators, then normalize (single split) or store the partial.
+  // Sum the position groups' accumulators, then normalize (single split), store the partial, or
+  // merge the cluster's splits.
 #pragma unroll
   for (int g = 0; g < kMaxGroup; ++g) {
     if (g < ng) *reinterpret_cast<float4*>(&red_s[vp_grp][g][4 * vp_col]) = acc[g];
   }
   __syncthreads();
+  // This split's sums into red_s[0] (one thread per (g, d): it reads only its own element).
+  for (int i = t; i < ng * HD; i += kThreads) {
+    const int g = i / HD;
+    const int d = i % HD;
+    float o = 0.0f;
+#pragma unroll
+    for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
+    red_s[0][g][d] = o;
+  }
 #if __CUDA_ARCH__ >= 900
   if (a.cluster) {
-    // This split's sums into red_s[0] (one thread per (g, d)), then block 0 of the cluster merges
-    // the splits as attention_combine_kernel does, reading the others' shared memory.
-    for (int i = t; i < ng * HD; i += kThreads) {
-      const int g = i / HD;
-      const int d = i % HD;
-      float o = 0.0f;
-#pragma unroll
-      for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
-      red_s[0][g][d] = o;
-    }
+    // Block 0 of the cluster merges the splits as attention_combine_kernel does, reading the
+    // others' shared memory.
     cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
     cl.sync();  // every split's sums, m and l are written and visible to the cluster
     if (cl.block_rank() == 0) {
@@ -368,9 +370,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   for (int i = t; i < ng * HD; i += kThreads) {
     const int g = i / HD;
     const int d = i % HD;
-    float o = 0.0f;
-#pragma unroll
-    for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
+    const float o = red_s[0][g][d];  // written by this thread above
     const int64_t h = h0 + g;
     if (a.splits == 1) {
       const float l = l_s[g];

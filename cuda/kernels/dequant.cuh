@@ -392,20 +392,11 @@ struct QuantOps<WeightType::kQ6_K> {  // ql[128] @0 · qh[64] @128 · scales int
 };
 
 /// Calls `f.template operator()<T>()` (a lambda `[&]<WeightType T>() {...}`) with the runtime type
-/// `t` as the template argument T: the one place a runtime type becomes a compile-time one, so
-/// only the 11 supported instantiations exist. Returns false (calls nothing) for other ids.
+/// `t` as the template argument T, for the 8 block-quantized types (Q8_0 ... Q6_K). Returns false
+/// (calls nothing) for any other id.
 template <typename F>
-bool dispatch_weight_type(WeightType t, F&& f) {
+bool dispatch_quant_type(WeightType t, F&& f) {
   switch (t) {
-    case WeightType::kF32:
-      f.template operator()<WeightType::kF32>();
-      return true;
-    case WeightType::kF16:
-      f.template operator()<WeightType::kF16>();
-      return true;
-    case WeightType::kBF16:
-      f.template operator()<WeightType::kBF16>();
-      return true;
     case WeightType::kQ8_0:
       f.template operator()<WeightType::kQ8_0>();
       return true;
@@ -430,8 +421,28 @@ bool dispatch_weight_type(WeightType t, F&& f) {
     case WeightType::kQ6_K:
       f.template operator()<WeightType::kQ6_K>();
       return true;
+    default:
+      return false;
   }
-  return false;
+}
+
+/// As dispatch_quant_type, for all 11 supported types (F32, F16, BF16 too): the one place a
+/// runtime type becomes a compile-time one, so only the supported instantiations exist.
+template <typename F>
+bool dispatch_weight_type(WeightType t, F&& f) {
+  switch (t) {
+    case WeightType::kF32:
+      f.template operator()<WeightType::kF32>();
+      return true;
+    case WeightType::kF16:
+      f.template operator()<WeightType::kF16>();
+      return true;
+    case WeightType::kBF16:
+      f.template operator()<WeightType::kBF16>();
+      return true;
+    default:
+      return dispatch_quant_type(t, f);
+  }
 }
 
 }  // namespace decodebench::cuda::kernels

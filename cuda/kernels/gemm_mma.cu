@@ -639,32 +639,8 @@ bool dispatch_mma_type(WeightType type, F&& f) {
     case WeightType::kBF16:
       f.template operator()<WeightType::kBF16>();
       return true;
-    case WeightType::kQ8_0:
-      f.template operator()<WeightType::kQ8_0>();
-      return true;
-    case WeightType::kQ4_0:
-      f.template operator()<WeightType::kQ4_0>();
-      return true;
-    case WeightType::kQ4_1:
-      f.template operator()<WeightType::kQ4_1>();
-      return true;
-    case WeightType::kQ5_0:
-      f.template operator()<WeightType::kQ5_0>();
-      return true;
-    case WeightType::kQ5_1:
-      f.template operator()<WeightType::kQ5_1>();
-      return true;
-    case WeightType::kQ4_K:
-      f.template operator()<WeightType::kQ4_K>();
-      return true;
-    case WeightType::kQ5_K:
-      f.template operator()<WeightType::kQ5_K>();
-      return true;
-    case WeightType::kQ6_K:
-      f.template operator()<WeightType::kQ6_K>();
-      return true;
     default:
-      return false;
+      return kernels::dispatch_quant_type(type, f);
   }
 }
 

@@ -698,43 +698,11 @@ __global__ void __launch_bounds__(kThreads)
 
 constexpr int64_t kMaxSmem = 227 * 1024;
 
-template <typename F>
-bool dispatch_quant(WeightType t, F&& f) {
-  switch (t) {
-    case WeightType::kQ8_0:
-      f.template operator()<WeightType::kQ8_0>();
-      return true;
-    case WeightType::kQ4_0:
-      f.template operator()<WeightType::kQ4_0>();
-      return true;
-    case WeightType::kQ4_1:
-      f.template operator()<WeightType::kQ4_1>();
-      return true;
-    case WeightType::kQ5_0:
-      f.template operator()<WeightType::kQ5_0>();
-      return true;
-    case WeightType::kQ5_1:
-      f.template operator()<WeightType::kQ5_1>();
-      return true;
-    case WeightType::kQ4_K:
-      f.template operator()<WeightType::kQ4_K>();
-      return true;
-    case WeightType::kQ5_K:
-      f.template operator()<WeightType::kQ5_K>();
-      return true;
-    case WeightType::kQ6_K:
-      f.template operator()<WeightType::kQ6_K>();
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 bool mma_supported(WeightType t, int64_t cols) {
   bool ok = false;
-  dispatch_quant(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     ok = cols % MmaOps<T>::kBE == 0 && mma_smem_bytes<T>(cols) <= kMaxSmem;
   });
   return ok;
@@ -743,7 +711,7 @@ bool mma_supported(WeightType t, int64_t cols) {
 Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms) {
   (void)presplit;  // the split lives in shared memory either way
   Plan p;
-  dispatch_quant(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     using Ops = MmaOps<T>;
     p.block = kThreads;
     p.rows_per_warp = kTileRows;
@@ -791,7 +759,7 @@ void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t s
   args.ntasks = p.ntasks;
   args.chunk = p.chunk;
   void* params[] = {&args};
-  dispatch_quant(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     launch_with_attrs(reinterpret_cast<const void*>(&gemv_mma_kernel<T>), params,
                       dim3(static_cast<unsigned>(p.grid)), dim3(static_cast<unsigned>(p.block)),
                       static_cast<size_t>(p.smem), a.pdl != 0, stream);

@@ -538,44 +538,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   }
 }
 
-template <typename F>
-bool dispatch_stream(WeightType t, F&& f) {
-  switch (t) {
-    case WeightType::kQ8_0:
-      f.template operator()<WeightType::kQ8_0>();
-      return true;
-    case WeightType::kQ4_0:
-      f.template operator()<WeightType::kQ4_0>();
-      return true;
-    case WeightType::kQ4_1:
-      f.template operator()<WeightType::kQ4_1>();
-      return true;
-    case WeightType::kQ5_0:
-      f.template operator()<WeightType::kQ5_0>();
-      return true;
-    case WeightType::kQ5_1:
-      f.template operator()<WeightType::kQ5_1>();
-      return true;
-    case WeightType::kQ4_K:
-      f.template operator()<WeightType::kQ4_K>();
-      return true;
-    case WeightType::kQ5_K:
-      f.template operator()<WeightType::kQ5_K>();
-      return true;
-    case WeightType::kQ6_K:
-      f.template operator()<WeightType::kQ6_K>();
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major) {
   if (major < 9) return false;  // bulk copies and mbarrier transaction counts: sm_90
   bool ok = false;
-  dispatch_stream(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     using Ops = StreamOps<T>;
     const int64_t end =
         reinterpret_cast<int64_t>(w) + rows * (cols / Ops::kBE) * static_cast<int64_t>(Ops::kBB);
@@ -594,7 +562,7 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
 
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   Plan p;
-  dispatch_stream(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     using Ops = StreamOps<T>;
     const int64_t nb = cols / Ops::kBE;
     const int cb = Ops::kChunkCols / Ops::kBE;
@@ -634,7 +602,7 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
   void* params[] = {&args};
-  dispatch_stream(t, [&]<WeightType T>() {
+  kernels::dispatch_quant_type(t, [&]<WeightType T>() {
     launch_with_attrs(reinterpret_cast<const void*>(&gemv_stream_kernel<T>), params,
                       dim3(static_cast<unsigned>(p.grid)), dim3(static_cast<unsigned>(p.block)),
                       static_cast<size_t>(p.smem), a.pdl != 0, stream);
