@@ -426,14 +426,10 @@ bool dispatch_quant_type(WeightType t, F&& f) {
   }
 }
 
-/// As dispatch_quant_type, for all 11 supported types (F32, F16, BF16 too): the one place a
-/// runtime type becomes a compile-time one, so only the supported instantiations exist.
+/// As dispatch_quant_type, plus F16 and BF16 (the types the tensor-core kernels take).
 template <typename F>
-bool dispatch_weight_type(WeightType t, F&& f) {
+bool dispatch_half_or_quant_type(WeightType t, F&& f) {
   switch (t) {
-    case WeightType::kF32:
-      f.template operator()<WeightType::kF32>();
-      return true;
     case WeightType::kF16:
       f.template operator()<WeightType::kF16>();
       return true;
@@ -443,6 +439,17 @@ bool dispatch_weight_type(WeightType t, F&& f) {
     default:
       return dispatch_quant_type(t, f);
   }
+}
+
+/// As dispatch_quant_type, for all 11 supported types (F32, F16, BF16 too): the one place a
+/// runtime type becomes a compile-time one, so only the supported instantiations exist.
+template <typename F>
+bool dispatch_weight_type(WeightType t, F&& f) {
+  if (t == WeightType::kF32) {
+    f.template operator()<WeightType::kF32>();
+    return true;
+  }
+  return dispatch_half_or_quant_type(t, f);
 }
 
 }  // namespace decodebench::cuda::kernels

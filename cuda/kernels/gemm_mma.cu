@@ -632,16 +632,7 @@ namespace {
 /// Calls f.template operator()<T>() for the kernel's types; false for any other type.
 template <typename F>
 bool dispatch_mma_type(WeightType type, F&& f) {
-  switch (type) {
-    case WeightType::kF16:
-      f.template operator()<WeightType::kF16>();
-      return true;
-    case WeightType::kBF16:
-      f.template operator()<WeightType::kBF16>();
-      return true;
-    default:
-      return kernels::dispatch_quant_type(type, f);
-  }
+  return kernels::dispatch_half_or_quant_type(type, f);
 }
 
 template <WeightType T>
