@@ -672,7 +672,9 @@ int64_t chunk_cols(WeightType type) {
 }  // namespace
 
 bool mma_type_supported(WeightType type) {
-  return dispatch_mma_type(type, []<WeightType>() {});
+  bool ok = false;
+  dispatch_mma_type(type, [&]<WeightType T>() { ok = MmaOps<T>::kBlockElems > 0; });
+  return ok;
 }
 
 bool mma_fits(WeightType type, int64_t batch) {
