@@ -321,9 +321,11 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   const bool quantized =
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
   const int mode = options_.gemv_presplit;
-  if (quantized && p.cols % 32 == 0 && mode != 2 && gemv_presplit_supported(p) &&
+  // Cheapest tests first: this runs for every GEMV of an eager step.
+  if (quantized && p.cols % 32 == 0 && mode != 2 &&
       (mode == 1 || p.rows * p.cols >= kPresplitElements ||
-       std::string_view(gemv_launch_info(p).kernel) == "mma")) {
+       std::string_view(gemv_launch_info(p).kernel) == "mma") &&
+      gemv_presplit_supported(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
                           stream_.get());
     p.x_split = x_split_.data();

@@ -485,6 +485,19 @@ int cc_major() {
   return cached_major;
 }
 
+int smem_optin() {
+  thread_local int cached_device = -1;
+  thread_local int cached_bytes = 0;
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  if (device != cached_device) {
+    DB_CUDA_CHECK(
+        cudaDeviceGetAttribute(&cached_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cached_device = device;
+  }
+  return cached_bytes;
+}
+
 int ctas_per_sm(const void* kernel, int threads, int smem) {
   struct Entry {
     const void* kernel;

@@ -113,6 +113,9 @@ int sm_count();
 /// Compute-capability major version of the current device (cached).
 int cc_major();
 
+/// Largest dynamic shared memory one block of the current device may opt in to, bytes (cached).
+int smem_optin();
+
 /// CTAs of `threads` threads and `smem` bytes of dynamic shared memory that fit on one SM
 /// (occupancy API; cached). The first call for a kernel raises its dynamic shared-memory limit to
 /// the device's opt-in maximum.

@@ -548,14 +548,8 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
     const int64_t end =
         reinterpret_cast<int64_t>(w) + rows * (cols / Ops::kBE) * static_cast<int64_t>(Ops::kBB);
     ok = cols % Ops::kBE == 0 && (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
-    if (ok) {  // the pipeline's shared memory must fit a block (not so on every GPU)
-      int device = 0;
-      int optin = 0;
-      DB_CUDA_CHECK(cudaGetDevice(&device));
-      DB_CUDA_CHECK(
-          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      ok = stream_smem(Ops::kChunkCols / Ops::kBE, Ops::kBB, Ops::kStages) <= optin;
-    }
+    // The pipeline's shared memory must fit a block (not so on every GPU).
+    ok = ok && stream_smem(Ops::kChunkCols / Ops::kBE, Ops::kBB, Ops::kStages) <= smem_optin();
   });
   return ok;
 }
