@@ -51,7 +51,8 @@ struct KernelArgs {
   int64_t ntasks = 0;  ///< row groups of a CTA (CTAs loop over tasks: persistent grid)
   int pdl = 0;         ///< 1: launched with the programmatic-dependent-launch attribute
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
-  int probe = 0;       ///< diagnostics: 1 = stream the weights but skip the math (wrong results)
+  int probe = 0;  ///< diagnostics: 1 = stream the weights but skip the math; 3 (stream kernel) =
+                  ///< every chunk reads the first chunk's x' (wrong results)
 };
 
 /// A launch configuration.
@@ -73,10 +74,28 @@ struct Plan {
 //   the tile's 32 columns) and {Σ x'[c] as float bits, Σlo X0 | Σlo X1 << 16, Σlo X2 | Σlo X3 <<
 //   16, 0} (Σlo: over columns 0..15, as int16).
 
+//
+// A pre-split x (prepare_x) then holds the same numbers again in the stream kernel's layout, which
+// a warp reads with coalesced loads (lane l: tile j0 + l): for digits n = 0..2 and halves h = 0, 1
+// (columns 16h..16h + 15 of the tile), 16 bytes per tile at ((2n + h)·T + j)·16 (T tiles), then
+// five int32 planes [T]: f_1 bits; Σ X0 | Σ X1 << 16; Σ X2 | Σlo X2 << 16; Σ x' (float bits);
+// Σlo X0 | Σlo X1 << 16 (digit sums fit int16: |Σ| ≤ 32·64).
+
 /// Bytes of the digit rows of a split x of `cols` columns (4 rows of cols + 16 bytes).
 constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }
-/// Bytes of a whole split x (digits then 48 bytes of meta per 32-column tile), 16-byte multiple.
-constexpr int64_t x_split_bytes(int64_t cols) { return x_split_digit_bytes(cols) + cols / 32 * 48; }
+/// Bytes of the mma kernel's layout (digits then 48 bytes of meta per tile), 16-byte multiple.
+constexpr int64_t x_split_mma_bytes(int64_t cols) {
+  return x_split_digit_bytes(cols) + cols / 32 * 48;
+}
+/// Digits in the stream layout, and its int32 planes per tile.
+constexpr int kStreamDigits = 3;
+constexpr int kStreamPlanes = 5;
+/// Byte offset of the stream layout in a pre-split x (16-byte aligned).
+constexpr int64_t x_split_stream_offset(int64_t cols) { return x_split_mma_bytes(cols); }
+/// Bytes of a whole pre-split x: the mma layout, then the stream layout.
+constexpr int64_t x_split_bytes(int64_t cols) {
+  return x_split_stream_offset(cols) + kStreamDigits * cols + cols / 32 * 4 * kStreamPlanes;
+}
 
 // ---- per-kernel entry points (defined in gemv_direct.cu / gemv_mma.cu) ---------------------
 

@@ -403,10 +403,17 @@ __device__ __forceinline__ uint32_t pack_low_bytes(uint32_t a, uint32_t b, uint3
   return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
+/// Where split_128 also writes the stream layout (gemv_impl.cuh); sdig == nullptr: not at all.
+struct StreamOut {
+  int8_t* sdig = nullptr;
+  int* planes = nullptr;
+  int64_t tiles = 0;
+};
+
 /// One warp splits 128 columns [c0, c0 + 128) (4 tiles; lane l holds columns c0 + 4l..+3 in v;
 /// `valid`: whether those columns exist — uniform per 8-lane tile group). All 32 lanes call it.
 __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8_t* dig,
-                                          int64_t stride, int4* meta) {
+                                          int64_t stride, int4* meta, const StreamOut& so = {}) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   if (!valid) v = make_float4(0.f, 0.f, 0.f, 0.f);
   // Tile maximum over the 8 lanes of the group, as an exponent: e = floor(log2 max) − 5.
@@ -465,6 +472,23 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
       out = make_int4(__float_as_int(sx), pack(sums[0], sums[1]), pack(sums[2], sums[3]), 0);
     }
     meta[3 * tile + q] = out;
+    if (so.sdig != nullptr && q == 0) {
+      const int64_t t = so.tiles;
+      so.planes[tile] = f(1);
+      so.planes[t + tile] = pack(sums[0] + other[0], sums[1] + other[1]);
+      so.planes[2 * t + tile] = pack(sums[2] + other[2], sums[2]);
+      so.planes[3 * t + tile] = __float_as_int(sx);
+      so.planes[4 * t + tile] = pack(sums[0], sums[1]);
+    }
+  }
+  if (so.sdig != nullptr) {
+    const int64_t tile = c / 32;
+    const int64_t h = (c / 16) & 1;
+#pragma unroll
+    for (int n = 0; n < kStreamDigits; ++n) {
+      *reinterpret_cast<uint32_t*>(so.sdig + ((2 * n + h) * so.tiles + tile) * 16 + (c & 15)) =
+          word[n];
+    }
   }
 }
 
@@ -510,7 +534,7 @@ struct MmaLayout {
 /// Shared-memory bytes of the kernel: x' split, per-warp stages, partials.
 template <WeightType T>
 int64_t mma_smem_bytes(int64_t cols) {
-  return (x_split_bytes(cols) + 15) / 16 * 16 + MmaLayout<T>::kFixedBytes;
+  return x_split_mma_bytes(cols) + MmaLayout<T>::kFixedBytes;
 }
 
 template <WeightType T>
@@ -521,7 +545,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
   constexpr int kS = Ops::kStages;
   extern __shared__ __align__(16) uint8_t smem[];
 
-  const int64_t split_bytes = (x_split_bytes(a.cols) + 15) / 16 * 16;
+  const int64_t split_bytes = x_split_mma_bytes(a.cols);
   uint8_t* warp_base = smem + split_bytes;
   float* partial = reinterpret_cast<float*>(warp_base + kWarps * L::kWarpBytes);
   float* red = partial + 2 * kWarps * kTileRows;
@@ -604,7 +628,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
   if (a.x.kind == XKind::kPreSplit) {
     // Copy the split x' (written by prepare_x) into shared memory: one round trip.
     const auto* src = static_cast<const uint8_t*>(a.x.split);
-    const int64_t n16 = x_split_bytes(a.cols) / 16;
+    const int64_t n16 = x_split_mma_bytes(a.cols) / 16;
     for (int64_t i = threadIdx.x; i < n16; i += kThreads) {
       kernels::cp_async_16(smem + 16 * i, src + 16 * i, 16);
     }
@@ -679,7 +703,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
 
 /// The standalone split: CTA b handles columns [1024b, 1024b + 1024).
 __global__ void __launch_bounds__(kThreads)
-    prepare_x_kernel(const XSource s, int64_t cols, int8_t* dig, int4* meta) {
+    prepare_x_kernel(const XSource s, int64_t cols, int8_t* dig, int4* meta, StreamOut so) {
   __shared__ float red[32];
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
@@ -690,7 +714,7 @@ __global__ void __launch_bounds__(kThreads)
   if (base >= cols) return;  // uniform per warp
   const int64_t c = base + 4 * lane;
   const float4 v = c < cols ? x_prime4(s, c, scale) : make_float4(0.f, 0.f, 0.f, 0.f);
-  split_128(v, base, c < cols, dig, cols + 16, meta);
+  split_128(v, base, c < cols, dig, cols + 16, meta, so);
 }
 
 // ---- host side
@@ -771,7 +795,11 @@ void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaSt
   int64_t c = cols;
   auto* dig = static_cast<int8_t*>(out);
   auto* meta = reinterpret_cast<int4*>(dig + x_split_digit_bytes(cols));
-  void* params[] = {&s, &c, &dig, &meta};
+  StreamOut so;
+  so.sdig = dig + x_split_stream_offset(cols);
+  so.planes = reinterpret_cast<int*>(so.sdig + kStreamDigits * cols);
+  so.tiles = cols / 32;
+  void* params[] = {&s, &c, &dig, &meta, &so};
   const int64_t grid = ceil_div<int64_t>(cols, 128 * kWarps);
   launch_with_attrs(reinterpret_cast<const void*>(&prepare_x_kernel), params,
                     dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, pdl != 0, stream);

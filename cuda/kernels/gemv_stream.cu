@@ -13,8 +13,10 @@
 // sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits digits. A tile's dot
 // product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n,
 // minimums as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the
-// digit residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per chunk
-// through L1) serve kRows rows.
+// digit residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per tile,
+// serving kRows rows) come from the split's stream layout, where a warp-wide 16-byte load is
+// contiguous: Nsight Compute on the H200 (gate+up, Q4_0) showed the L1 data path as the limit
+// (79% busy) with the mma layout's 32- and 48-byte lane strides, 60% with this one.
 //
 // Layout: a persistent grid of 8-warp CTAs loops over tasks (kRows consecutive rows); the ks
 // warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
@@ -39,10 +41,12 @@ using kernels::ld_f16;
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 /// Rows per task (they share the lane's x' digits). Measured on the H200: 4 rows gain on the LM
-/// head but lose on QKV and the down projection (fewer tasks than warp slots).
+/// head but lose on QKV and the down projection (fewer tasks than warp slots); 7B Q4_0 step 438
+/// against 460 tokens/s.
 constexpr int kRows = 2;
-/// x' digits used (of the 4 the split holds): three keep the residue below 2^-20 of the tile's
-/// largest |x'|. Two would be 1.2-1.3× faster on the 4-bit types (fewer dp4a) but leave 2^-13.
+/// x' digits used (of the 3 the stream layout holds): three keep the residue below 2^-20 of the
+/// tile's largest |x'|. Two would be faster on the 4-bit types (fewer dp4a; 7B Q4_0 step 508
+/// against 460 tokens/s on the H200) but leave 2^-13.
 constexpr int kDigits = 3;
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 
@@ -133,16 +137,18 @@ struct XTile {
   float sx;          ///< Σ x' over the tile (f32; kSx only)
 };
 
-/// Loads the tile whose digits start at dig (digit n at dig + n·stride) and whose meta starts at
-/// meta (3 int4). kSx / kLo: whether the decoder needs Σx' / the low-half digit sums.
+/// Loads tile j of the stream layout (gemv_impl.cuh: digits at sdig, planes after them; T tiles).
+/// Lanes reading consecutive tiles read consecutive 16-byte pieces: four L1 wavefronts per
+/// warp-wide load. kSx / kLo: whether the decoder needs Σx' / the low-half digit sums.
 template <bool kSx, bool kLo>
-__device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, const int4* meta) {
+__device__ __forceinline__ XTile load_x_tile(const int8_t* sdig, const int* planes, int64_t t,
+                                             int64_t j) {
+  static_assert(kDigits <= kStreamDigits, "the stream layout holds three digits");
   XTile x;
 #pragma unroll
   for (int n = 0; n < kDigits; ++n) {
-    const uint4* p = reinterpret_cast<const uint4*>(dig + n * stride);
-    const uint4 a = __ldg(p);
-    const uint4 b = __ldg(p + 1);
+    const uint4 a = __ldg(reinterpret_cast<const uint4*>(sdig + ((2 * n) * t + j) * 16));
+    const uint4 b = __ldg(reinterpret_cast<const uint4*>(sdig + ((2 * n + 1) * t + j) * 16));
     x.d[n][0] = a.x;
     x.d[n][1] = a.y;
     x.d[n][2] = a.z;
@@ -152,20 +158,20 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* dig, int64_t stride, 
     x.d[n][6] = b.z;
     x.d[n][7] = b.w;
   }
-  const int4 m0 = __ldg(meta);
-  const int2 m1 = __ldg(reinterpret_cast<const int2*>(meta + 1));
-  x.f1 = __int_as_float(m0.y);
-  x.f2 = __int_as_float(m1.x);
-  x.sum[0] = m0.z;
-  x.sum[1] = m0.w;
-  if constexpr (kDigits > 2) x.sum[2] = __ldg(reinterpret_cast<const int*>(meta + 1) + 2);
-  if constexpr (kSx || kLo) {
-    const int4 m2 = __ldg(meta + 2);
-    x.sx = __int_as_float(m2.x);
-    // Low-half sums are packed as int16 pairs: sign-extend.
-    x.lo[0] = static_cast<int16_t>(m2.y & 0xFFFF);
-    x.lo[1] = m2.y >> 16;
-    if constexpr (kDigits > 2) x.lo[2] = static_cast<int16_t>(m2.z & 0xFFFF);
+  x.f1 = __int_as_float(__ldg(planes + j));
+  x.f2 = x.f1 * 0.0078125f;  // f_2 = f_1 / 128 (exact)
+  const int s01 = __ldg(planes + t + j);
+  const int s2 = __ldg(planes + 2 * t + j);
+  // Digit sums are packed as int16 pairs: sign-extend.
+  x.sum[0] = static_cast<int16_t>(s01 & 0xFFFF);
+  x.sum[1] = s01 >> 16;
+  if constexpr (kDigits > 2) x.sum[2] = static_cast<int16_t>(s2 & 0xFFFF);
+  if constexpr (kSx) x.sx = __int_as_float(__ldg(planes + 3 * t + j));
+  if constexpr (kLo) {
+    const int lo01 = __ldg(planes + 4 * t + j);
+    x.lo[0] = static_cast<int16_t>(lo01 & 0xFFFF);
+    x.lo[1] = lo01 >> 16;
+    if constexpr (kDigits > 2) x.lo[2] = s2 >> 16;
   }
   return x;
 }
@@ -460,11 +466,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
 
-  const int8_t* dig = static_cast<const int8_t*>(a.x.split);
-  const int64_t stride = a.cols + 16;
-  const int4* meta = reinterpret_cast<const int4*>(dig + x_split_digit_bytes(a.cols));
-  const int8_t* dig_lane = dig + 32 * lane;  // lane l reads tiles l, l + 32, ... of a chunk
-  const int4* meta_lane = meta + 3 * lane;
+  const int8_t* sdig = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
+  const int64_t ntiles = a.cols / 32;
+  const int* planes = reinterpret_cast<const int*>(sdig + kStreamDigits * a.cols);
   const uint32_t stages_addr = smem_addr(stages);
 
   float acc[kRows];
@@ -492,14 +496,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
               (row * static_cast<uint32_t>(row_bytes) + static_cast<uint32_t>(blk0) * kBB) & 15u;
           chunk[i] = stages_addr + s * stage_bytes + i * region + lead;
         }
-        const int64_t tile0 = blk0 * kTilesPerBlock;
-        const int8_t* xd = dig_lane + 32 * tile0;
-        const int4* xm = meta_lane + 3 * tile0;
+        // Probe 3: every chunk reads the first chunk's x' (L1-resident): the cost of the math
+        // alone.
+        const int64_t tile0 = a.probe == 3 ? 0 : blk0 * kTilesPerBlock;
 #pragma unroll
         for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
           const int j = jj + lane;
           if (j < tiles) {
-            const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(xd + 32 * jj, stride, xm + 3 * jj);
+            const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(sdig, planes, ntiles, tile0 + j);
 #pragma unroll
             for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(chunk[i], j, x);
           }

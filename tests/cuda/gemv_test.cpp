@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -501,6 +502,59 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   }
 }
 
+// The stream kernel's copy of a pre-split x (gemv_impl.cuh): digits 0..2 at ((2n + h)·T + j)·16
+// and five int32 planes after them, checked against x itself: f_1 and three digits rebuild each
+// x'[c] to within 2^-19 of its tile's largest |x'|, and the planes hold the digit sums.
+TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
+  DB_REQUIRE_CUDA();
+  const int64_t cols = 256, tiles = cols / 32;
+  std::vector<float> x = random_floats(static_cast<size_t>(cols), 77);
+  x[5] = 3000.0f;                                         // a peaky tile
+  for (int64_t c = 64; c < 96; ++c) x[c] *= 1e-25f;       // a tiny tile
+  for (int64_t c = 96; c < 128; ++c) x[c] = 0.0f;         // an empty tile
+  for (int64_t c = 128; c < 160; ++c) x[c] = -x[c] * 50;  // a negative, larger tile
+  DeviceBuffer d_x = upload(x);
+  DeviceBuffer d_split(gemv_x_split_bytes(cols));
+  launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
+                        d_split.get(), false, nullptr);
+  testing::sync();
+  const std::vector<int8_t> all = download<int8_t>(d_split.get(), gemv_x_split_bytes(cols));
+  const size_t off = static_cast<size_t>(4 * (cols + 16) + tiles * 48);
+  const int8_t* dig = all.data() + off;
+  std::vector<int32_t> planes(static_cast<size_t>(5 * tiles));
+  std::memcpy(planes.data(), dig + 3 * cols, planes.size() * 4);
+  const auto lo16 = [](int32_t v) { return static_cast<int>(static_cast<int16_t>(v & 0xFFFF)); };
+  for (int64_t j = 0; j < tiles; ++j) {
+    float f1;
+    std::memcpy(&f1, &planes[j], 4);
+    float tile_max = 0.0f;
+    for (int c = 0; c < 32; ++c) tile_max = std::max(tile_max, std::fabs(x[32 * j + c]));
+    int sum[3] = {0, 0, 0}, lo[3] = {0, 0, 0};
+    double sx = 0.0;
+    for (int c = 0; c < 32; ++c) {
+      int d[3];
+      for (int n = 0; n < 3; ++n) {
+        d[n] = dig[((2 * n + c / 16) * tiles + j) * 16 + c % 16];
+        sum[n] += d[n];
+        if (c < 16) lo[n] += d[n];
+      }
+      const double rebuilt = static_cast<double>(f1) * (128.0 * d[0] + d[1] + d[2] / 128.0);
+      EXPECT_LE(std::fabs(rebuilt - x[32 * j + c]), std::ldexp(tile_max, -19))
+          << "tile " << j << " column " << c;
+      sx += x[32 * j + c];
+    }
+    EXPECT_EQ(lo16(planes[tiles + j]), sum[0]) << "tile " << j;
+    EXPECT_EQ(planes[tiles + j] >> 16, sum[1]) << "tile " << j;
+    EXPECT_EQ(lo16(planes[2 * tiles + j]), sum[2]) << "tile " << j;
+    EXPECT_EQ(planes[2 * tiles + j] >> 16, lo[2]) << "tile " << j;
+    EXPECT_EQ(lo16(planes[4 * tiles + j]), lo[0]) << "tile " << j;
+    EXPECT_EQ(planes[4 * tiles + j] >> 16, lo[1]) << "tile " << j;
+    float got_sx;
+    std::memcpy(&got_sx, &planes[3 * tiles + j], 4);
+    EXPECT_NEAR(got_sx, sx, 1e-5 * (std::fabs(sx) + 32 * tile_max)) << "tile " << j;
+  }
+}
+
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
   EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4}));
@@ -519,7 +573,8 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.cols = 256;
   p.variant = 4;
   EXPECT_THROW(gemv_launch_info(p), Error);
-  EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48));
+  EXPECT_EQ(gemv_x_split_bytes(64),
+            static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3 * 64 + 2 * 4 * 5));
 }
 
 // Argument checks happen before any CUDA call: these run without a GPU.
