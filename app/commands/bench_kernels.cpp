@@ -80,15 +80,15 @@ void print_report(const nlohmann::json& r, FILE* out) {
                "rows×cols", "type", "kernel", "µs", "GB/s", "%", "plan");
     for (const auto& g : r["gemv"]) {
       const auto& p = g["plan"];
-      fmt::print(out, "{:<8} {:<8} {:>13} {:<5} {:<19} {:>9.2f} {:>8.0f} {:>6.1f}  {}\n",
-                 str(g, "model"), str(g, "shape"),
-                 fmt::format("{}×{}", g["rows"].get<int64_t>(), g["cols"].get<int64_t>()),
-                 str(g, "type"), str(g, "kernel") + (g["auto"].get<bool>() ? "*" : ""),
-                 g["us"].get<double>(), g["gbps"].get<double>(), g["pct_stream"].get<double>(),
-                 fmt::format("grid {} × {} thr, tasks {}, splits {}, rows/warp {}, smem {}",
-                             p["grid"].get<int64_t>(), p["block"].get<int>(),
-                             p["tasks"].get<int64_t>(), p["column_splits"].get<int>(),
-                             p["rows_per_warp"].get<int>(), p["smem_bytes"].get<int>()));
+      fmt::print(
+          out, "{:<8} {:<8} {:>13} {:<5} {:<19} {:>9.2f} {:>8.0f} {:>6.1f}  {}\n", str(g, "model"),
+          str(g, "shape"), fmt::format("{}×{}", g["rows"].get<int64_t>(), g["cols"].get<int64_t>()),
+          str(g, "type"), str(g, "kernel") + (g["auto"].get<bool>() ? "*" : ""),
+          g["us"].get<double>(), g["gbps"].get<double>(), g["pct_stream"].get<double>(),
+          fmt::format("grid {} × {} thr, tasks {}, splits {}, rows/warp {}, chunk {}, smem {}",
+                      p["grid"].get<int64_t>(), p["block"].get<int>(), p["tasks"].get<int64_t>(),
+                      p["column_splits"].get<int>(), p["rows_per_warp"].get<int>(),
+                      p.value("chunk", 0), p["smem_bytes"].get<int>()));
     }
     fmt::print(out, "(* = the variant launch_gemv picks automatically)\n");
   }

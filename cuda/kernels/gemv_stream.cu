@@ -111,6 +111,18 @@ __device__ __forceinline__ float lds_f16(uint32_t a) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(lds16(a))));
 }
 
+/// kN 32-bit words (kN a multiple of 4) at the 16-byte aligned shared address a: 128-bit loads.
+template <int kN>
+__device__ __forceinline__ void words_at16(uint32_t a, uint32_t (&w)[kN]) {
+  static_assert(kN % 4 == 0, "whole 16-byte pieces");
+#pragma unroll
+  for (int i = 0; i < kN; i += 4) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(w[i]), "=r"(w[i + 1]), "=r"(w[i + 2]), "=r"(w[i + 3])
+                 : "r"(a + 4 * i));
+  }
+}
+
 /// kN 32-bit words starting at the 2-byte aligned shared address a (reads kN + 1 aligned words).
 template <int kN>
 __device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
@@ -266,46 +278,44 @@ struct StreamOps<WeightType::kQ5_0> : Legacy<22, -1, 2, 6, 16> {};
 template <>  // d @0 · m @2 · qh u32 @4 · qs[16] @8
 struct StreamOps<WeightType::kQ5_1> : Legacy<24, 2, 4, 8, 0> {};
 
-/// Byte i (0..11, run-time) of the 12 scale bytes held in three words.
-__device__ __forceinline__ int scale_byte(const uint32_t (&w)[3], int i) {
-  const uint32_t word = i < 4 ? w[0] : (i < 8 ? w[1] : w[2]);
-  return static_cast<int>((word >> (8 * (i & 3))) & 0xFFu);
-}
-
 /// Q4_K / Q5_K: tile j of a chunk is sub-block s = j % 8 of block j / 8; its codes are the low
 /// (s even) or high nibbles of qs[32·(s/2) ..], plus bit s of qh[l] for Q5_K; the 6-bit scale
-/// and min of sub-block s as in gguf-facts.md §2.3.
+/// and min of sub-block s as in gguf-facts.md §2.3. Blocks are a multiple of 16 bytes, so every
+/// block of a chunk starts 16-byte aligned in shared memory (the piece's lead is 0): codes are
+/// read with 128-bit loads.
 template <int kBB_, int kQh, int kQs>
 struct KQuant : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = kBB_;
   static constexpr bool kSx = true, kLo = false;
+  static_assert(kBB % 16 == 0 && kQs % 16 == 0 && (kQh < 0 || kQh % 16 == 0), "aligned reads");
   __device__ static float dot(uint32_t c, int j, const XTile& x) {
     const uint32_t b = c + (j >> 3) * kBB;
     const int s = j & 7;
     uint32_t w[8];
-    words_at<8>(b + kQs + 32 * (s >> 1), w);
+    words_at16<8>(b + kQs + 32 * (s >> 1), w);
     const int sh = 4 * (s & 1);
     uint32_t q[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) q[k] = (w[k] >> sh) & kLow4;
     if constexpr (kQh >= 0) {
       uint32_t h[8];
-      words_at<8>(b + kQh, h);
+      words_at16<8>(b + kQh, h);
 #pragma unroll
       for (int k = 0; k < 8; ++k) q[k] |= ((h[k] >> s) & 0x01010101u) << 4;
     }
-    uint32_t sw[3];
-    words_at<3>(b + 4, sw);
-    int sc, mn;
-    if (s < 4) {
-      sc = scale_byte(sw, s) & 63;
-      mn = scale_byte(sw, s + 4) & 63;
-    } else {
-      sc = (scale_byte(sw, s + 4) & 0xF) | ((scale_byte(sw, s - 4) >> 6) << 4);
-      mn = (scale_byte(sw, s + 4) >> 4) | ((scale_byte(sw, s) >> 6) << 4);
-    }
-    const float d = lds_f16(b) * static_cast<float>(sc);
-    const float m = lds_f16(b + 2) * static_cast<float>(mn);
+    // Scale bytes k = s % 4 of the three scale words: sub-blocks 0-3 keep 6 bits in words 0
+    // (scale) and 1 (min); 4-7 take 4 bits from word 2 and the top 2 bits of words 0 and 1.
+    const uint32_t sh8 = 8u * static_cast<uint32_t>(s & 3);
+    const int b0 = static_cast<int>((lds32(b + 4) >> sh8) & 0xFFu);
+    const int b1 = static_cast<int>((lds32(b + 8) >> sh8) & 0xFFu);
+    const int b2 = static_cast<int>((lds32(b + 12) >> sh8) & 0xFFu);
+    const int sc = s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
+    const int mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
+    const uint32_t dm = lds32(b);  // d and dmin
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(dm & 0xFFFFu))) *
+                    static_cast<float>(sc);
+    const float m = __half2float(__ushort_as_half(static_cast<unsigned short>(dm >> 16))) *
+                    static_cast<float>(mn);
     return fmaf(d, tile_dot<0>(q, x), -m * x.sx);
   }
 };
