@@ -29,6 +29,13 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
+/// Weight sizes in decimal GB, as the run summary prints them (memory limits stay in GiB).
+std::string gb(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
 void check_host_memory(int64_t needed, const std::string& what) {
   const int64_t available = available_host_memory_bytes();
   if (available >= 0 && needed > available) {
@@ -189,7 +196,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     const bool host_workspace = !use_cuda || want_reference;
     const int64_t weights = synthetic_weight_bytes(config.shape, config.dtype);
     if (!use_cuda && weights > (int64_t{2} << 30)) {
-      warn("decoding " + gib(weights) + " of weights on the CPU takes minutes and as much RAM; " +
+      warn("decoding " + gb(weights) + " of weights on the CPU takes minutes and as much RAM; " +
            "--preset smollm2-135m is a quick CPU check");
     }
     const int64_t work =
@@ -197,7 +204,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     check_host_memory(weights + work, "the synthetic model (weights " + std::to_string(weights) +
                                           " bytes + KV cache and workspace " +
                                           std::to_string(work) + " bytes)");
-    say("generating synthetic weights (" + gib(weights) + ")");
+    say("generating synthetic weights (" + gb(weights) + ")");
     cpu::ThreadPool pool(std::max(threads, static_cast<int>(std::thread::hardware_concurrency())));
     model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
     model.info.name = config.preset + " shape (synthetic)";

@@ -288,7 +288,8 @@ class GemvSection {
         runs.push_back({0, true, true, "-presplit+pdl"});
         if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
           runs.push_back({0, false, true, "-probe-load", 1});
-          runs.push_back({0, false, true, "-probe-x-l1", 3});
+          // Probe 3 exists only in the stream kernel.
+          if (gemv_launch_info(q).variant == 4) runs.push_back({0, false, true, "-probe-x-l1", 3});
         }
         runs.push_back({3, false, true, ""});  // the tensor-core kernel on the same split
       }

@@ -80,11 +80,14 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                                ? fmt::format("{} ({}, {})", m.path, c.architecture, m.file_type)
                                : fmt::format("{} {}", m.name, m.file_type);
   fmt::print(out, "model    {}\n", what);
+  // A step reads one row of an untied embedding table, so it can read less than the weights.
+  const std::string per_step = bytes_text(m.bytes_per_token) + " read per step" +
+                               (m.bytes_per_token < m.weight_bytes ? " (one embedding row)" : "");
   fmt::print(out,
              "         {} layers · hidden {} · heads {}/{} · head_dim {} · ffn {} · vocab {} · "
-             "{} parameters · {} weights · {} read per step\n",
+             "{} parameters · {} weights · {}\n",
              c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
-             count_text(m.parameters), bytes_text(m.weight_bytes), bytes_text(m.bytes_per_token));
+             count_text(m.parameters), bytes_text(m.weight_bytes), per_step);
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
              r.setup_ns / 1e9, r.prefill_ns / 1e6);

@@ -58,7 +58,8 @@ struct GemvParams {
   bool pdl = false;
   /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
   /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
-  /// math on stale data (math ceiling; not the stream kernel, which takes only 1).
+  /// math on stale data (math ceiling; not the stream kernel), 3 = the stream kernel reads every
+  /// chunk's x' from the first chunk's tiles (x' always L1-resident: the cost of x' misses).
   int probe = 0;
 };
 

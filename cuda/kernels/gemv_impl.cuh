@@ -51,8 +51,7 @@ struct KernelArgs {
   int64_t ntasks = 0;  ///< row groups of a CTA (CTAs loop over tasks: persistent grid)
   int pdl = 0;         ///< 1: launched with the programmatic-dependent-launch attribute
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
-  int probe = 0;  ///< diagnostics: 1 = stream the weights but skip the math; 3 (stream kernel) =
-                  ///< every chunk reads the first chunk's x' (wrong results)
+  int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
 };
 
 /// A launch configuration.
@@ -73,7 +72,6 @@ struct Plan {
 //   {f0, f1, Σ X0, Σ X1}, {f2, f3, Σ X2, Σ X3} (f_n = 2^(e_j − 7n) as float bits; digit sums over
 //   the tile's 32 columns) and {Σ x'[c] as float bits, Σlo X0 | Σlo X1 << 16, Σlo X2 | Σlo X3 <<
 //   16, 0} (Σlo: over columns 0..15, as int16).
-
 //
 // A pre-split x (prepare_x) then holds the same numbers again in the stream kernel's layout, which
 // a warp reads with coalesced loads (lane l: tile j0 + l): for digits n = 0..2 and halves h = 0, 1
@@ -92,7 +90,9 @@ constexpr int kStreamDigits = 3;
 constexpr int kStreamPlanes = 5;
 /// Byte offset of the stream layout in a pre-split x (16-byte aligned).
 constexpr int64_t x_split_stream_offset(int64_t cols) { return x_split_mma_bytes(cols); }
-/// Bytes of a whole pre-split x: the mma layout, then the stream layout.
+/// Bytes of a whole pre-split x: the mma layout, then the stream layout (not a 16-byte multiple
+/// when the tile count is odd). prepare_x always writes both, about 3.6 bytes per column more
+/// than the mma kernel reads; the split kernel's time is its launch latency either way.
 constexpr int64_t x_split_bytes(int64_t cols) {
   return x_split_stream_offset(cols) + kStreamDigits * cols + cols / 32 * 4 * kStreamPlanes;
 }

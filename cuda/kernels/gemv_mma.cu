@@ -412,6 +412,7 @@ struct StreamOut {
 
 /// One warp splits 128 columns [c0, c0 + 128) (4 tiles; lane l holds columns c0 + 4l..+3 in v;
 /// `valid`: whether those columns exist — uniform per 8-lane tile group). All 32 lanes call it.
+/// `so`: where the stream layout goes too (prepare_x only; the CTA split leaves it out).
 __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8_t* dig,
                                           int64_t stride, int4* meta, const StreamOut& so = {}) {
   const int lane = static_cast<int>(threadIdx.x) & 31;

@@ -140,7 +140,7 @@ __device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
 // ---- one tile: 32 codes of a row against the lane's x' digits
 // ------------------------------------
 
-/// The lane's x' tile: kDigits × 8 words of digits and the tile's meta (prepare_x layout).
+/// The lane's x' tile: kDigits × 8 words of digits and the tile's numbers (stream layout planes).
 struct XTile {
   uint32_t d[kDigits][8];
   int sum[kDigits];  ///< Σ X_n over the tile
@@ -213,7 +213,7 @@ __device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x
 
 // ---- per-type tile decoders ---------------------------------------------------------------------
 // dot(c, j, x): Σ over tile j of the row's chunk of w·x'; c = shared address of the chunk's first
-// block. kBE / kBB: elements / bytes per block; kSx / kLo: what the decoder reads of the x' meta.
+// block. kBE / kBB: elements / bytes per block; kSx / kLo: which x' planes the decoder needs.
 
 // Pipeline shape per type (bench-kernels sweep on the H200, 7B shapes): bigger bulk copies amortize
 // their fixed cost; 4-bit types stream 4096 columns per row piece two deep, Q8_0 2048 three deep

@@ -50,6 +50,17 @@ TEST(RunCli, TinyRunPrintsSummaryAndWritesValidJson) {
   expect_schema_valid(out);
 }
 
+// The summary's two byte counts differ only by the embedding table: tied (SmolLM2) it is the LM
+// head and read whole; untied a step reads one row of it, and the line says so.
+TEST(RunCli, SummaryExplainsBytesReadPerStep) {
+  const auto tied = run_decodebench(tiny({}));
+  ASSERT_EQ(tied.exit_code, 0) << tied.err;
+  EXPECT_NE(tied.out.find("read per step\n"), std::string::npos) << tied.out;
+  const auto untied = run_decodebench(tiny({"--untied"}));
+  ASSERT_EQ(untied.exit_code, 0) << untied.err;
+  EXPECT_NE(untied.out.find("read per step (one embedding row)"), std::string::npos) << untied.out;
+}
+
 TEST(RunCli, BatchedRunReportsEverySequenceAndTheAggregate) {
   TempDir dir;
   const auto out = dir / "batch.json";
