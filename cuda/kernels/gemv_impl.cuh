@@ -73,11 +73,13 @@ struct Plan {
 //   the tile's 32 columns) and {Σ x'[c] as float bits, Σlo X0 | Σlo X1 << 16, Σlo X2 | Σlo X3 <<
 //   16, 0} (Σlo: over columns 0..15, as int16).
 //
-// A pre-split x (prepare_x) then holds the same numbers again in the stream kernel's layout, which
-// a warp reads with coalesced loads (lane l: tile j0 + l): for digits n = 0..2 and halves h = 0, 1
-// (columns 16h..16h + 15 of the tile), 16 bytes per tile at ((2n + h)·T + j)·16 (T tiles), then
-// five int32 planes [T]: f_1 bits; Σ X0 | Σ X1 << 16; Σ X2 | Σlo X2 << 16; Σ x' (float bits);
-// Σlo X0 | Σlo X1 << 16 (digit sums fit int16: |Σ| ≤ 32·64).
+// A pre-split x (prepare_x) then holds the same numbers again in the stream kernel's layout, in
+// groups of 32 tiles (one warp-wide pass of that kernel: lane l reads tile 32g + l of group g).
+// A group is kStreamGroupBytes: for digits n = 0..2 and halves h = 0, 1 (columns 16h..16h + 15
+// of the tile), 32 × 16 bytes at (2n + h)·512 + l·16, then five int32 planes of 32 at 3072 +
+// p·128 + l·4: f_1 bits; Σ X0 | Σ X1 << 16; Σ X2 | Σlo X2 << 16; Σ x' (float bits); Σlo X0 |
+// Σlo X1 << 16 (digit sums fit int16: |Σ| ≤ 32·64). Every warp-wide load is contiguous, and a
+// lane reaches all of its tile's numbers from one address with immediate offsets.
 
 /// Bytes of the digit rows of a split x of `cols` columns (4 rows of cols + 16 bytes).
 constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }
@@ -85,16 +87,31 @@ constexpr int64_t x_split_digit_bytes(int64_t cols) { return 4 * (cols + 16); }
 constexpr int64_t x_split_mma_bytes(int64_t cols) {
   return x_split_digit_bytes(cols) + cols / 32 * 48;
 }
-/// Digits in the stream layout, and its int32 planes per tile.
+/// Digits in the stream layout, its int32 planes per tile, tiles and bytes per group.
 constexpr int kStreamDigits = 3;
 constexpr int kStreamPlanes = 5;
+constexpr int kStreamGroupTiles = 32;
+constexpr int kStreamPlaneBase = 2 * kStreamDigits * kStreamGroupTiles * 16;  // 3072
+constexpr int kStreamGroupBytes = kStreamPlaneBase + kStreamPlanes * kStreamGroupTiles * 4;
+static_assert(kStreamGroupBytes % 16 == 0, "groups keep 16-byte alignment");
 /// Byte offset of the stream layout in a pre-split x (16-byte aligned).
 constexpr int64_t x_split_stream_offset(int64_t cols) { return x_split_mma_bytes(cols); }
-/// Bytes of a whole pre-split x: the mma layout, then the stream layout (not a 16-byte multiple
-/// when the tile count is odd). prepare_x always writes both, about 3.6 bytes per column more
-/// than the mma kernel reads; the split kernel's time is its launch latency either way.
+/// Offset, within the stream layout, of digit n's 16 bytes for half h of tile j.
+constexpr int64_t x_stream_digit_offset(int64_t j, int n, int h) {
+  return j / kStreamGroupTiles * kStreamGroupBytes + (2 * n + h) * kStreamGroupTiles * 16 +
+         j % kStreamGroupTiles * 16;
+}
+/// Offset, within the stream layout, of plane p's int32 for tile j.
+constexpr int64_t x_stream_plane_offset(int64_t j, int p) {
+  return j / kStreamGroupTiles * kStreamGroupBytes + kStreamPlaneBase + p * kStreamGroupTiles * 4 +
+         j % kStreamGroupTiles * 4;
+}
+/// Bytes of a whole pre-split x: the mma layout, then the stream layout's groups (16-byte
+/// multiple). prepare_x always writes both, about 3.6 bytes per column more than the mma kernel
+/// reads; the split kernel's time is its launch latency either way.
 constexpr int64_t x_split_bytes(int64_t cols) {
-  return x_split_stream_offset(cols) + kStreamDigits * cols + cols / 32 * 4 * kStreamPlanes;
+  return x_split_stream_offset(cols) +
+         (cols / 32 + kStreamGroupTiles - 1) / kStreamGroupTiles * kStreamGroupBytes;
 }
 
 // ---- per-kernel entry points (defined in gemv_direct.cu / gemv_mma.cu) ---------------------

@@ -405,9 +405,7 @@ __device__ __forceinline__ uint32_t pack_low_bytes(uint32_t a, uint32_t b, uint3
 
 /// Where split_128 also writes the stream layout (gemv_impl.cuh); sdig == nullptr: not at all.
 struct StreamOut {
-  int8_t* sdig = nullptr;
-  int* planes = nullptr;
-  int64_t tiles = 0;
+  int8_t* sdig = nullptr;  ///< start of the stream layout (x_split_stream_offset)
 };
 
 /// One warp splits 128 columns [c0, c0 + 128) (4 tiles; lane l holds columns c0 + 4l..+3 in v;
@@ -474,12 +472,14 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
     }
     meta[3 * tile + q] = out;
     if (so.sdig != nullptr && q == 0) {
-      const int64_t t = so.tiles;
-      so.planes[tile] = f(1);
-      so.planes[t + tile] = pack(sums[0] + other[0], sums[1] + other[1]);
-      so.planes[2 * t + tile] = pack(sums[2] + other[2], sums[2]);
-      so.planes[3 * t + tile] = __float_as_int(sx);
-      so.planes[4 * t + tile] = pack(sums[0], sums[1]);
+      const auto plane = [&](int p) {
+        return reinterpret_cast<int*>(so.sdig + x_stream_plane_offset(tile, p));
+      };
+      *plane(0) = f(1);
+      *plane(1) = pack(sums[0] + other[0], sums[1] + other[1]);
+      *plane(2) = pack(sums[2] + other[2], sums[2]);
+      *plane(3) = __float_as_int(sx);
+      *plane(4) = pack(sums[0], sums[1]);
     }
   }
   if (so.sdig != nullptr) {
@@ -487,8 +487,8 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
     const int64_t h = (c / 16) & 1;
 #pragma unroll
     for (int n = 0; n < kStreamDigits; ++n) {
-      *reinterpret_cast<uint32_t*>(so.sdig + ((2 * n + h) * so.tiles + tile) * 16 + (c & 15)) =
-          word[n];
+      *reinterpret_cast<uint32_t*>(so.sdig + x_stream_digit_offset(tile, n, static_cast<int>(h)) +
+                                   (c & 15)) = word[n];
     }
   }
 }
@@ -798,8 +798,6 @@ void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaSt
   auto* meta = reinterpret_cast<int4*>(dig + x_split_digit_bytes(cols));
   StreamOut so;
   so.sdig = dig + x_split_stream_offset(cols);
-  so.planes = reinterpret_cast<int*>(so.sdig + kStreamDigits * cols);
-  so.tiles = cols / 32;
   void* params[] = {&s, &c, &dig, &meta, &so};
   const int64_t grid = ceil_div<int64_t>(cols, 128 * kWarps);
   launch_with_attrs(reinterpret_cast<const void*>(&prepare_x_kernel), params,

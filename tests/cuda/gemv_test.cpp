@@ -502,31 +502,40 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   }
 }
 
-// The stream kernel's copy of a pre-split x (gemv_impl.cuh): digits 0..2 at ((2n + h)·T + j)·16
-// and five int32 planes after them, checked against x itself: f_1 and three digits rebuild each
-// x'[c] to within 2^-19 of its tile's largest |x'|, and the planes hold the digit sums.
+// The stream kernel's copy of a pre-split x (gemv_impl.cuh), in groups of 32 tiles of 3712
+// bytes: digit n, half h of tile j = 32g + l at g·3712 + (2n + h)·512 + l·16, plane p at g·3712 +
+// 3072 + p·128 + l·4. Checked against x itself: f_1 and three digits rebuild each x'[c] to within
+// 2^-19 of its tile's largest |x'|, and the planes hold the digit sums. 1120 columns: two CTAs of
+// the split kernel, 35 tiles (a partial second group).
 TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   DB_REQUIRE_CUDA();
-  const int64_t cols = 256, tiles = cols / 32;
+  const int64_t cols = 1120, tiles = cols / 32;
   std::vector<float> x = random_floats(static_cast<size_t>(cols), 77);
   x[5] = 3000.0f;                                         // a peaky tile
   for (int64_t c = 64; c < 96; ++c) x[c] *= 1e-25f;       // a tiny tile
   for (int64_t c = 96; c < 128; ++c) x[c] = 0.0f;         // an empty tile
   for (int64_t c = 128; c < 160; ++c) x[c] = -x[c] * 50;  // a negative, larger tile
+  for (int64_t c = 1056; c < 1088; ++c) x[c] *= 7.0f;     // tile 33, in the second group
   DeviceBuffer d_x = upload(x);
   DeviceBuffer d_split(gemv_x_split_bytes(cols));
   launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
                         d_split.get(), false, nullptr);
   testing::sync();
   const std::vector<int8_t> all = download<int8_t>(d_split.get(), gemv_x_split_bytes(cols));
-  const size_t off = static_cast<size_t>(4 * (cols + 16) + tiles * 48);
-  const int8_t* dig = all.data() + off;
-  std::vector<int32_t> planes(static_cast<size_t>(5 * tiles));
-  std::memcpy(planes.data(), dig + 3 * cols, planes.size() * 4);
+  const int8_t* stream = all.data() + 4 * (cols + 16) + tiles * 48;
+  const auto digit = [&](int64_t j, int n, int c) {
+    return stream[j / 32 * 3712 + (2 * n + c / 16) * 512 + j % 32 * 16 + c % 16];
+  };
+  const auto plane = [&](int64_t j, int p) {
+    int32_t v;
+    std::memcpy(&v, stream + j / 32 * 3712 + 3072 + p * 128 + j % 32 * 4, 4);
+    return v;
+  };
   const auto lo16 = [](int32_t v) { return static_cast<int>(static_cast<int16_t>(v & 0xFFFF)); };
   for (int64_t j = 0; j < tiles; ++j) {
     float f1;
-    std::memcpy(&f1, &planes[j], 4);
+    const int32_t f1_bits = plane(j, 0);
+    std::memcpy(&f1, &f1_bits, 4);
     float tile_max = 0.0f;
     for (int c = 0; c < 32; ++c) tile_max = std::max(tile_max, std::fabs(x[32 * j + c]));
     int sum[3] = {0, 0, 0}, lo[3] = {0, 0, 0};
@@ -534,7 +543,7 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
     for (int c = 0; c < 32; ++c) {
       int d[3];
       for (int n = 0; n < 3; ++n) {
-        d[n] = dig[((2 * n + c / 16) * tiles + j) * 16 + c % 16];
+        d[n] = digit(j, n, c);
         sum[n] += d[n];
         if (c < 16) lo[n] += d[n];
       }
@@ -543,14 +552,15 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
           << "tile " << j << " column " << c;
       sx += x[32 * j + c];
     }
-    EXPECT_EQ(lo16(planes[tiles + j]), sum[0]) << "tile " << j;
-    EXPECT_EQ(planes[tiles + j] >> 16, sum[1]) << "tile " << j;
-    EXPECT_EQ(lo16(planes[2 * tiles + j]), sum[2]) << "tile " << j;
-    EXPECT_EQ(planes[2 * tiles + j] >> 16, lo[2]) << "tile " << j;
-    EXPECT_EQ(lo16(planes[4 * tiles + j]), lo[0]) << "tile " << j;
-    EXPECT_EQ(planes[4 * tiles + j] >> 16, lo[1]) << "tile " << j;
+    EXPECT_EQ(lo16(plane(j, 1)), sum[0]) << "tile " << j;
+    EXPECT_EQ(plane(j, 1) >> 16, sum[1]) << "tile " << j;
+    EXPECT_EQ(lo16(plane(j, 2)), sum[2]) << "tile " << j;
+    EXPECT_EQ(plane(j, 2) >> 16, lo[2]) << "tile " << j;
+    EXPECT_EQ(lo16(plane(j, 4)), lo[0]) << "tile " << j;
+    EXPECT_EQ(plane(j, 4) >> 16, lo[1]) << "tile " << j;
     float got_sx;
-    std::memcpy(&got_sx, &planes[3 * tiles + j], 4);
+    const int32_t sx_bits = plane(j, 3);
+    std::memcpy(&got_sx, &sx_bits, 4);
     EXPECT_NEAR(got_sx, sx, 1e-5 * (std::fabs(sx) + 32 * tile_max)) << "tile " << j;
   }
 }
@@ -573,8 +583,9 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.cols = 256;
   p.variant = 4;
   EXPECT_THROW(gemv_launch_info(p), Error);
-  EXPECT_EQ(gemv_x_split_bytes(64),
-            static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3 * 64 + 2 * 4 * 5));
+  // mma layout (4 digit rows, 48 bytes of meta per tile), then one 3712-byte group per 32 tiles.
+  EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3712));
+  EXPECT_EQ(gemv_x_split_bytes(1056), static_cast<size_t>(4 * (1056 + 16) + 33 * 48 + 2 * 3712));
 }
 
 // Argument checks happen before any CUDA call: these run without a GPU.
