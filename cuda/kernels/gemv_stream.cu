@@ -141,6 +141,32 @@ __device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
   }
 }
 
+/// kN 32-bit words at byte address q + sh / 8 (q 4-byte aligned, sh = 0, 8, 16 or 24): words_at
+/// with the alignment split off, so a cursor can compute it once per chunk.
+template <int kN>
+__device__ __forceinline__ void words_from(uint32_t q, uint32_t sh, uint32_t (&w)[kN]) {
+  uint32_t prev = lds32(q);
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    const uint32_t next = lds32(q + 4 * (i + 1));
+    w[i] = __funnelshift_r(prev, next, sh);
+    prev = next;
+  }
+}
+
+/// A lane's place in a row's chunk for the types whose tile is one block (32 columns): its block
+/// at pass 0 (shared address b) and, split off once per chunk, the aligned word address q and
+/// funnel shift sh of the codes at b + qs. Pass p adds p·32·kBB bytes, a multiple of 4, so q and
+/// sh hold for every pass and the per-pass addresses are immediates.
+struct BlockCursor {
+  uint32_t b, q, sh;
+  __device__ static BlockCursor at(uint32_t c, int l, int bb, int qs) {
+    const uint32_t b = c + static_cast<uint32_t>(l * bb);
+    const uint32_t a = b + static_cast<uint32_t>(qs);
+    return BlockCursor{b, a & ~3u, (a & 3u) * 8u};
+  }
+};
+
 // ---- one tile: 32 codes of a row against the lane's x' digits
 // ------------------------------------
 
@@ -244,8 +270,10 @@ __device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x
 }
 
 // ---- per-type tile decoders ---------------------------------------------------------------------
-// dot(c, j, x): Σ over tile j of the row's chunk of w·x'; c = shared address of the chunk's first
-// block. kBE / kBB: elements / bytes per block; kSx / kLo: which x' planes the decoder needs.
+// cursor(c, l): lane tile l's place in a row's chunk (c = shared address of the chunk's first
+// block), computed once per chunk; dot(u, p, x): Σ over tile 32p + l of w·x' (p: the pass, a
+// constant once the pass loop is unrolled). kBE / kBB: elements / bytes per block; kSx / kLo:
+// which x' planes the decoder needs.
 
 // Pipeline shape per type (bench-kernels sweep on the H200, 7B shapes): bigger bulk copies amortize
 // their fixed cost; 4-bit types stream 4096 columns per row piece two deep, Q8_0 2048 three deep
@@ -262,11 +290,13 @@ template <>  // d f16 @0 · qs int8[32] @2
 struct StreamOps<WeightType::kQ8_0> : Pipe<2048, 3> {
   static constexpr int kBE = 32, kBB = 34;
   static constexpr bool kSx = false, kLo = false;
-  __device__ static float dot(uint32_t c, int j, const XTile& x) {
-    const uint32_t b = c + j * kBB;
+  using Cursor = BlockCursor;
+  __device__ static Cursor cursor(uint32_t c, int l) { return BlockCursor::at(c, l, kBB, 2); }
+  __device__ static float dot(const Cursor& u, int p, const XTile& x) {
+    const uint32_t off = static_cast<uint32_t>(p * 32 * kBB);
     uint32_t q[8];
-    words_at<8>(b + 2, q);
-    return lds_f16(b) * tile_dot<0>(q, x);
+    words_from<8>(u.q + off, u.sh, q);
+    return lds_f16(u.b + off) * tile_dot<0>(q, x);
   }
 };
 
@@ -276,10 +306,13 @@ template <int kBB_, int kM, int kQh, int kQs, int kOffset>
 struct Legacy : Pipe<4096, 2> {
   static constexpr int kBE = 32, kBB = kBB_;
   static constexpr bool kSx = kM >= 0, kLo = false;
-  __device__ static float dot(uint32_t c, int j, const XTile& x) {
-    const uint32_t b = c + j * kBB;
+  using Cursor = BlockCursor;
+  __device__ static Cursor cursor(uint32_t c, int l) { return BlockCursor::at(c, l, kBB, kQs); }
+  __device__ static float dot(const Cursor& u, int p, const XTile& x) {
+    const uint32_t off = static_cast<uint32_t>(p * 32 * kBB);
+    const uint32_t b = u.b + off;
     uint32_t w[4];
-    words_at<4>(b + kQs, w);
+    words_from<4>(u.q + off, u.sh, w);
     uint32_t q[8];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -320,9 +353,17 @@ struct KQuant : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = kBB_;
   static constexpr bool kSx = true, kLo = false;
   static_assert(kBB % 16 == 0 && kQs % 16 == 0 && (kQh < 0 || kQh % 16 == 0), "aligned reads");
-  __device__ static float dot(uint32_t c, int j, const XTile& x) {
-    const uint32_t b = c + (j >> 3) * kBB;
-    const int s = j & 7;
+  /// Tile 32p + l is sub-block l % 8 of block 4p + l / 8.
+  struct Cursor {
+    uint32_t b;
+    int s;
+  };
+  __device__ static Cursor cursor(uint32_t c, int l) {
+    return Cursor{c + static_cast<uint32_t>((l >> 3) * kBB), l & 7};
+  }
+  __device__ static float dot(const Cursor& u, int p, const XTile& x) {
+    const uint32_t b = u.b + static_cast<uint32_t>(p * 4 * kBB);
+    const int s = u.s;
     uint32_t w[8];
     words_at16<8>(b + kQs + 32 * (s >> 1), w);
     const int sh = 4 * (s & 1);
@@ -367,9 +408,17 @@ template <>  // ql[128] @0 · qh[64] @128 · scales int8[16] @192 · d @208
 struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = 210;
   static constexpr bool kSx = false, kLo = true;
-  __device__ static float dot(uint32_t c, int j, const XTile& x) {
-    const uint32_t b = c + (j >> 3) * kBB;
-    const int t = j & 7;
+  /// Tile 32p + l is tile l % 8 of block 4p + l / 8.
+  struct Cursor {
+    uint32_t b;
+    int t;
+  };
+  __device__ static Cursor cursor(uint32_t c, int l) {
+    return Cursor{c + static_cast<uint32_t>((l >> 3) * kBB), l & 7};
+  }
+  __device__ static float dot(const Cursor& u, int p, const XTile& x) {
+    const uint32_t b = u.b + static_cast<uint32_t>(p * 4 * kBB);
+    const int t = u.t;
     const int h = t >> 2;
     const int g = t & 3;
     uint32_t l[8], hb[8];
@@ -463,47 +512,53 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   }
   __syncwarp();
 
-  // Row piece i of task round tk, local chunk c: global byte span from `start`, copied as its
-  // 16-byte aligned cover [a0, a1).
-  struct Piece {
-    int64_t start;
-    int64_t a0;
-    int64_t a1;
-  };
-  const auto piece = [&](int64_t tk, int64_t c, int i) {
-    const int64_t task = task0 + tk * task_step;
-    const int64_t blk0 = (kidx + c * ks) * cb;
-    const int64_t row = kernels::min64(task * kRows + i, a.rows - 1);
-    const int64_t start = row * row_bytes + blk0 * kBB;
-    const int64_t end = start + kernels::min64(cb, nb - blk0) * kBB;
-    return Piece{start, start & ~int64_t{15}, (end + 15) & ~int64_t{15}};
-  };
-  // Lane 0 issues items in order, nst − 1 ahead of the consumer (issue_tk/issue_c: next item).
-  int64_t issued = 0, issue_tk = 0, issue_c = 0;
+  // Lane 0 issues items in order, nst − 1 ahead of the consumer: for the next item (task round
+  // issue_tk, local chunk issue_c) it copies each row's chunk as its 16-byte aligned cover. Byte
+  // offsets are 32-bit (stream_supported: the matrix is below 4 GiB) and advance incrementally:
+  // this bookkeeping is executed by the whole warp, so it is kept short.
+  const uint32_t row_bytes32 = static_cast<uint32_t>(row_bytes);
+  const uint32_t last_row_off = static_cast<uint32_t>(a.rows - 1) * row_bytes32;
+  const uint32_t rows32 = static_cast<uint32_t>(a.rows);
+  const uint32_t task_row_step = static_cast<uint32_t>(task_step) * kRows;
+  uint32_t issue_row = static_cast<uint32_t>(task0) * kRows;  // first row of the item's task
+  uint32_t issue_row_off = issue_row * row_bytes32;
+  uint32_t issue_blk = static_cast<uint32_t>(kidx) * cb;  // first block of the item's chunk
+  int64_t issued = 0, issue_c = 0;
+  int issue_s = 0;  // stage of the next item
   const auto issue = [&]() {
     if (issued >= items) return;
     if (lane == 0) {
-      const int s = static_cast<int>(issued % nst);
-      Piece pc[kRows];
+      const uint32_t cofs = issue_blk * kBB;
+      const uint32_t clen = min(static_cast<uint32_t>(cb), static_cast<uint32_t>(nb) - issue_blk) *
+                            static_cast<uint32_t>(kBB);
+      uint32_t a0[kRows], len[kRows];
       uint32_t total = 0;
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        pc[i] = piece(issue_tk, issue_c, i);
-        total += static_cast<uint32_t>(pc[i].a1 - pc[i].a0);
+        // Rows past the end re-read the last row (their results are not stored).
+        const uint32_t roff =
+            issue_row + i < rows32 ? issue_row_off + i * row_bytes32 : last_row_off;
+        const uint32_t start = roff + cofs;
+        a0[i] = start & ~15u;
+        len[i] = ((start + clen + 15u) & ~15u) - a0[i];
+        total += len[i];
       }
       // Earlier generic-proxy reads of this stage are ordered before the async-proxy refill.
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      mbar_arrive_expect_tx(&bars[s], total);
+      mbar_arrive_expect_tx(&bars[issue_s], total);
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        bulk_copy(stages + s * stage_bytes + i * region, a.w + pc[i].a0,
-                  static_cast<uint32_t>(pc[i].a1 - pc[i].a0), &bars[s]);
+        bulk_copy(stages + issue_s * stage_bytes + i * region, a.w + a0[i], len[i], &bars[issue_s]);
       }
     }
     ++issued;
+    if (++issue_s == nst) issue_s = 0;
+    issue_blk += static_cast<uint32_t>(ks * cb);
     if (++issue_c == my_chunks) {
       issue_c = 0;
-      ++issue_tk;
+      issue_blk = static_cast<uint32_t>(kidx) * cb;
+      issue_row += task_row_step;
+      issue_row_off += task_row_step * row_bytes32;
     }
   };
 
@@ -520,29 +575,36 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
 
   // Tasks with no chunk for this warp (ks > nchunks) still take part in the slot's reduction.
-  int64_t it = 0;
-  for (int64_t tk = 0; tk < my_tasks; ++tk) {
-    for (int64_t c = 0; c < my_chunks; ++c, ++it) {
+  int cs = 0;         // stage of the item being consumed
+  uint32_t cpar = 0;  // and the parity of the mbarrier phase it waits for
+  uint32_t crow = static_cast<uint32_t>(task0) * kRows;  // first row of the current task
+  for (int64_t tk = 0; tk < my_tasks; ++tk, crow += task_row_step) {
+    uint32_t blk0 = static_cast<uint32_t>(kidx) * cb;  // first block of the current chunk
+    for (int64_t c = 0; c < my_chunks; ++c, blk0 += static_cast<uint32_t>(ks * cb)) {
       issue();
-      const int s = static_cast<int>(it % nst);
-      mbar_wait(&bars[s], static_cast<uint32_t>((it / nst) & 1));
-      const int64_t blk0 = (kidx + c * ks) * cb;
-      const int tiles = static_cast<int>(kernels::min64(cb, nb - blk0)) * kTilesPerBlock;
+      mbar_wait(&bars[cs], cpar);
+      const int tiles =
+          static_cast<int>(min(static_cast<uint32_t>(cb), static_cast<uint32_t>(nb) - blk0)) *
+          kTilesPerBlock;
       if (a.probe != 1) {
         // Shared address of each row's chunk: the stage region plus the piece's lead bytes (the
-        // low 4 bits of its global offset; 32-bit arithmetic keeps them exact).
-        const int64_t task = task0 + tk * task_step;
+        // low 4 bits of its global offset).
         uint32_t chunk[kRows];
 #pragma unroll
         for (int i = 0; i < kRows; ++i) {
-          const uint32_t row = static_cast<uint32_t>(kernels::min64(task * kRows + i, a.rows - 1));
-          const uint32_t lead =
-              (row * static_cast<uint32_t>(row_bytes) + static_cast<uint32_t>(blk0) * kBB) & 15u;
-          chunk[i] = stages_addr + s * stage_bytes + i * region + lead;
+          const uint32_t row = min(crow + i, rows32 - 1);
+          const uint32_t lead = (row * row_bytes32 + blk0 * kBB) & 15u;
+          chunk[i] = stages_addr + cs * stage_bytes + i * region + lead;
         }
         // Probe 3: every chunk reads the first chunk's x' (L1-resident): the cost of the math
         // alone.
-        const int64_t tile0 = a.probe == 3 ? 0 : blk0 * kTilesPerBlock;
+        const int64_t tile0 = a.probe == 3 ? 0 : static_cast<int64_t>(blk0) * kTilesPerBlock;
+#pragma unroll
+        // Each lane's place in both rows' chunks, and for a split last pass (below) in the row
+        // of its half-warp: computed once per chunk.
+        typename Ops::Cursor cur[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) cur[i] = Ops::cursor(chunk[i], lane);
 #pragma unroll
         for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
           // This pass's 32 tiles are one group of the stream layout (chunks start at multiples
@@ -551,25 +613,27 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
           if (tiles - jj > 0 && tiles - jj <= 16) {
             // A last pass of at most 16 tiles (3584 columns: 112 tiles, 3.5 passes): lanes 0-15
             // take row 0, lanes 16-31 row 1, instead of half the warp idling over both rows.
-            const int j = jj + (lane & 15);
-            if (j < tiles) {
+            if (jj + (lane & 15) < tiles) {
               const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane & 15);
               const bool second = lane >= 16;
-              const float v = Ops::dot(second ? chunk[1] : chunk[0], j, x);
+              const typename Ops::Cursor half =
+                  Ops::cursor(second ? chunk[1] : chunk[0], lane & 15);
+              const float v = Ops::dot(half, jj / 32, x);
               acc[0] += second ? 0.0f : v;
               acc[1] += second ? v : 0.0f;
             }
-          } else {
-            const int j = jj + lane;
-            if (j < tiles) {
-              const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane);
+          } else if (jj + lane < tiles) {
+            const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane);
 #pragma unroll
-              for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(chunk[i], j, x);
-            }
+            for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(cur[i], jj / 32, x);
           }
         }
       }
-      __syncwarp();  // every lane is done with stage s before lane 0 refills it
+      __syncwarp();  // every lane is done with stage cs before lane 0 refills it
+      if (++cs == nst) {
+        cs = 0;
+        cpar ^= 1;
+      }
     }
     // Task done: reduce over the warp, then over the slot's ks warps in a fixed order.
     const int64_t task = task0 + tk * task_step;
@@ -612,6 +676,8 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
     const int64_t end =
         reinterpret_cast<int64_t>(w) + rows * (cols / Ops::kBE) * static_cast<int64_t>(Ops::kBB);
     ok = cols % Ops::kBE == 0 && (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && (end & 15) == 0;
+    // The kernel's byte offsets within the matrix are 32-bit.
+    ok = ok && rows * (cols / Ops::kBE) * static_cast<int64_t>(Ops::kBB) < (int64_t{1} << 32) - 64;
     // The pipeline's shared memory must fit a block (not so on every GPU).
     ok = ok && stream_smem(Ops::kChunkCols / Ops::kBE, Ops::kBB, Ops::kStages) <= smem_optin();
   });
