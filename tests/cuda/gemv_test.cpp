@@ -565,6 +565,27 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   }
 }
 
+// The stream kernel keeps 32-bit byte offsets within a matrix: from 4 GiB of weights a pre-split
+// x goes to the mma kernel instead. Planning only (nothing is launched or read).
+TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DeviceBuffer x(1 << 16), y(1 << 16), split(gemv_x_split_bytes(4096));
+  GemvParams p;
+  p.type = WeightType::kQ8_0;
+  p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // 16-byte aligned, never read
+  p.x = x.data<float>();
+  p.y = y.data<float>();
+  p.x_split = split.get();
+  p.cols = 4096;    // 4352 bytes per row
+  p.rows = 986895;  // 4,294,967,040 bytes: 256 below 4 GiB
+  EXPECT_STREQ(gemv_launch_info(p).kernel, "stream");
+  p.rows = 986896;  // 4,294,971,392 bytes
+  EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
+}
+
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
   EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4}));
