@@ -403,9 +403,9 @@ __device__ __forceinline__ uint32_t pack_low_bytes(uint32_t a, uint32_t b, uint3
   return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 
-/// Where split_128 also writes the stream layout (gemv_impl.cuh); sdig == nullptr: not at all.
+/// Where split_128 also writes the stream layout (gemv_impl.cuh); base == nullptr: not at all.
 struct StreamOut {
-  int8_t* sdig = nullptr;  ///< start of the stream layout (x_split_stream_offset)
+  int8_t* base = nullptr;  ///< start of the stream layout (x_split_stream_offset)
 };
 
 /// One warp splits 128 columns [c0, c0 + 128) (4 tiles; lane l holds columns c0 + 4l..+3 in v;
@@ -471,9 +471,9 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
       out = make_int4(__float_as_int(sx), pack(sums[0], sums[1]), pack(sums[2], sums[3]), 0);
     }
     meta[3 * tile + q] = out;
-    if (so.sdig != nullptr && q == 0) {
+    if (so.base != nullptr && q == 0) {
       const auto plane = [&](int p) {
-        return reinterpret_cast<int*>(so.sdig + x_stream_plane_offset(tile, p));
+        return reinterpret_cast<int*>(so.base + x_stream_plane_offset(tile, p));
       };
       *plane(0) = f(1);
       *plane(1) = pack(sums[0] + other[0], sums[1] + other[1]);
@@ -482,12 +482,12 @@ __device__ __forceinline__ void split_128(float4 v, int64_t c0, bool valid, int8
       *plane(4) = pack(sums[0], sums[1]);
     }
   }
-  if (so.sdig != nullptr) {
+  if (so.base != nullptr) {
     const int64_t tile = c / 32;
     const int64_t h = (c / 16) & 1;
 #pragma unroll
     for (int n = 0; n < kStreamDigits; ++n) {
-      *reinterpret_cast<uint32_t*>(so.sdig + x_stream_digit_offset(tile, n, static_cast<int>(h)) +
+      *reinterpret_cast<uint32_t*>(so.base + x_stream_digit_offset(tile, n, static_cast<int>(h)) +
                                    (c & 15)) = word[n];
     }
   }
@@ -797,7 +797,7 @@ void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaSt
   auto* dig = static_cast<int8_t*>(out);
   auto* meta = reinterpret_cast<int4*>(dig + x_split_digit_bytes(cols));
   StreamOut so;
-  so.sdig = dig + x_split_stream_offset(cols);
+  so.base = dig + x_split_stream_offset(cols);
   void* params[] = {&s, &c, &dig, &meta, &so};
   const int64_t grid = ceil_div<int64_t>(cols, 128 * kWarps);
   launch_with_attrs(reinterpret_cast<const void*>(&prepare_x_kernel), params,

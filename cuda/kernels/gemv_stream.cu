@@ -9,7 +9,8 @@
 //
 // Math: x' arrives split into signed 7-bit digits per 32-column tile (launch_gemv_prepare_x:
 // x'[c] ≈ Σ_n f_n·X_n[c], f_n = 2^(e − 7n)). Lane l of a warp owns tiles l, l + 32, ... of each
-// chunk: it unpacks the tile's 32 codes of each row into 8 words of bytes and forms the integer
+// chunk (in a last pass of at most 16 tiles, lanes 16-31 take row 1's tile l − 16 and lanes 0-15
+// row 0's): it unpacks the tile's 32 codes of each row into 8 words of bytes and forms the integer
 // sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits digits. A tile's dot
 // product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n,
 // minimums as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the
@@ -127,22 +128,8 @@ __device__ __forceinline__ void words_at16(uint32_t a, uint32_t (&w)[kN]) {
   }
 }
 
-/// kN 32-bit words starting at the 2-byte aligned shared address a (reads kN + 1 aligned words).
-template <int kN>
-__device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
-  const uint32_t q = a & ~3u;
-  const uint32_t sh = (a & 3u) * 8u;
-  uint32_t prev = lds32(q);
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    const uint32_t next = lds32(q + 4 * (i + 1));
-    w[i] = __funnelshift_r(prev, next, sh);
-    prev = next;
-  }
-}
-
-/// kN 32-bit words at byte address q + sh / 8 (q 4-byte aligned, sh = 0, 8, 16 or 24): words_at
-/// with the alignment split off, so a cursor can compute it once per chunk.
+/// kN 32-bit words at byte address q + sh / 8 (q 4-byte aligned, sh = 0, 8, 16 or 24; reads kN + 1
+/// aligned words), the alignment split off so a cursor can compute it once per chunk.
 template <int kN>
 __device__ __forceinline__ void words_from(uint32_t q, uint32_t sh, uint32_t (&w)[kN]) {
   uint32_t prev = lds32(q);
@@ -152,6 +139,12 @@ __device__ __forceinline__ void words_from(uint32_t q, uint32_t sh, uint32_t (&w
     w[i] = __funnelshift_r(prev, next, sh);
     prev = next;
   }
+}
+
+/// kN 32-bit words starting at the 2-byte aligned shared address a.
+template <int kN>
+__device__ __forceinline__ void words_at(uint32_t a, uint32_t (&w)[kN]) {
+  words_from<kN>(a & ~3u, (a & 3u) * 8u, w);
 }
 
 /// A lane's place in a row's chunk for the types whose tile is one block (32 columns): its block
@@ -165,6 +158,17 @@ struct BlockCursor {
     const uint32_t a = b + static_cast<uint32_t>(qs);
     return BlockCursor{b, a & ~3u, (a & 3u) * 8u};
   }
+};
+
+/// A lane's place in a row's chunk for the 256-column block types (Q4_K, Q5_K, Q6_K): tile 32p + l
+/// is sub-tile t = l % 8 of block 4p + l / 8, whose address is block(p).
+struct SuperCursor {
+  uint32_t b;  ///< the lane's block at pass 0
+  int t;
+  __device__ static SuperCursor at(uint32_t c, int l, int bb) {
+    return SuperCursor{c + static_cast<uint32_t>((l >> 3) * bb), l & 7};
+  }
+  __device__ uint32_t block(int p, int bb) const { return b + static_cast<uint32_t>(p * 4 * bb); }
 };
 
 // ---- one tile: 32 codes of a row against the lane's x' digits
@@ -220,7 +224,7 @@ __device__ __forceinline__ void load_digit(const int8_t* d, uint32_t (&w)[8]) {
 /// low-half digit sums.
 template <bool kSx, bool kLo>
 __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
-  static_assert(kDigits == 3 || kDigits == 2, "the stream layout holds three digits");
+  static_assert(kDigits == 3 || kDigits == 2, "two or three of the stream layout's three digits");
   constexpr int kPlane = kStreamGroupTiles * 4;
   XTile x;
   const int8_t* d = g + l * 16;
@@ -353,17 +357,11 @@ struct KQuant : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = kBB_;
   static constexpr bool kSx = true, kLo = false;
   static_assert(kBB % 16 == 0 && kQs % 16 == 0 && (kQh < 0 || kQh % 16 == 0), "aligned reads");
-  /// Tile 32p + l is sub-block l % 8 of block 4p + l / 8.
-  struct Cursor {
-    uint32_t b;
-    int s;
-  };
-  __device__ static Cursor cursor(uint32_t c, int l) {
-    return Cursor{c + static_cast<uint32_t>((l >> 3) * kBB), l & 7};
-  }
+  using Cursor = SuperCursor;
+  __device__ static Cursor cursor(uint32_t c, int l) { return SuperCursor::at(c, l, kBB); }
   __device__ static float dot(const Cursor& u, int p, const XTile& x) {
-    const uint32_t b = u.b + static_cast<uint32_t>(p * 4 * kBB);
-    const int s = u.s;
+    const uint32_t b = u.block(p, kBB);
+    const int s = u.t;  // sub-block
     uint32_t w[8];
     words_at16<8>(b + kQs + 32 * (s >> 1), w);
     const int sh = 4 * (s & 1);
@@ -408,16 +406,10 @@ template <>  // ql[128] @0 · qh[64] @128 · scales int8[16] @192 · d @208
 struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = 210;
   static constexpr bool kSx = false, kLo = true;
-  /// Tile 32p + l is tile l % 8 of block 4p + l / 8.
-  struct Cursor {
-    uint32_t b;
-    int t;
-  };
-  __device__ static Cursor cursor(uint32_t c, int l) {
-    return Cursor{c + static_cast<uint32_t>((l >> 3) * kBB), l & 7};
-  }
+  using Cursor = SuperCursor;
+  __device__ static Cursor cursor(uint32_t c, int l) { return SuperCursor::at(c, l, kBB); }
   __device__ static float dot(const Cursor& u, int p, const XTile& x) {
-    const uint32_t b = u.b + static_cast<uint32_t>(p * 4 * kBB);
+    const uint32_t b = u.block(p, kBB);
     const int t = u.t;
     const int h = t >> 2;
     const int g = t & 3;
@@ -512,10 +504,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   }
   __syncwarp();
 
-  // Lane 0 issues items in order, nst − 1 ahead of the consumer: for the next item (task round
-  // issue_tk, local chunk issue_c) it copies each row's chunk as its 16-byte aligned cover. Byte
-  // offsets are 32-bit (stream_supported: the matrix is below 4 GiB) and advance incrementally:
-  // this bookkeeping is executed by the whole warp, so it is kept short.
+  // Lane 0 issues items in order, nst − 1 ahead of the consumer: for the next item (the task
+  // whose first row is issue_row, at byte issue_row_off; its local chunk issue_c, first block
+  // issue_blk) it copies each row's chunk as its 16-byte aligned cover. Byte offsets are 32-bit
+  // (stream_supported: the matrix is below 4 GiB) and advance incrementally: this bookkeeping is
+  // executed by the whole warp, so it is kept short.
   const uint32_t row_bytes32 = static_cast<uint32_t>(row_bytes);
   const uint32_t last_row_off = static_cast<uint32_t>(a.rows - 1) * row_bytes32;
   const uint32_t rows32 = static_cast<uint32_t>(a.rows);
@@ -599,7 +592,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         // Probe 3: every chunk reads the first chunk's x' (L1-resident): the cost of the math
         // alone.
         const int64_t tile0 = a.probe == 3 ? 0 : static_cast<int64_t>(blk0) * kTilesPerBlock;
-#pragma unroll
         // Each lane's place in both rows' chunks, and for a split last pass (below) in the row
         // of its half-warp: computed once per chunk.
         typename Ops::Cursor cur[kRows];
