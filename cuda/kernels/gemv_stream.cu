@@ -256,14 +256,25 @@ __device__ __forceinline__ float digits_value(const XTile& x, int s0, int s1, in
 }
 
 /// Σ_c (code_c − kOffset)·x'_c over the whole tile (codes: 8 words of bytes in column order).
-template <int kOffset>
+/// c + Σ_k a_k·b_k over the four bytes, a unsigned (0..255) and b signed (PTX dp4a.u32.s32).
+__device__ __forceinline__ int dp4a_us(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+/// kUnsigned: codes are unsigned bytes up to 255 (else 0..127, where signed and unsigned agree).
+template <int kOffset, bool kUnsigned = false>
 __device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x) {
   int s[kDigits];
 #pragma unroll
   for (int n = 0; n < kDigits; ++n) {
     int a = -kOffset * x.sum[n];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
+    for (int k = 0; k < 8; ++k) {
+      a = kUnsigned ? dp4a_us(q[k], x.d[n][k], a)
+                    : __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
+    }
     s[n] = a;
   }
   if constexpr (kDigits == 2) {
@@ -364,10 +375,20 @@ struct KQuant : Pipe<4096, 2> {
     const int s = u.t;  // sub-block
     uint32_t w[8];
     words_at16<8>(b + kQs + 32 * (s >> 1), w);
-    const int sh = 4 * (s & 1);
     uint32_t q[8];
+    // Q4_K: the sub-block's nibbles are masked in place, one instruction per word; high nibbles
+    // stay multiplied by 16 (codes 0..240, unsigned dp4a) and 1/16 goes into the scale (exact).
+    // Q5_K shifts them down: its fifth bit goes above them.
+    constexpr bool kInPlace = kQh < 0;
+    if constexpr (kInPlace) {
+      const uint32_t mask = (s & 1) != 0 ? 0xF0F0F0F0u : kLow4;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) q[k] = (w[k] >> sh) & kLow4;
+      for (int k = 0; k < 8; ++k) q[k] = w[k] & mask;
+    } else {
+      const int sh = 4 * (s & 1);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) q[k] = (w[k] >> sh) & kLow4;
+    }
     if constexpr (kQh >= 0) {
       uint32_t h[8];
       words_at16<8>(b + kQh, h);
@@ -386,11 +407,12 @@ struct KQuant : Pipe<4096, 2> {
     const int sc = s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
     const int mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
     const uint32_t dm = head[0];  // d and dmin
-    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(dm & 0xFFFFu))) *
-                    static_cast<float>(sc);
+    float d = __half2float(__ushort_as_half(static_cast<unsigned short>(dm & 0xFFFFu))) *
+              static_cast<float>(sc);
     const float m = __half2float(__ushort_as_half(static_cast<unsigned short>(dm >> 16))) *
                     static_cast<float>(mn);
-    return fmaf(d, tile_dot<0>(q, x), -m * x.sx);
+    if constexpr (kInPlace) d *= (s & 1) != 0 ? 0.0625f : 1.0f;
+    return fmaf(d, tile_dot<0, kInPlace>(q, x), -m * x.sx);
   }
 };
 
