@@ -19,7 +19,7 @@
 // contiguous: Nsight Compute on the H200 (gate+up, Q4_0) showed the L1 data path as the limit
 // (79% busy) with the mma layout's 32- and 48-byte lane strides, 60% with this one. Its tiles
 // are grouped by warp-wide pass, so a lane addresses all of its tile's x' numbers from one
-// pointer with immediate offsets (about 20 fewer instructions per pass than separate planes).
+// pointer with immediate offsets (about 14 fewer instructions per pass than separate planes).
 //
 // Layout: a persistent grid of 8-warp CTAs loops over tasks (kRows consecutive rows); the ks
 // warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
@@ -377,7 +377,7 @@ struct KQuant : Pipe<4096, 2> {
     words_at16<8>(b + kQs + 32 * (s >> 1), w);
     uint32_t q[8];
     // Q4_K: the sub-block's nibbles are masked in place, one instruction per word; high nibbles
-    // stay multiplied by 16 (codes 0..240, unsigned dp4a) and 1/16 goes into the scale (exact).
+    // stay multiplied by 16 (codes 0..240, unsigned dp4a) and 1/16 goes into the scale.
     // Q5_K shifts them down: its fifth bit goes above them.
     constexpr bool kInPlace = kQh < 0;
     if constexpr (kInPlace) {
