@@ -5,8 +5,14 @@
 // tiles of kTile: (1) scores s = q·k / sqrt(head_dim) for the tile into shared memory, kLP lanes
 // per position; (2) one warp per head updates the running max m and sum l (online softmax) and
 // turns scores into e^(s - m); (3) every thread rescales its accumulator by e^(m_old - m_new) and
-// adds p·v for its 16 positions and 4 dims. Per tile each thread issues all its K (then V) loads
-// before using them, so 32 KB per block are in flight.
+// adds p·v for its 16 positions and 4 dims. Per tile each thread issues all its K and V loads
+// before using them, so 64 KB per block are in flight.
+//
+// Latency, not bandwidth, sets its time at decode contexts (the cache of a layer is a few MB at
+// most), so the fused form (RoPE + KV append) does all it can before the PDL wait: position,
+// RoPE angles and the first tile's history rows are read while the preceding GEMV finishes
+// (H200, 7B shape, 129 positions, bench-kernels: the cluster form 7.3 → 4.8 µs per layer with
+// the lean per-group code below, 4.3–4.5 µs fused with PDL).
 //
 // With splits == 1 the block normalizes and writes `out` directly. Otherwise it writes the
 // unnormalized accumulator, m and l of its split and attention_combine_kernel merges them:
@@ -29,6 +35,7 @@
 #include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rope_device.cuh"
+#include "cuda/kernels/x_split.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -96,7 +103,8 @@ struct AttnArgs {
   /// 1: the blocks along x form one thread-block cluster (sm_90); rank 0 merges the splits from
   /// the others' shared memory, so no scratch and no combine kernel.
   int cluster;
-  int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
+  int min_chunk;    ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
+  void* out_split;  ///< AttentionParams::out_split (batch 1), or null
 };
 
 /// The arguments of sequence b: every per-sequence pointer moved to its slot.
@@ -139,61 +147,192 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
                      fmaf(p, v.w, acc.w));
 }
 
-template <int HD>
+/// One warp writes output columns [c0, c0 + 128) (lane l holds c0 + 4l..+3 in y; c0 a multiple
+/// of 128) in the GEMV's pre-split form to a.out_split (x_split_bytes(n_heads · head_dim) bytes),
+/// as launch_gemv_prepare_x would from `out`. All 32 lanes call it.
+__device__ __forceinline__ void write_out_split(const AttnArgs& a, int64_t c0, float4 y) {
+  gemv_impl::split_128_to(y, c0, static_cast<int64_t>(a.n_heads) * a.head_dim, a.out_split);
+}
+
+/// Zeros of heads [h0, h0 + ng) in the pre-split output (an empty range): warp w writes the
+/// pieces w, w + 4, ... (head_dim a multiple of 128). Every thread of the block calls it.
+__device__ __forceinline__ void write_zero_split(const AttnArgs& a, int h0, int ng) {
+  if (a.out_split == nullptr || a.head_dim % 128 != 0) return;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  for (int i = warp; i < ng * a.head_dim / 128; i += static_cast<int>(blockDim.x) >> 5) {
+    write_out_split(a, static_cast<int64_t>(h0) * a.head_dim + 128 * i,
+                    make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+  }
+}
+
+/// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
+/// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
+/// warp shuffles never sit in divergent code.
+template <int HD, int NG>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args) {
   const AttnArgs a = seq_args(args, blockIdx.y / args.n_kv_heads);
   using C = Cfg<HD>;
   kernels::grid_dependency_trigger();
-  kernels::grid_dependency_wait();
-  __shared__ __align__(16) float q_s[kMaxGroup][HD];
-  __shared__ float s_s[kMaxGroup][C::kTile];
-  __shared__ __align__(16) float red_s[C::kPG][kMaxGroup][HD];
-  __shared__ float m_s[kMaxGroup];
-  __shared__ float l_s[kMaxGroup];
-  __shared__ float alpha_s[kMaxGroup];
+  __shared__ __align__(16) float q_s[NG][HD];
+  __shared__ float s_s[NG][C::kTile];
+  __shared__ __align__(16) float red_s[C::kPG][NG][HD];
+  __shared__ float m_s[NG];
+  __shared__ float l_s[NG];
+  __shared__ float alpha_s[NG];
+  __shared__ __align__(16) float kn_s[HD];  // this token's k (QK-normed, rotated), fused form
+  __shared__ __align__(16) float vn_s[HD];  // ... and its v
+  __shared__ float2 cs_s[HD / 2];           // RoPE (cos, sin) of this token's position
 
-  __shared__ __align__(16) float kv_new_s[HD];
   const int t = static_cast<int>(threadIdx.x);
+  const int warp = t >> 5;
+  const int lane = t & 31;
   const int split = static_cast<int>(blockIdx.x);
   const int kvh = static_cast<int>(blockIdx.y % a.n_kv_heads);
-  if (a.k_new != nullptr) {
-    // This token's k (normed, rotated) and v go to the caches; every block of the KV head writes
-    // the same values and then reads its own writes (coherent loads below, after the barrier).
-    const int64_t pos = *a.d_pos;
-    const bool in_range = pos >= 0 && pos < a.capacity;
-    const int w = t >> 5;
-    const int ln = t & 31;
-    if (w == 0) {
-      for (int i = ln; i < HD; i += 32) kv_new_s[i] = a.k_new[static_cast<int64_t>(kvh) * HD + i];
-      __syncwarp();
-      if (a.k_norm != nullptr) kernels::rms_norm_head(kv_new_s, HD, a.k_norm, a.eps, ln);
-      kernels::rope_head(kv_new_s, a.rope_half, a.adjacent, pos, a.inv_freq, ln);
-      if (in_range) {
-        float* dst = a.k_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
-        for (int i = ln; i < HD; i += 32) dst[i] = kv_new_s[i];
+  const int g0 = static_cast<int>(blockIdx.z) * a.hpb;
+  const int ng = min(a.hpb, a.group - g0);  // query heads in this block (<= NG)
+  const int h0 = kvh * a.group + g0;        // the first of them
+  const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
+  const bool fused = a.k_new != nullptr;
+  const float* kbase = a.k + static_cast<int64_t>(kvh) * a.capacity * HD;
+  const float* vbase = a.v + static_cast<int64_t>(kvh) * a.capacity * HD;
+  const int sp_pos = t / C::kLP;   // score phase: position slot within a pass
+  const int sp_part = t % C::kLP;  // ... and float4 columns sp_part + kLP·j, j < 4
+  const int vp_col = t % C::kVT;   // value phase: float4 column
+  const int vp_grp = t / C::kVT;   // ... and positions vp_grp + kPG·j, j < kVPos
+
+  // The fused form reads its position, sequence length, RoPE angles and the first tile's
+  // history rows (positions before this token's) before the PDL wait: they come from the step's
+  // H2D copy and from earlier steps, not from the preceding kernels (AttentionParams::k_new).
+  int pos = -1;
+  int seq_len = 0;
+  bool too_long = false;
+  if (fused) {
+    pos = *a.d_pos;
+    const int s = *a.d_seq_len;
+    too_long = s > a.capacity;
+    seq_len = max(0, min(s, a.capacity));
+    for (int i = t; i < a.rope_half; i += kThreads) {
+      cs_s[i] = kernels::rope_cos_sin(pos, a.inv_freq[i]);
+    }
+  }
+  int c0 = 0;
+  int c1 = 0;
+  const auto set_range = [&] {
+    const int chunk = split_chunk(seq_len, a.splits, a.min_chunk);
+    c0 = static_cast<int>(min(static_cast<int64_t>(split) * chunk, static_cast<int64_t>(seq_len)));
+    c1 = min(seq_len, c0 + chunk);
+  };
+
+  // K and V rows of a tile in registers: rows in [lo, hi) from the caches, row `pos` (this token,
+  // fused form) from shared memory where asked; the others keep their value. Plain predicated
+  // loads: each row is one condition, no else paths.
+  float4 kr[C::kPasses][4];
+  float4 vr[C::kVPos];
+  const auto zero_tile = [&] {
+#pragma unroll
+    for (int j = 0; j < C::kVPos; ++j) vr[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int p = 0; p < C::kPasses; ++p) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kr[p][j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  };
+  const auto load_tile = [&](int t0, int lo, int hi) {
+#pragma unroll
+    for (int j = 0; j < C::kVPos; ++j) {
+      const int r = t0 + vp_grp + C::kPG * j;
+      if (r >= lo && r < hi) {
+        vr[j] = reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(r) * HD)[vp_col];
       }
-    } else if (w == 1 && in_range) {
-      float* dst = a.v_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
-      for (int i = ln; i < HD; i += 32) dst[i] = a.v_new[static_cast<int64_t>(kvh) * HD + i];
     }
-    if (!in_range && split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0 && a.d_error != nullptr) {
-      atomicOr(a.d_error, kDeviceErrorKvPosition);
+#pragma unroll
+    for (int p = 0; p < C::kPasses; ++p) {
+      const int r = t0 + p * C::kPosPerPass + sp_pos;
+      const float4* krow = reinterpret_cast<const float4*>(kbase + static_cast<int64_t>(r) * HD);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (r >= lo && r < hi) kr[p][j] = krow[sp_part + C::kLP * j];
+      }
     }
+  };
+  const auto take_new_row = [&](int t0) {  // row `pos` of the tile from kn_s / vn_s
+#pragma unroll
+    for (int j = 0; j < C::kVPos; ++j) {
+      if (t0 + vp_grp + C::kPG * j == pos) vr[j] = reinterpret_cast<const float4*>(vn_s)[vp_col];
+    }
+#pragma unroll
+    for (int p = 0; p < C::kPasses; ++p) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (t0 + p * C::kPosPerPass + sp_pos == pos) {
+          kr[p][j] = reinterpret_cast<const float4*>(kn_s)[sp_part + C::kLP * j];
+        }
+      }
+    }
+  };
+  zero_tile();
+  if (fused) {
+    set_range();
+    load_tile(c0, c0, min(pos, c1));  // history rows: written by earlier steps
+  }
+
+  kernels::grid_dependency_wait();
+  if (fused) {
+    if (too_long && reporter && a.d_error != nullptr) atomicOr(a.d_error, kDeviceErrorSeqLen);
+  } else {
+    seq_len = read_seq_len(a, reporter);
+    set_range();
+  }
+  // q, and this token's k and v, in one round trip.
+  for (int i = t; i < NG * HD; i += kThreads) {
+    const int g = i / HD;
+    q_s[g][i % HD] = g < ng ? a.q[static_cast<int64_t>(h0) * HD + i] : 0.0f;
+  }
+  const bool in_range = pos >= 0 && pos < a.capacity;
+  if (fused && warp < 2) {
+    constexpr int kPer = (HD + 31) / 32;
+    const float* src = (warp == 0 ? a.k_new : a.v_new) + static_cast<int64_t>(kvh) * HD;
+    float x[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) x[j] = lane + 32 * j < HD ? src[lane + 32 * j] : 0.0f;
+    float* dst = warp == 0 ? kn_s : vn_s;
+    float* vrow = a.v_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int i = lane + 32 * j;
+      if (i < HD) {
+        dst[i] = x[j];
+        if (warp == 1 && in_range) vrow[i] = x[j];  // every block of the KV head writes the same
+      }
+    }
+  }
+  if (t < NG) {
+    m_s[t] = -INFINITY;
+    l_s[t] = 0.0f;
+  }
+  __syncthreads();
+  if (fused) {
+    // Warp w: QK-norm and RoPE of this token's k (item 0, then appended to the cache) and of the
+    // block's query heads (items 1..ng).
+    for (int item = warp; item <= ng; item += kThreads / 32) {
+      float* h = item == 0 ? kn_s : q_s[item - 1];
+      const float* nw = item == 0 ? a.k_norm : a.q_norm;
+      if (nw != nullptr) kernels::rms_norm_head(h, HD, nw, a.eps, lane);
+      kernels::rope_head_table(h, a.rope_half, a.adjacent, cs_s, lane);
+      if (item == 0 && in_range) {
+        float* dst = a.k_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
+        for (int i = lane; i < HD; i += 32) dst[i] = kn_s[i];
+      }
+    }
+    if (!in_range && reporter && a.d_error != nullptr) atomicOr(a.d_error, kDeviceErrorKvPosition);
     __syncthreads();
   }
-  const int g0 = static_cast<int>(blockIdx.z) * a.hpb;
-  const int ng = min(a.hpb, a.group - g0);  // query heads in this block
-  const int h0 = kvh * a.group + g0;        // the first of them
-
-  const bool reporter = split == 0 && kvh == 0 && blockIdx.z == 0 && t == 0;
-  const int seq_len = read_seq_len(a, reporter);
-  const int chunk = split_chunk(seq_len, a.splits, a.min_chunk);
-  const int64_t c0_64 = static_cast<int64_t>(split) * chunk;
   // Nothing to attend in this split (uniform over the block). Cluster blocks carry on with an
   // empty range (m = −inf, l = 0): every block of a cluster must reach its barriers.
-  if (c0_64 >= seq_len && !a.cluster) {
+  if (c0 >= c1 && !a.cluster) {
     if (a.splits == 1) {
       for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
+      write_zero_split(a, h0, ng);
     } else if (t < ng) {
       float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h0 + t) * 2;
       ml[0] = -INFINITY;
@@ -201,84 +340,42 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     }
     return;
   }
-  const int c0 = static_cast<int>(min(c0_64, static_cast<int64_t>(seq_len)));
-  const int c1 = min(seq_len, c0 + chunk);
-
-  for (int i = t; i < kMaxGroup * HD; i += kThreads) {
-    const int g = i / HD;
-    q_s[g][i % HD] = g < ng ? a.q[static_cast<int64_t>(h0) * HD + i] : 0.0f;
-  }
-  if (t < kMaxGroup) {
-    m_s[t] = -INFINITY;
-    l_s[t] = 0.0f;
-  }
-  __syncthreads();
-  if (a.k_new != nullptr) {  // fused: QK-norm and RoPE of this block's query heads
-    const int64_t pos = *a.d_pos;
-    for (int g = t >> 5; g < ng; g += kThreads / 32) {
-      if (a.q_norm != nullptr) kernels::rms_norm_head(q_s[g], HD, a.q_norm, a.eps, t & 31);
-      kernels::rope_head(q_s[g], a.rope_half, a.adjacent, pos, a.inv_freq, t & 31);
-    }
-    __syncthreads();
+  if (fused) {
+    load_tile(c0, max(c0, pos + 1), c1);  // rows after this token's (seq_len > pos + 1)
+    take_new_row(c0);
+  } else {
+    load_tile(c0, c0, c1);
   }
 
-  const float* kbase = a.k + static_cast<int64_t>(kvh) * a.capacity * HD;
-  const float* vbase = a.v + static_cast<int64_t>(kvh) * a.capacity * HD;
-  const int sp_pos = t / C::kLP;   // score phase: position slot within a pass
-  const int sp_part = t % C::kLP;  // ... and float4 columns sp_part + kLP·j, j < 4
-  const int vp_col = t % C::kVT;   // value phase: float4 column
-  const int vp_grp = t / C::kVT;   // ... and positions vp_grp + kPG·j, j < kVPos
-  const int warp = t >> 5;
-  const int lane = t & 31;
-
-  float4 acc[kMaxGroup];
+  float4 acc[NG];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int g = 0; g < NG; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
   for (int t0 = c0; t0 < c1; t0 += C::kTile) {
-    // V rows of the tile are loaded together with its K rows: one memory round trip per tile.
-    float4 vr[C::kVPos];
-#pragma unroll
-    for (int j = 0; j < C::kVPos; ++j) {
-      const int pos = t0 + vp_grp + C::kPG * j;
-      vr[j] = pos < c1
-                  ? reinterpret_cast<const float4*>(vbase + static_cast<int64_t>(pos) * HD)[vp_col]
-                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (t0 != c0) {
+      zero_tile();
+      load_tile(t0, t0, c1);
+      if (fused) take_new_row(t0);
     }
-    // (1) Scores of the tile.
-    {
-      float4 kr[C::kPasses][4];
+    // (1) Scores of the tile (all NG groups: the shuffles run on the whole warp).
 #pragma unroll
-      for (int p = 0; p < C::kPasses; ++p) {
-        const int pos = t0 + p * C::kPosPerPass + sp_pos;
-        const float4* krow =
-            reinterpret_cast<const float4*>(kbase + static_cast<int64_t>(pos) * HD);
+    for (int p = 0; p < C::kPasses; ++p) {
+      const int slot = p * C::kPosPerPass + sp_pos;
+      const bool valid = t0 + slot < c1;
+#pragma unroll
+      for (int g = 0; g < NG; ++g) {
+        const float4* qv = reinterpret_cast<const float4*>(q_s[g]);
+        float d = 0.0f;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          kr[p][j] = pos < c1 ? krow[sp_part + C::kLP * j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          const float4 qq = qv[sp_part + C::kLP * j];
+          d = fmaf(qq.x, kr[p][j].x, d);
+          d = fmaf(qq.y, kr[p][j].y, d);
+          d = fmaf(qq.z, kr[p][j].z, d);
+          d = fmaf(qq.w, kr[p][j].w, d);
         }
-      }
-#pragma unroll
-      for (int p = 0; p < C::kPasses; ++p) {
-        const int slot = p * C::kPosPerPass + sp_pos;
-        const bool valid = t0 + slot < c1;
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) {
-          if (g < ng) {  // uniform: every lane takes part in the group sum
-            const float4* qv = reinterpret_cast<const float4*>(q_s[g]);
-            float d = 0.0f;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const float4 qq = qv[sp_part + C::kLP * j];
-              d = fmaf(qq.x, kr[p][j].x, d);
-              d = fmaf(qq.y, kr[p][j].y, d);
-              d = fmaf(qq.z, kr[p][j].z, d);
-              d = fmaf(qq.w, kr[p][j].w, d);
-            }
-            d = kernels::group_sum<C::kLP>(d);
-            if (sp_part == 0) s_s[g][slot] = valid ? d * a.scale : -INFINITY;
-          }
-        }
+        d = kernels::group_sum<C::kLP>(d);
+        if (sp_part == 0 && g < ng) s_s[g][slot] = valid ? d * a.scale : -INFINITY;
       }
     }
     __syncthreads();
@@ -307,76 +404,127 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     __syncthreads();
 
     // (3) Accumulate p·v.
-    {
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < ng) {
-          const float al = alpha_s[g];
-          float4 ac = make_float4(acc[g].x * al, acc[g].y * al, acc[g].z * al, acc[g].w * al);
+    for (int g = 0; g < NG; ++g) {
+      if (g < ng) {
+        const float al = alpha_s[g];
+        float4 ac = make_float4(acc[g].x * al, acc[g].y * al, acc[g].z * al, acc[g].w * al);
 #pragma unroll
-          for (int j = 0; j < C::kVPos; ++j) ac = fma4(s_s[g][vp_grp + C::kPG * j], vr[j], ac);
-          acc[g] = ac;
-        }
+        for (int j = 0; j < C::kVPos; ++j) ac = fma4(s_s[g][vp_grp + C::kPG * j], vr[j], ac);
+        acc[g] = ac;
       }
     }
     __syncthreads();  // s_s and alpha_s are rewritten by the next tile
   }
 
   // Sum the position groups' accumulators, then normalize (single split), store the partial, or
-  // merge the cluster's splits.
+  // merge the cluster's splits. Thread i handles "unit" i: 4 consecutive columns of the block's
+  // ng · HD outputs, so warp w holds columns 128w.. in split_128's layout (pre-split output
+  // straight from registers, no extra barrier).
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
+  for (int g = 0; g < NG; ++g) {
     if (g < ng) *reinterpret_cast<float4*>(&red_s[vp_grp][g][4 * vp_col]) = acc[g];
   }
   __syncthreads();
-  // This split's sums into red_s[0] (one thread per (g, d): it reads only its own element).
-  for (int i = t; i < ng * HD; i += kThreads) {
-    const int g = i / HD;
-    const int d = i % HD;
-    float o = 0.0f;
+  const int units = ng * HD / 4;
+  const auto unit_sum = [&](int g, int d) {  // this split's sums of columns d..d+3 of head g
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-    for (int k = 0; k < C::kPG; ++k) o += red_s[k][g][d];
-    red_s[0][g][d] = o;
-  }
+    for (int k = 0; k < C::kPG; ++k) {
+      const float4 v = *reinterpret_cast<const float4*>(&red_s[k][g][d]);
+      o = make_float4(o.x + v.x, o.y + v.y, o.z + v.z, o.w + v.w);
+    }
+    return o;
+  };
+  // Writes normalized outputs of unit i (and its warp's pre-split piece when asked).
+  const auto store_unit = [&](int i, float4 y) {  // scalar stores: `out` may be 4-byte aligned
+    float* o = a.out + static_cast<int64_t>(h0) * HD + 4 * i;
+    o[0] = y.x;
+    o[1] = y.y;
+    o[2] = y.z;
+    o[3] = y.w;
+  };
+  const auto scaled = [](float4 o, float l) {
+    return l > 0.0f ? make_float4(o.x / l, o.y / l, o.z / l, o.w / l)
+                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  };
+  const bool split_out = HD % 128 == 0 && a.out_split != nullptr;
 #if __CUDA_ARCH__ >= 900
   if (a.cluster) {
     // Block 0 of the cluster merges the splits as attention_combine_kernel does, reading the
-    // others' shared memory.
+    // others' shared memory (all ranks' values requested at once: one DSMEM round trip).
+    // This split's sums into red_s[0] (each thread reads and writes only its own units).
+    for (int i = t; i < units; i += kThreads) {
+      const int g = 4 * i / HD;
+      const int d = 4 * i % HD;
+      *reinterpret_cast<float4*>(&red_s[0][g][d]) = unit_sum(g, d);
+    }
     cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
     cl.sync();  // every split's sums, m and l are written and visible to the cluster
     if (cl.block_rank() == 0) {
       const int n = static_cast<int>(cl.num_blocks());
-      for (int i = t; i < ng * HD; i += kThreads) {
-        const int g = i / HD;
-        const int d = i % HD;
+      // Rounded up to whole warps: every lane of a warp with a pre-split piece takes part.
+      const int span = split_out ? (units + 31) / 32 * 32 : units;
+      for (int i = t; i < span; i += kThreads) {
+        const bool live = i < units;
+        const int g = live ? 4 * i / HD : 0;
+        const int d = live ? 4 * i % HD : 0;
+        float mr[kMaxCluster];
+        float lr[kMaxCluster];
+        float4 orr[kMaxCluster];
+#pragma unroll
+        for (int r = 0; r < kMaxCluster; ++r) {
+          const bool ok = live && r < n;
+          mr[r] = ok ? *cl.map_shared_rank(&m_s[g], r) : -INFINITY;
+          lr[r] = ok ? *cl.map_shared_rank(&l_s[g], r) : 0.0f;
+          orr[r] = ok ? *cl.map_shared_rank(reinterpret_cast<const float4*>(&red_s[0][g][d]), r)
+                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
         float m = -INFINITY;
-        for (int r = 0; r < n; ++r) m = fmaxf(m, *cl.map_shared_rank(&m_s[g], r));
+#pragma unroll
+        for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
         float l = 0.0f;
-        float o = 0.0f;
+        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (m > -INFINITY) {
-          for (int r = 0; r < n; ++r) {
-            const float w = expf(*cl.map_shared_rank(&m_s[g], r) - m);
-            l = fmaf(*cl.map_shared_rank(&l_s[g], r), w, l);
-            o = fmaf(*cl.map_shared_rank(&red_s[0][g][d], r), w, o);
+#pragma unroll
+          for (int r = 0; r < kMaxCluster; ++r) {
+            if (r < n) {
+              const float w = expf(mr[r] - m);
+              l = fmaf(lr[r], w, l);
+              o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y),
+                              fmaf(orr[r].z, w, o.z), fmaf(orr[r].w, w, o.w));
+            }
           }
         }
-        a.out[static_cast<int64_t>(h0 + g) * HD + d] = l > 0.0f ? o / l : 0.0f;
+        const float4 y = scaled(o, l);
+        if (live) store_unit(i, y);
+        if (split_out) write_out_split(a, static_cast<int64_t>(h0) * HD + 4 * (i - lane), y);
       }
     }
-    cl.sync();  // the other blocks' shared memory stays alive until block 0 has read it
+    // The other blocks' shared memory stays alive until block 0 has read it. Block 0's reads
+    // have returned (their values are used above), so the arrive needs no release fence.
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::
+                     : "memory");
     return;
   }
 #endif
-  for (int i = t; i < ng * HD; i += kThreads) {
-    const int g = i / HD;
-    const int d = i % HD;
-    const float o = red_s[0][g][d];  // written by this thread above
+  const int span = split_out && a.splits == 1 ? (units + 31) / 32 * 32 : units;
+  for (int i = t; i < span; i += kThreads) {
+    const bool live = i < units;
+    const int g = live ? 4 * i / HD : 0;
+    const int d = live ? 4 * i % HD : 0;
+    const float4 o = unit_sum(g, d);
     const int64_t h = h0 + g;
     if (a.splits == 1) {
-      const float l = l_s[g];
-      a.out[h * HD + d] = l > 0.0f ? o / l : 0.0f;
+      const float4 y = scaled(o, l_s[g]);
+      if (live) store_unit(i, y);
+      if (split_out) write_out_split(a, static_cast<int64_t>(h0) * HD + 4 * (i - lane), y);
     } else {
-      a.part_acc[(static_cast<int64_t>(split) * a.n_heads + h) * HD + d] = o;
+      float* pa = a.part_acc + (static_cast<int64_t>(split) * a.n_heads + h) * HD + d;
+      pa[0] = o.x;  // scalar stores: the scratch of a sequence may be 8-byte aligned
+      pa[1] = o.y;
+      pa[2] = o.z;
+      pa[3] = o.w;
       if (d == 0) {
         float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h) * 2;
         ml[0] = m_s[g];
@@ -407,13 +555,27 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
     l = fmaf(a.part_ml[sh * 2 + 1], w, l);
     o = fmaf(a.part_acc[sh * a.head_dim + d], w, o);
   }
-  a.out[static_cast<int64_t>(h) * a.head_dim + d] = l > 0.0f ? o / l : 0.0f;
+  const float y = l > 0.0f ? o / l : 0.0f;
+  a.out[static_cast<int64_t>(h) * a.head_dim + d] = y;
+  if (a.out_split != nullptr) {
+    __shared__ __align__(16) float y_s[256];
+    y_s[d] = y;
+    __syncthreads();
+    const int warp = d >> 5;
+    if (warp < a.head_dim / 128) {
+      write_out_split(a, static_cast<int64_t>(h) * a.head_dim + 128 * warp,
+                      reinterpret_cast<const float4*>(y_s + 128 * warp)[d & 31]);
+    }
+  }
 }
 
 template <int HD>
 void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStream_t stream) {
   AttnArgs a = args;
   void* params[] = {&a};
+  const void* kernel = args.hpb == 1
+                           ? reinterpret_cast<const void*>(&attention_kernel<HD, 1>)
+                           : reinterpret_cast<const void*>(&attention_kernel<HD, kMaxGroup>);
   const dim3 grid(static_cast<unsigned>(args.splits),
                   static_cast<unsigned>(args.n_kv_heads * batch),
                   static_cast<unsigned>(ceil_div(args.group, args.hpb)));
@@ -431,12 +593,10 @@ void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStre
     attr[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 2 : 1;
-    DB_CUDA_CHECK(
-        cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&attention_kernel<HD>), params));
+    DB_CUDA_CHECK(cudaLaunchKernelExC(&cfg, kernel, params));
     return;
   }
-  gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_kernel<HD>), params, grid,
-                               dim3(kThreads), 0, pdl, stream);
+  gemv_impl::launch_with_attrs(kernel, params, grid, dim3(kThreads), 0, pdl, stream);
   if (args.splits > 1) {
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_combine_kernel), params,
                                  dim3(static_cast<unsigned>(args.n_heads * batch)), dim3(HD), 0,
@@ -513,6 +673,10 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
     throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
                         " (cache_stride and input_stride must cover a sequence)");
   }
+  if (p.out_split != nullptr && (p.head_dim % 128 != 0 || p.batch != 1)) {
+    throw runtime_error(
+        "attention: a pre-split output needs head_dim a multiple of 128 and batch 1");
+  }
   if (p.path < 0 || p.path > 3) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
@@ -559,6 +723,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.cache_stride = p.cache_stride;
   a.input_stride = p.input_stride;
   a.scratch_stride = attention_scratch_floats(p.n_heads, p.head_dim, a.splits);
+  a.out_split = p.out_split;
   const int64_t batch = p.batch;
   switch (p.head_dim) {
     case 16:

@@ -25,23 +25,43 @@ __device__ __forceinline__ void rms_norm_head(float* h, int hd, const float* w, 
   __syncwarp();
 }
 
+/// (cos, sin) of pair i's angle pos·inv_freq[i], computed as rope_head does (double, then
+/// rounded to float), for a table shared by several heads.
+__device__ __forceinline__ float2 rope_cos_sin(int64_t pos, double inv_freq) {
+  double sd, cd;
+  sincos(static_cast<double>(pos) * inv_freq, &sd, &cd);
+  return make_float2(static_cast<float>(cd), static_cast<float>(sd));
+}
+
+/// Pair i of h rotated by the angle with cosine c and sine s: (a, b) → (a·c − b·s, a·s + b·c),
+/// every product rounded; pairs adjacent (2i, 2i+1) or half-split (i, i + rope_half).
+__device__ __forceinline__ void rotate_pair(float* h, int i, int rope_half, bool adjacent, float c,
+                                            float s) {
+  const int ia = adjacent ? 2 * i : i;
+  const int ib = adjacent ? 2 * i + 1 : i + rope_half;
+  const float x0 = h[ia];
+  const float x1 = h[ib];
+  h[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+  h[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
+
 /// Rotates pairs i < rope_half of h for position `pos`: angle = pos·inv_freq[i] in double,
 /// (a, b) → (a·c − b·s, a·s + b·c) with every product rounded; pairs adjacent (2i, 2i+1) or
 /// half-split (i, i + rope_half). One warp (all lanes call it); ends with __syncwarp.
 __device__ __forceinline__ void rope_head(float* h, int rope_half, bool adjacent, int64_t pos,
                                           const double* inv_freq, int lane) {
   for (int i = lane; i < rope_half; i += 32) {
-    const double angle = static_cast<double>(pos) * inv_freq[i];
-    double sd, cd;
-    sincos(angle, &sd, &cd);
-    const float c = static_cast<float>(cd);
-    const float s = static_cast<float>(sd);
-    const int ia = adjacent ? 2 * i : i;
-    const int ib = adjacent ? 2 * i + 1 : i + rope_half;
-    const float x0 = h[ia];
-    const float x1 = h[ib];
-    h[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-    h[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    const float2 cs = rope_cos_sin(pos, inv_freq[i]);
+    rotate_pair(h, i, rope_half, adjacent, cs.x, cs.y);
+  }
+  __syncwarp();
+}
+
+/// rope_head with the angles' (cos, sin) from a table (rope_cos_sin): the same results.
+__device__ __forceinline__ void rope_head_table(float* h, int rope_half, bool adjacent,
+                                                const float2* cs, int lane) {
+  for (int i = lane; i < rope_half; i += 32) {
+    rotate_pair(h, i, rope_half, adjacent, cs[i].x, cs[i].y);
   }
   __syncwarp();
 }
