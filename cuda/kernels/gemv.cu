@@ -136,13 +136,16 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
     if (s < my_chunks) issue(s, s);
     kernels::cp_async_commit();
   }
-  // Weights only so far: the rest waits for the preceding kernel (PDL) and forms x'.
+  // Weights (and RMSNorm weights) only so far: the rest waits for the preceding kernel (PDL)
+  // and forms x'.
+  kernels::XPrefetch pre;
+  if constexpr (kFused) pre = kernels::prefetch_x(a.x, a.cols);
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const float* xsrc = a.x.x;
   if constexpr (kFused) {
     float* xs = reinterpret_cast<float*>(smem + L::kSmemBytes);
-    kernels::load_x_to_smem(a.x, a.cols, xs, xs + (a.cols + 3) / 4 * 4);
+    kernels::load_x_to_smem(a.x, a.cols, xs, xs + (a.cols + 3) / 4 * 4, pre);
     xsrc = xs;
   }
 

@@ -58,11 +58,39 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
   return warp_sum(s);
 }
 
+/// The part of x' that does not depend on earlier kernels, loaded before the PDL wait: the
+/// RMSNorm weights of this thread's float4 columns i = t + k·blockDim.x (k < kRegs), when they
+/// all fit (cols <= 16 · blockDim.x; `ok`), else nothing (load_x_to_smem loads them itself).
+struct XPrefetch {
+  static constexpr int kRegs = 4;
+  float4 w[kRegs];
+  bool ok = false;
+};
+
+__device__ __forceinline__ XPrefetch prefetch_x(const gemv_impl::XSource& src, int64_t cols) {
+  XPrefetch p;
+  const int64_t t = threadIdx.x;
+  const int64_t nt = blockDim.x;
+  const int64_t n4 = cols / 4;
+  if (src.kind == gemv_impl::XKind::kRmsNorm && n4 <= XPrefetch::kRegs * nt) {
+#pragma unroll
+    for (int k = 0; k < XPrefetch::kRegs; ++k) {
+      const int64_t i = t + k * nt;
+      p.w[k] = i < n4 ? __ldg(reinterpret_cast<const float4*>(src.norm_w) + i)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    p.ok = true;
+  }
+  return p;
+}
+
 /// Writes x' (cols floats, cols % 4 == 0, sources 16-byte aligned) into shared memory `xs`
 /// (16-byte aligned), as `src` says (kPlain, kRmsNorm or kSwiGlu). All threads of the CTA take
-/// part; ends with __syncthreads. `red`: 32 floats of scratch shared memory.
+/// part; ends with __syncthreads. `red`: 32 floats of scratch shared memory; `pre`: from
+/// prefetch_x (before the PDL wait). x, and for SwiGLU the first batch of up, cost one memory
+/// round trip together.
 __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, int64_t cols,
-                                               float* xs, float* red) {
+                                               float* xs, float* red, const XPrefetch& pre = {}) {
   const int t = static_cast<int>(threadIdx.x);
   const int nt = static_cast<int>(blockDim.x);
   const int64_t n4 = cols / 4;
@@ -71,18 +99,23 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
   for (int64_t i = t; i < n4; i += nt) cp_async_16(xs + 4 * i, first + 4 * i, 16);
   cp_async_commit();
   if (src.kind == gemv_impl::XKind::kSwiGlu) {
-    // up is combined on the fly: a batch of 8 float4 per thread in flight at a time.
+    // up is combined on the fly: a batch of 8 float4 per thread in flight at a time, the first
+    // issued together with the copies of gate.
     constexpr int kBatch = 8;
-    cp_async_wait<0>();
-    __syncthreads();
-    for (int64_t i0 = t; i0 < n4; i0 += static_cast<int64_t>(kBatch) * nt) {
-      float4 u[kBatch];
+    float4 u[kBatch];
+    const auto load_up = [&](int64_t i0) {
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int64_t i = i0 + static_cast<int64_t>(b) * nt;
         u[b] = i < n4 ? __ldg(reinterpret_cast<const float4*>(src.x2) + i)
                       : make_float4(0.f, 0.f, 0.f, 0.f);
       }
+    };
+    load_up(t);
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int64_t i0 = t; i0 < n4; i0 += static_cast<int64_t>(kBatch) * nt) {
+      if (i0 != t) load_up(i0);
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int64_t i = i0 + static_cast<int64_t>(b) * nt;
@@ -111,13 +144,23 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
     ss = block_sum(ss, red);
     // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
     const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + src.eps);
-    for (int64_t i = t; i < n4; i += nt) {
+    const auto apply = [&](int64_t i, float4 w) {
       float4* p = reinterpret_cast<float4*>(xs) + i;
       const float4 v = *p;
-      const float4 w = __ldg(reinterpret_cast<const float4*>(src.norm_w) + i);
       *p =
           make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
                       __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
+    };
+    if (pre.ok) {
+#pragma unroll
+      for (int k = 0; k < XPrefetch::kRegs; ++k) {
+        const int64_t i = t + static_cast<int64_t>(k) * nt;
+        if (i < n4) apply(i, pre.w[k]);
+      }
+    } else {  // long x: the weights cost a second round trip
+      for (int64_t i = t; i < n4; i += nt) {
+        apply(i, __ldg(reinterpret_cast<const float4*>(src.norm_w) + i));
+      }
     }
     __syncthreads();
   }

@@ -142,9 +142,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
     row_ptrs(task, rp);
     if (upw > 0) load_batch(rp, 0, wv);
   }
+  const kernels::XPrefetch pre = kernels::prefetch_x(a.x, a.cols);
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  kernels::load_x_to_smem(a.x, a.cols, xs, red);
+  kernels::load_x_to_smem(a.x, a.cols, xs, red, pre);
 
   float acc[kR];
 #pragma unroll

@@ -611,15 +611,39 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
 __global__ void __launch_bounds__(kThreads)
     prepare_x_kernel(const XSource s, int64_t cols, int8_t* dig, int4* meta, StreamOut so) {
   __shared__ float red[32];
+  const int t = static_cast<int>(threadIdx.x);
+  const int warp = t >> 5;
+  const int lane = t & 31;
+  const int64_t base = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 128;
+  const int64_t c = base + 4 * lane;
+  const bool rms = s.kind == XKind::kRmsNorm;
+  // The RMSNorm weights of this thread's columns do not depend on earlier kernels.
+  const float4 w = rms && c < cols ? __ldg(reinterpret_cast<const float4*>(s.norm_w + c))
+                                   : make_float4(0.f, 0.f, 0.f, 0.f);
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  const float scale = s.kind == XKind::kRmsNorm ? rms_scale(s, cols, red) : 1.0f;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int64_t base = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 128;
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (rms) {
+    // One pass over x for the sum of squares keeps this thread's own columns (float4 index
+    // c / 4 = blockIdx.x · blockDim.x + t is one of those it reads): x costs one round trip.
+    const int64_t own = c / 4;
+    float ss = 0.0f;
+    for (int64_t i = t; i < cols / 4; i += blockDim.x) {
+      const float4 x = __ldg(reinterpret_cast<const float4*>(s.x) + i);
+      if (i == own) v = x;
+      ss = fmaf(x.x, x.x, ss);
+      ss = fmaf(x.y, x.y, ss);
+      ss = fmaf(x.z, x.z, ss);
+      ss = fmaf(x.w, x.w, ss);
+    }
+    ss = kernels::block_sum(ss, red);
+    const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + s.eps);  // as rms_scale
+    v = make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
+                    __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
+  } else if (c < cols) {
+    v = x_prime4(s, c, 1.0f);
+  }
   if (base >= cols) return;  // uniform per warp
-  const int64_t c = base + 4 * lane;
-  const float4 v = c < cols ? x_prime4(s, c, scale) : make_float4(0.f, 0.f, 0.f, 0.f);
   split_128(v, base, c < cols, dig, cols + 16, meta, so);
 }
 
