@@ -518,8 +518,7 @@ class OpsSection {
   }
 
   /// The decode step's form at its setting (capacity 256, 129 positions): RoPE + KV append
-  /// fused, with PDL, and with the output also pre-split for a quantized o projection (head_dim
-  /// a multiple of 128).
+  /// fused, with PDL.
   void fused_attention(const ModelShape& m, const double* d_inv) {
     const int64_t capacity = 256;
     const int64_t per_layer = m.kv_dim() * capacity;
@@ -529,7 +528,6 @@ class OpsSection {
     DeviceBuffer kn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
     DeviceBuffer vn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
     DeviceBuffer o(static_cast<size_t>(m.q_dim()) * 4);
-    DeviceBuffer split(gemv_x_split_bytes(m.q_dim()));
     DeviceBuffer err = filled(16, 0);
     DeviceInputs in;
     in.set(1, 128, 129);
@@ -550,24 +548,18 @@ class OpsSection {
     p.rope_dim = m.head_dim;
     p.pdl = true;
     const int launches = static_cast<int>(m.layers) * 4;
-    for (const bool pre_split : {false, true}) {
-      if (pre_split && m.head_dim % 128 != 0) continue;
-      p.out_split = pre_split ? split.get() : nullptr;
-      measure(
-          m, "attention",
-          std::string("seq_len 129 capacity 256 fused rope + kv append, pdl") +
-              (pre_split ? ", pre-split output" : ""),
-          8.0 * static_cast<double>(m.kv_dim()) * 129, launches,
-          [&](cudaStream_t s) {
-            for (int i = 0; i < launches; ++i) {
-              AttentionParams pi = p;
-              pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
-              pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
-              launch_attention(pi, s);
-            }
-          },
-          /*enqueue_is_all=*/true);
-    }
+    measure(
+        m, "attention", "seq_len 129 capacity 256 fused rope + kv append, pdl",
+        8.0 * static_cast<double>(m.kv_dim()) * 129, launches,
+        [&](cudaStream_t s) {
+          for (int i = 0; i < launches; ++i) {
+            AttentionParams pi = p;
+            pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
+            pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
+            launch_attention(pi, s);
+          }
+        },
+        /*enqueue_is_all=*/true);
   }
 
   /// Decode attention with each layer's own cache (rotated over the model's layers).

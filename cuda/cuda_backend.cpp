@@ -311,7 +311,8 @@ void CudaBackend::allocate_batch_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs)));
 }
 
-bool CudaBackend::wants_presplit(const GemvParams& p) const {
+void CudaBackend::enqueue_gemv(GemvParams p) {
+  p.pdl = options_.pdl;
   // Large quantized GEMVs run fastest on the stream kernel reading x' pre-split once per GEMV by
   // one small kernel (measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with
   // only the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are
@@ -321,15 +322,10 @@ bool CudaBackend::wants_presplit(const GemvParams& p) const {
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
   const int mode = options_.gemv_presplit;
   // Cheapest tests first: this runs for every GEMV of an eager step.
-  return quantized && p.cols % 32 == 0 && mode != 2 &&
-         (mode == 1 || p.rows * p.cols >= kPresplitElements ||
-          std::string_view(gemv_launch_info(p).kernel) == "mma") &&
-         gemv_presplit_supported(p);
-}
-
-void CudaBackend::enqueue_gemv(GemvParams p) {
-  p.pdl = options_.pdl;
-  if (p.x_split == nullptr && wants_presplit(p)) {
+  if (quantized && p.cols % 32 == 0 && mode != 2 &&
+      (mode == 1 || p.rows * p.cols >= kPresplitElements ||
+       std::string_view(gemv_launch_info(p).kernel) == "mma") &&
+      gemv_presplit_supported(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
                           stream_.get());
     p.x_split = x_split_.data();
@@ -419,14 +415,8 @@ void CudaBackend::enqueue_forward() {
     ap.scratch = attn_scratch_.data<float>();
     ap.k_new = k;
     ap.v_new = v;
-    GemvParams o = gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr);
-    if (c_.head_dim % 128 == 0 && wants_presplit(o)) {
-      // The attention kernel writes its output pre-split: no split kernel before the o GEMV.
-      ap.out_split = x_split_.data();
-      o.x_split = x_split_.data();
-    }
     launch_attention(ap, s);
-    enqueue_gemv(o);
+    enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add.
     if (L.w_gate_up.present()) {
       GemvParams p = gemv(L.w_gate_up, x, gate_.data<float>(), nullptr, nullptr, &L.ffn_norm);

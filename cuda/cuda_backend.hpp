@@ -97,11 +97,6 @@ class CudaBackend final : public Backend {
   /// shapes, RoPE, QK-norm); the caller sets q, out, scratch, k_new/v_new and the batch fields.
   AttentionParams attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
                                    const int32_t* d_seq_len);
-  /// Whether `p` runs on x' pre-split by a separate kernel (launch_gemv_prepare_x): quantized
-  /// weights, large enough (or on the mma kernel) and supported, unless --gemv-presplit says.
-  bool wants_presplit(const GemvParams& p) const;
-  /// Launches `p` (with PDL when enabled), splitting x' first when wants_presplit and x_split is
-  /// not already set (a producer that wrote it pre-split).
   void enqueue_gemv(GemvParams p);
   ExecReport capture();
   /// Captures enqueue_first + enqueue_second into `out` (full, forward-only and argmax-only

@@ -35,7 +35,6 @@
 #include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rope_device.cuh"
-#include "cuda/kernels/x_split.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -103,8 +102,7 @@ struct AttnArgs {
   /// 1: the blocks along x form one thread-block cluster (sm_90); rank 0 merges the splits from
   /// the others' shared memory, so no scratch and no combine kernel.
   int cluster;
-  int min_chunk;    ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
-  void* out_split;  ///< AttentionParams::out_split (batch 1), or null
+  int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
 };
 
 /// The arguments of sequence b: every per-sequence pointer moved to its slot.
@@ -145,24 +143,6 @@ __device__ __forceinline__ int split_chunk(int seq_len, int splits, int min_chun
 __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
   return make_float4(fmaf(p, v.x, acc.x), fmaf(p, v.y, acc.y), fmaf(p, v.z, acc.z),
                      fmaf(p, v.w, acc.w));
-}
-
-/// One warp writes output columns [c0, c0 + 128) (lane l holds c0 + 4l..+3 in y; c0 a multiple
-/// of 128) in the GEMV's pre-split form to a.out_split (x_split_bytes(n_heads · head_dim) bytes),
-/// as launch_gemv_prepare_x would from `out`. All 32 lanes call it.
-__device__ __forceinline__ void write_out_split(const AttnArgs& a, int64_t c0, float4 y) {
-  gemv_impl::split_128_to(y, c0, static_cast<int64_t>(a.n_heads) * a.head_dim, a.out_split);
-}
-
-/// Zeros of heads [h0, h0 + ng) in the pre-split output (an empty range): warp w writes the
-/// pieces w, w + 4, ... (head_dim a multiple of 128). Every thread of the block calls it.
-__device__ __forceinline__ void write_zero_split(const AttnArgs& a, int h0, int ng) {
-  if (a.out_split == nullptr || a.head_dim % 128 != 0) return;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
-  for (int i = warp; i < ng * a.head_dim / 128; i += static_cast<int>(blockDim.x) >> 5) {
-    write_out_split(a, static_cast<int64_t>(h0) * a.head_dim + 128 * i,
-                    make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-  }
 }
 
 /// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
@@ -332,7 +312,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   if (c0 >= c1 && !a.cluster) {
     if (a.splits == 1) {
       for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
-      write_zero_split(a, h0, ng);
     } else if (t < ng) {
       float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h0 + t) * 2;
       ml[0] = -INFINITY;
@@ -419,8 +398,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
 
   // Sum the position groups' accumulators, then normalize (single split), store the partial, or
   // merge the cluster's splits. Thread i handles "unit" i: 4 consecutive columns of the block's
-  // ng · HD outputs, so warp w holds columns 128w.. in split_128's layout (pre-split output
-  // straight from registers, no extra barrier).
+  // ng · HD outputs (float4 reads of shared memory, and of the other blocks' in the cluster).
 #pragma unroll
   for (int g = 0; g < NG; ++g) {
     if (g < ng) *reinterpret_cast<float4*>(&red_s[vp_grp][g][4 * vp_col]) = acc[g];
@@ -436,7 +414,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     }
     return o;
   };
-  // Writes normalized outputs of unit i (and its warp's pre-split piece when asked).
+  // Writes the normalized outputs of unit i.
   const auto store_unit = [&](int i, float4 y) {  // scalar stores: `out` may be 4-byte aligned
     float* o = a.out + static_cast<int64_t>(h0) * HD + 4 * i;
     o[0] = y.x;
@@ -448,7 +426,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     return l > 0.0f ? make_float4(o.x / l, o.y / l, o.z / l, o.w / l)
                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   };
-  const bool split_out = HD % 128 == 0 && a.out_split != nullptr;
 #if __CUDA_ARCH__ >= 900
   if (a.cluster) {
     // Block 0 of the cluster merges the splits as attention_combine_kernel does, reading the
@@ -463,18 +440,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     cl.sync();  // every split's sums, m and l are written and visible to the cluster
     if (cl.block_rank() == 0) {
       const int n = static_cast<int>(cl.num_blocks());
-      // Rounded up to whole warps: every lane of a warp with a pre-split piece takes part.
-      const int span = split_out ? (units + 31) / 32 * 32 : units;
-      for (int i = t; i < span; i += kThreads) {
-        const bool live = i < units;
-        const int g = live ? 4 * i / HD : 0;
-        const int d = live ? 4 * i % HD : 0;
+      for (int i = t; i < units; i += kThreads) {
+        const int g = 4 * i / HD;
+        const int d = 4 * i % HD;
         float mr[kMaxCluster];
         float lr[kMaxCluster];
         float4 orr[kMaxCluster];
 #pragma unroll
         for (int r = 0; r < kMaxCluster; ++r) {
-          const bool ok = live && r < n;
+          const bool ok = r < n;
           mr[r] = ok ? *cl.map_shared_rank(&m_s[g], r) : -INFINITY;
           lr[r] = ok ? *cl.map_shared_rank(&l_s[g], r) : 0.0f;
           orr[r] = ok ? *cl.map_shared_rank(reinterpret_cast<const float4*>(&red_s[0][g][d]), r)
@@ -496,9 +470,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
             }
           }
         }
-        const float4 y = scaled(o, l);
-        if (live) store_unit(i, y);
-        if (split_out) write_out_split(a, static_cast<int64_t>(h0) * HD + 4 * (i - lane), y);
+        store_unit(i, scaled(o, l));
       }
     }
     // The other blocks' shared memory stays alive until block 0 has read it. Block 0's reads
@@ -508,17 +480,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     return;
   }
 #endif
-  const int span = split_out && a.splits == 1 ? (units + 31) / 32 * 32 : units;
-  for (int i = t; i < span; i += kThreads) {
-    const bool live = i < units;
-    const int g = live ? 4 * i / HD : 0;
-    const int d = live ? 4 * i % HD : 0;
+  for (int i = t; i < units; i += kThreads) {
+    const int g = 4 * i / HD;
+    const int d = 4 * i % HD;
     const float4 o = unit_sum(g, d);
     const int64_t h = h0 + g;
     if (a.splits == 1) {
-      const float4 y = scaled(o, l_s[g]);
-      if (live) store_unit(i, y);
-      if (split_out) write_out_split(a, static_cast<int64_t>(h0) * HD + 4 * (i - lane), y);
+      store_unit(i, scaled(o, l_s[g]));
     } else {
       float* pa = a.part_acc + (static_cast<int64_t>(split) * a.n_heads + h) * HD + d;
       pa[0] = o.x;  // scalar stores: the scratch of a sequence may be 8-byte aligned
@@ -555,18 +523,7 @@ __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs a
     l = fmaf(a.part_ml[sh * 2 + 1], w, l);
     o = fmaf(a.part_acc[sh * a.head_dim + d], w, o);
   }
-  const float y = l > 0.0f ? o / l : 0.0f;
-  a.out[static_cast<int64_t>(h) * a.head_dim + d] = y;
-  if (a.out_split != nullptr) {
-    __shared__ __align__(16) float y_s[256];
-    y_s[d] = y;
-    __syncthreads();
-    const int warp = d >> 5;
-    if (warp < a.head_dim / 128) {
-      write_out_split(a, static_cast<int64_t>(h) * a.head_dim + 128 * warp,
-                      reinterpret_cast<const float4*>(y_s + 128 * warp)[d & 31]);
-    }
-  }
+  a.out[static_cast<int64_t>(h) * a.head_dim + d] = l > 0.0f ? o / l : 0.0f;
 }
 
 template <int HD>
@@ -673,10 +630,6 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
     throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
                         " (cache_stride and input_stride must cover a sequence)");
   }
-  if (p.out_split != nullptr && (p.head_dim % 128 != 0 || p.batch != 1)) {
-    throw runtime_error(
-        "attention: a pre-split output needs head_dim a multiple of 128 and batch 1");
-  }
   if (p.path < 0 || p.path > 3) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
@@ -723,7 +676,6 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.cache_stride = p.cache_stride;
   a.input_stride = p.input_stride;
   a.scratch_stride = attention_scratch_floats(p.n_heads, p.head_dim, a.splits);
-  a.out_split = p.out_split;
   const int64_t batch = p.batch;
   switch (p.head_dim) {
     case 16:

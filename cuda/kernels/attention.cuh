@@ -33,11 +33,6 @@ struct AttentionParams {
   int path = 0;
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
 
-  /// Optional: `out` also in the GEMV's pre-split form (launch_gemv_prepare_x of `out`, plain
-  /// input, n_heads · head_dim columns; gemv_x_split_bytes of that), so the o projection needs
-  /// no split kernel. Needs head_dim a multiple of 128 and batch 1.
-  void* out_split = nullptr;
-
   // ---- fused RoPE + KV append (+ QK-norm), instead of launch_rope_kv_append ----------------
   // When k_new is set, every block first writes this token's rope(qk_norm(k)) and v for its KV
   // head to position *d_pos of the caches (blocks of one KV head write identical values) and

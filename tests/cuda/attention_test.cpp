@@ -18,7 +18,6 @@
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
 #include "core/model/config.hpp"
-#include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -154,10 +153,8 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
 
 /// The fused form (RoPE + KV append + optional QK-norm in the attention kernel) against the CPU
 /// sequence rms_norm per head → rope → cache write → cpu::attention. `extra`: seq_len − (pos + 1)
-/// (rows after this token's are read from the cache as they are). `split_out`: the output also
-/// pre-split (AttentionParams::out_split), checked byte for byte against launch_gemv_prepare_x.
-void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style, int extra = 0,
-                      bool split_out = false) {
+/// (rows after this token's are read from the cache as they are).
+void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style, int extra = 0) {
   const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
   const int64_t hd = c.head_dim;
   const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * hd);
@@ -180,11 +177,6 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
       static_cast<size_t>(std::max<int64_t>(attention_scratch_floats(c.n_heads, hd, splits), 4)) *
       sizeof(float));
   DeviceBuffer d_seq = upload(std::vector<int32_t>{pos + 1 + extra});
-  const int64_t cols = c.n_heads * hd;
-  DeviceBuffer d_split(gemv_x_split_bytes(cols));
-  DeviceBuffer d_want_split(gemv_x_split_bytes(cols));
-  DB_CUDA_CHECK(cudaMemset(d_split.get(), 0x5A, d_split.bytes()));
-  DB_CUDA_CHECK(cudaMemset(d_want_split.get(), 0x5A, d_want_split.bytes()));
   DeviceBuffer d_pos = upload(std::vector<int32_t>{pos});
   DeviceBuffer d_err = upload(std::vector<int32_t>{0});
   AttentionParams p;
@@ -211,7 +203,6 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
   p.k_norm = qk_norm ? d_kw.data<float>() : nullptr;
   p.eps = 1e-6f;
   p.pdl = true;
-  if (split_out) p.out_split = d_split.get();
   launch_attention(p, nullptr);
   testing::sync();
 
@@ -250,19 +241,6 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
       [&](size_t i) { return 4e-6 * (std::fabs(k[i]) + 1.0); }, what + " k cache"));
   EXPECT_TRUE(testing::all_bits_equal(download<float>(d_v.get(), cache_n), v, what + " v cache"));
   EXPECT_EQ(download<int32_t>(d_err.get(), 1)[0], 0) << what;
-  if (split_out) {
-    launch_gemv_prepare_x(GemvInput::kPlain, d_out.data<float>(), nullptr, nullptr, 0.0f, cols,
-                          d_want_split.get(), false, nullptr);
-    testing::sync();
-    const auto got = download<uint8_t>(d_split.get(), d_split.bytes());
-    const auto want = download<uint8_t>(d_want_split.get(), d_want_split.bytes());
-    size_t first = got.size();
-    for (size_t i = 0; i < got.size() && first == got.size(); ++i) {
-      if (got[i] != want[i]) first = i;
-    }
-    EXPECT_EQ(first, got.size()) << what << " pre-split output differs from prepare_x at byte "
-                                 << first << " of " << got.size();
-  }
 }
 
 TEST(Attention, FusedRopeAndKvAppend) {
@@ -277,31 +255,6 @@ TEST(Attention, FusedRopeAndKvAppend) {
     // seq_len past this token: the rows after it come from the cache (loaded after the wait).
     check_fused_rope({28, 4, 128, 300, 0, path}, 100, false, RopeStyle::kHalfSplit, 37);
     check_fused_rope({9, 3, 64, 256, 0, path}, 0, true, RopeStyle::kHalfSplit, 200);
-  }
-}
-
-TEST(Attention, WritesItsOutputPreSplitForTheOProjection) {
-  DB_REQUIRE_CUDA();
-  for (const int path : {1, 2, 3}) {
-    check_fused_rope({28, 4, 128, 256, 0, path}, 128, false, RopeStyle::kHalfSplit, 0, true);
-    check_fused_rope({28, 4, 128, 300, 0, path}, 299, true, RopeStyle::kAdjacent, 0, true);
-    check_fused_rope({8, 2, 256, 512, 0, path}, 300, false, RopeStyle::kHalfSplit, 0, true);
-    check_fused_rope({28, 4, 128, 256, 0, path}, 0, false, RopeStyle::kHalfSplit, 0, true);
-  }
-  AttentionParams p;
-  p.head_dim = 64;
-  p.out_split = &p;  // never dereferenced: rejected first
-  p.q = p.k_cache = p.v_cache = reinterpret_cast<const float*>(&p);
-  p.out = reinterpret_cast<float*>(&p);
-  p.d_seq_len = reinterpret_cast<const int32_t*>(&p);
-  p.n_heads = p.n_kv_heads = p.capacity = 1;
-  try {
-    launch_attention(p, nullptr);
-    FAIL() << "expected an Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("pre-split output needs head_dim a multiple of 128"),
-              std::string::npos)
-        << e.what();
   }
 }
 
