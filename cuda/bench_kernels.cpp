@@ -513,57 +513,13 @@ class OpsSection {
                                       0.0f, m.ffn, split.get(), false, s);
               });
     }
-    attention(m, {128, 1024, 8192});
-    fused_attention(m, d_inv.data<double>());
+    attention(m, {128, 1024, 8192}, d_inv.data<double>());
   }
 
-  /// The decode step's form at its setting (capacity 256, 129 positions): RoPE + KV append
-  /// fused, with PDL.
-  void fused_attention(const ModelShape& m, const double* d_inv) {
-    const int64_t capacity = 256;
-    const int64_t per_layer = m.kv_dim() * capacity;
-    DeviceBuffer kc = filled(static_cast<size_t>(per_layer * m.layers) * 4, 0x3C);
-    DeviceBuffer vc = filled(static_cast<size_t>(per_layer * m.layers) * 4, 0x3C);
-    DeviceBuffer q = filled(static_cast<size_t>(m.q_dim()) * 4, 0x3C);
-    DeviceBuffer kn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
-    DeviceBuffer vn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
-    DeviceBuffer o(static_cast<size_t>(m.q_dim()) * 4);
-    DeviceBuffer err = filled(16, 0);
-    DeviceInputs in;
-    in.set(1, 128, 129);
-    AttentionParams p;
-    p.q = q.data<float>();
-    p.out = o.data<float>();
-    p.n_heads = m.heads;
-    p.n_kv_heads = m.kv_heads;
-    p.head_dim = m.head_dim;
-    p.capacity = capacity;
-    p.d_seq_len = in.seq_len();
-    p.splits = attention_splits(capacity);
-    p.d_error = err.data<int32_t>();
-    p.k_new = kn.data<float>();
-    p.v_new = vn.data<float>();
-    p.d_pos = in.pos();
-    p.d_inv_freq = d_inv;
-    p.rope_dim = m.head_dim;
-    p.pdl = true;
-    const int launches = static_cast<int>(m.layers) * 4;
-    measure(
-        m, "attention", "seq_len 129 capacity 256 fused rope + kv append, pdl",
-        8.0 * static_cast<double>(m.kv_dim()) * 129, launches,
-        [&](cudaStream_t s) {
-          for (int i = 0; i < launches; ++i) {
-            AttentionParams pi = p;
-            pi.k_cache = kc.data<float>() + (i % m.layers) * per_layer;
-            pi.v_cache = vc.data<float>() + (i % m.layers) * per_layer;
-            launch_attention(pi, s);
-          }
-        },
-        /*enqueue_is_all=*/true);
-  }
-
-  /// Decode attention with each layer's own cache (rotated over the model's layers).
-  void attention(const ModelShape& m, const std::vector<int32_t>& seq_lens) {
+  /// Decode attention with each layer's own cache (rotated over the model's layers); at the
+  /// whole-step benchmark's setting also the decode step's form (RoPE + KV append fused, PDL;
+  /// `d_inv`: the RoPE inverse frequencies).
+  void attention(const ModelShape& m, const std::vector<int32_t>& seq_lens, const double* d_inv) {
     struct Case {
       int64_t capacity;
       int32_t seq_len;
@@ -598,14 +554,29 @@ class OpsSection {
       // Both kernels where the short-context one is reasonable, else the automatic choice.
       const std::vector<int> paths =
           c.capacity <= 1024 ? std::vector<int>{1, 2, 3} : std::vector<int>{0};
-      for (const int path : paths) {
+      DeviceBuffer kn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
+      DeviceBuffer vn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
+      DeviceBuffer err = filled(16, 0);
+      const bool step_form = c.capacity == 256;  // the first case
+      for (const int path : step_form ? std::vector<int>{1, 2, 3, 0} : paths) {
         p.path = path;
+        const bool fused = step_form && path == 0;
+        if (fused) {
+          p.d_error = err.data<int32_t>();
+          p.k_new = kn.data<float>();
+          p.v_new = vn.data<float>();
+          p.d_pos = in.pos();
+          p.d_inv_freq = d_inv;
+          p.rope_dim = m.head_dim;
+          p.pdl = true;
+        }
         const int cluster = attention_cluster_blocks(p);
         const std::string detail =
             "seq_len " + std::to_string(c.seq_len) + " capacity " + std::to_string(c.capacity) +
-            (!attention_uses_short_path(p) ? " split-kv splits " + std::to_string(splits)
-             : cluster > 1                 ? " short-path cluster " + std::to_string(cluster)
-                                           : " short-path");
+            (fused                           ? " fused rope + kv append, pdl"
+             : !attention_uses_short_path(p) ? " split-kv splits " + std::to_string(splits)
+             : cluster > 1                   ? " short-path cluster " + std::to_string(cluster)
+                                             : " short-path");
         measure(
             m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len, launches,
             [&](cudaStream_t s) {

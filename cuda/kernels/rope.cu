@@ -4,6 +4,7 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/rope_device.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -21,18 +22,8 @@ __global__ void __launch_bounds__(kThreads)
   const int i = idx % half;
   float* x = head < n_heads ? q + static_cast<int64_t>(head) * head_dim
                             : k + static_cast<int64_t>(head - n_heads) * head_dim;
-  const double angle = static_cast<double>(*d_pos) * inv_freq[i];
-  double sd, cd;
-  sincos(angle, &sd, &cd);
-  const float c = static_cast<float>(cd);
-  const float s = static_cast<float>(sd);
-  const int ia = adjacent ? 2 * i : i;
-  const int ib = adjacent ? 2 * i + 1 : i + half;
-  const float a = x[ia];
-  const float b = x[ib];
-  // a·c − b·s and a·s + b·c with every product rounded, as on the CPU (no FMA contraction).
-  x[ia] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-  x[ib] = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
+  const float2 cs = kernels::rope_cos_sin(*d_pos, inv_freq[i]);
+  kernels::rotate_pair(x, i, half, adjacent, cs.x, cs.y);
 }
 
 }  // namespace
