@@ -20,7 +20,7 @@
 //
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
-// the context is long; splits that start past seq_len return at once.
+// the context is long; splits that start past seq_len return after the fused prologue (KV append).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -191,9 +191,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     const int s = *a.d_seq_len;
     too_long = s > a.capacity;
     seq_len = max(0, min(s, a.capacity));
-    for (int i = t; i < a.rope_half; i += kThreads) {
-      cs_s[i] = kernels::rope_cos_sin(pos, a.inv_freq[i]);
-    }
   }
   int c0 = 0;
   int c1 = 0;
@@ -235,16 +232,19 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
       }
     }
   };
-  const auto take_new_row = [&](int t0) {  // row `pos` of the tile from kn_s / vn_s
+  // Row `pos` of the tile from kn_s / vn_s, when this block attends it (p = 0 would not cancel
+  // a non-finite k or v in a masked slot).
+  const auto take_new_row = [&](int t0) {
+    const int pnew = pos >= c0 && pos < c1 ? pos : -1;
 #pragma unroll
     for (int j = 0; j < C::kVPos; ++j) {
-      if (t0 + vp_grp + C::kPG * j == pos) vr[j] = reinterpret_cast<const float4*>(vn_s)[vp_col];
+      if (t0 + vp_grp + C::kPG * j == pnew) vr[j] = reinterpret_cast<const float4*>(vn_s)[vp_col];
     }
 #pragma unroll
     for (int p = 0; p < C::kPasses; ++p) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        if (t0 + p * C::kPosPerPass + sp_pos == pos) {
+        if (t0 + p * C::kPosPerPass + sp_pos == pnew) {
           kr[p][j] = reinterpret_cast<const float4*>(kn_s)[sp_part + C::kLP * j];
         }
       }
@@ -254,7 +254,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   if (fused) {
     set_range();
     load_tile(c0, c0, min(pos, c1));  // history rows: written by earlier steps
+    // The angles after the loads are issued (double sincos: the slowest part of the prologue).
+    if (t < a.rope_half) cs_s[t] = kernels::rope_cos_sin(pos, a.inv_freq[t]);
   }
+  static_assert(HD / 2 <= kThreads, "one thread per RoPE pair");
 
   kernels::grid_dependency_wait();
   if (fused) {
@@ -457,24 +460,24 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
         float m = -INFINITY;
 #pragma unroll
         for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
+        // No branch on m: every value read feeds the stores below (see the barrier). With all
+        // ranks empty (m = −inf) every weight is e^−inf = 0 and the output 0, as before.
+        const float ms = m > -INFINITY ? m : 0.0f;
         float l = 0.0f;
         float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (m > -INFINITY) {
 #pragma unroll
-          for (int r = 0; r < kMaxCluster; ++r) {
-            if (r < n) {
-              const float w = expf(mr[r] - m);
-              l = fmaf(lr[r], w, l);
-              o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y),
-                              fmaf(orr[r].z, w, o.z), fmaf(orr[r].w, w, o.w));
-            }
-          }
+        for (int r = 0; r < kMaxCluster; ++r) {
+          const float w = r < n ? expf(mr[r] - ms) : 0.0f;
+          l = fmaf(lr[r], w, l);
+          o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
+                          fmaf(orr[r].w, w, o.w));
         }
         store_unit(i, scaled(o, l));
       }
     }
-    // The other blocks' shared memory stays alive until block 0 has read it. Block 0's reads
-    // have returned (their values are used above), so the arrive needs no release fence.
+    // The other blocks' shared memory stays alive until block 0 has read it. The arrive is
+    // relaxed (no GPU-wide fence): block 0's remote reads have completed before it because every
+    // value they returned feeds a store issued before it (data dependence, in-order issue).
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::
                      : "memory");
     return;

@@ -34,13 +34,15 @@ struct AttentionParams {
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
 
   // ---- fused RoPE + KV append (+ QK-norm), instead of launch_rope_kv_append ----------------
-  // When k_new is set, every block first writes this token's rope(qk_norm(k)) and v for its KV
-  // head to position *d_pos of the caches (blocks of one KV head write identical values) and
-  // rotates its query heads in shared memory; q in memory stays as it was (not rotated).
-  // Out-of-range positions write nothing and set kDeviceErrorKvPosition in *d_error.
-  // With PDL, *d_pos, *d_seq_len and the cache rows before *d_pos are read before the kernel
-  // waits on the preceding one: they must not be written by a kernel still in flight (the
-  // decode step writes them by its H2D copy and in earlier steps).
+  // When k_new is set, every block writes this token's rope(qk_norm(k)) and v for its KV head
+  // to position *d_pos of the caches (blocks of one KV head write identical values; each uses
+  // its own copy of the row from shared memory, never the cache row) and rotates its query heads
+  // in shared memory; q in memory stays as it was (not rotated). Out-of-range positions write
+  // nothing and set kDeviceErrorKvPosition in *d_error.
+  // With PDL, *d_pos, *d_seq_len, d_inv_freq and the cache rows before *d_pos are read before
+  // the kernel waits on the preceding one: they must not be written by a kernel still in flight
+  // (the decode step writes them by its H2D copy and in earlier steps). q, k_new, v_new and
+  // rows after *d_pos (seq_len > pos + 1) are read after the wait.
   const float* k_new = nullptr;        ///< [n_kv_heads][head_dim] this token's k, or null
   const float* v_new = nullptr;        ///< [n_kv_heads][head_dim] this token's v
   const int32_t* d_pos = nullptr;      ///< its position (read on the device)

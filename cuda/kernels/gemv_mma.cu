@@ -720,7 +720,8 @@ __global__ void __launch_bounds__(kThreads)
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   if (rms) {
     // One pass over x for the sum of squares keeps this thread's own columns (float4 index
-    // c / 4 = blockIdx.x · blockDim.x + t is one of those it reads): x costs one round trip.
+    // c / 4 = blockIdx.x · blockDim.x + t is one of those it reads, as blockDim.x = kWarps · 32,
+    // prepare_x_launch): x costs one round trip.
     const int64_t own = c / 4;
     float ss = 0.0f;
     for (int64_t i = t; i < cols / 4; i += blockDim.x) {

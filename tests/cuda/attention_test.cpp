@@ -256,6 +256,10 @@ TEST(Attention, FusedRopeAndKvAppend) {
     check_fused_rope({28, 4, 128, 300, 0, path}, 100, false, RopeStyle::kHalfSplit, 37);
     check_fused_rope({9, 3, 64, 256, 0, path}, 0, true, RopeStyle::kHalfSplit, 200);
   }
+  // Several query heads per block (the kernel's 8-group form; on a GPU of ~132 SMs): long
+  // split-KV, and a cluster of 7 blocks with 2 heads each.
+  check_fused_rope({28, 4, 128, 5000, 0, 0}, 4000, true, RopeStyle::kAdjacent);
+  check_fused_rope({40, 8, 128, 400, 0, 3}, 300, false, RopeStyle::kHalfSplit, 20);
 }
 
 TEST(Attention, SplitHelpers) {
