@@ -18,6 +18,7 @@
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
 #include "core/model/config.hpp"
+#include "cuda/kernels/delayed_copy.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -153,8 +154,11 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
 
 /// The fused form (RoPE + KV append + optional QK-norm in the attention kernel) against the CPU
 /// sequence rms_norm per head → rope → cache write → cpu::attention. `extra`: seq_len − (pos + 1)
-/// (rows after this token's are read from the cache as they are).
-void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style, int extra = 0) {
+/// (rows after this token's are read from the cache as they are). `late`: q, k_new and v_new hold
+/// NaN until a predecessor (launch_delayed_copy) writes them 50 µs after letting the attention
+/// kernel start (PDL), so any read of them before the PDL wait shows in the output.
+void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style, int extra = 0,
+                      bool late = false) {
   const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
   const int64_t hd = c.head_dim;
   const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * hd);
@@ -203,7 +207,23 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
   p.k_norm = qk_norm ? d_kw.data<float>() : nullptr;
   p.eps = 1e-6f;
   p.pdl = true;
-  launch_attention(p, nullptr);
+  const CudaStream stream;
+  const size_t nq = q.size();
+  const size_t nkv = kn.size();
+  DeviceBuffer d_late((nq + 2 * nkv) * sizeof(float));
+  std::vector<float> all = q;
+  all.insert(all.end(), kn.begin(), kn.end());
+  all.insert(all.end(), vn.begin(), vn.end());
+  const DeviceBuffer d_all = upload(all);
+  if (late) {
+    DB_CUDA_CHECK(cudaMemset(d_late.get(), 0xFF, d_late.bytes()));  // NaN
+    p.q = d_late.data<float>();
+    p.k_new = p.q + nq;
+    p.v_new = p.q + nq + nkv;
+    testing::sync();
+    launch_delayed_copy(d_late.get(), d_all.get(), d_late.bytes(), 50000, stream.get());
+  }
+  launch_attention(p, stream.get());
   testing::sync();
 
   std::vector<float> wq = q, wk = kn;
@@ -231,7 +251,8 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
                            " Hkv=" + std::to_string(c.n_kv_heads) + " hd=" + std::to_string(hd) +
                            " cap=" + std::to_string(c.capacity) + " pos=" + std::to_string(pos) +
                            " seq_len=" + std::to_string(pos + 1 + extra) +
-                           (qk_norm ? " qk-norm" : "") + " " + rope_style_name(style) +
+                           (qk_norm ? " qk-norm" : "") + (late ? " late inputs" : "") + " " +
+                           rope_style_name(style) +
                            (attention_uses_short_path(p) ? " short-path" : " split-kv");
   EXPECT_TRUE(all_near(
       download<float>(d_out.get(), want.size()), want, [](size_t) { return 1e-4 + 1e-6; }, what));
@@ -260,6 +281,38 @@ TEST(Attention, FusedRopeAndKvAppend) {
   // split-KV, and a cluster of 7 blocks with 2 heads each.
   check_fused_rope({28, 4, 128, 5000, 0, 0}, 4000, true, RopeStyle::kAdjacent);
   check_fused_rope({40, 8, 128, 400, 0, 3}, 300, false, RopeStyle::kHalfSplit, 20);
+}
+
+TEST(Attention, FusedFormReadsItsInputsAfterThePdlWait) {
+  DB_REQUIRE_CUDA();
+  // The test is only meaningful if a PDL kernel does start before its predecessor ends here.
+  const CudaStream stream;
+  DeviceBuffer dst(sizeof(float));
+  const DeviceBuffer src = upload(std::vector<float>{1.0f});
+  DeviceBuffer peek(2 * sizeof(float));
+  // Twice: the first launch of a kernel loads its code (lazy module loading), which does not
+  // overlap with running kernels.
+  for (int round = 0; round < 2; ++round) {
+    DB_CUDA_CHECK(cudaMemset(dst.get(), 0xFF, sizeof(float)));
+    testing::sync();
+    launch_delayed_copy(dst.get(), src.get(), sizeof(float), 50000, stream.get());
+    launch_pdl_peek(dst.data<float>(), peek.data<float>(), stream.get());
+    testing::sync();
+  }
+  const std::vector<float> seen = download<float>(peek.get(), 2);
+  EXPECT_EQ(seen[1], 1.0f) << "the value after the PDL wait";
+  if (!std::isnan(seen[0])) {
+    GTEST_SKIP() << "PDL did not overlap the kernels on this device (read before the wait: "
+                 << seen[0] << "): the ordering check below would prove nothing";
+  }
+  // Each case first with its inputs in place (which also loads the kernels), then late.
+  for (const bool late : {false, true}) {
+    for (const int path : {1, 2, 3}) {
+      check_fused_rope({28, 4, 128, 256, 0, path}, 128, true, RopeStyle::kHalfSplit, 0, late);
+      check_fused_rope({9, 3, 64, 256, 0, path}, 40, false, RopeStyle::kAdjacent, 0, late);
+    }
+    check_fused_rope({28, 4, 128, 5000, 0, 0}, 4000, false, RopeStyle::kHalfSplit, 0, late);
+  }
 }
 
 TEST(Attention, SplitHelpers) {
