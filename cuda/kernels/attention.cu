@@ -11,8 +11,8 @@
 // Latency, not bandwidth, sets its time at decode contexts (the cache of a layer is a few MB at
 // most), so the fused form (RoPE + KV append) does all it can before the PDL wait: position,
 // RoPE angles and the first tile's history rows are read while the preceding GEMV finishes
-// (H200, 7B shape, 129 positions, bench-kernels: the cluster form 7.3 → 4.8 µs per layer with
-// the lean per-group code below, 4.3–4.5 µs fused with PDL).
+// (H200, 7B shape, 129 positions, bench-kernels: the cluster form 6.4 µs in round 3, 4.7 µs with
+// the lean per-group code below, 4.4 µs fused with PDL; docs/performance.md, round 6).
 //
 // With splits == 1 the block normalizes and writes `out` directly. Otherwise it writes the
 // unnormalized accumulator, m and l of its split and attention_combine_kernel merges them:
@@ -279,13 +279,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
 #pragma unroll
     for (int j = 0; j < kPer; ++j) x[j] = lane + 32 * j < HD ? src[lane + 32 * j] : 0.0f;
     float* dst = warp == 0 ? kn_s : vn_s;
-    float* vrow = a.v_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
-      const int i = lane + 32 * j;
-      if (i < HD) {
-        dst[i] = x[j];
-        if (warp == 1 && in_range) vrow[i] = x[j];  // every block of the KV head writes the same
+      if (lane + 32 * j < HD) dst[lane + 32 * j] = x[j];
+    }
+    if (warp == 1 && in_range) {  // every block of the KV head writes the same row
+      float* vrow = a.v_w + (static_cast<int64_t>(kvh) * a.capacity + pos) * HD;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (lane + 32 * j < HD) vrow[lane + 32 * j] = x[j];
       }
     }
   }

@@ -67,6 +67,9 @@ struct XPrefetch {
   bool ok = false;
 };
 
+/// Fills an XPrefetch for `src` (cols floats of x'); every thread of the CTA calls it before the
+/// PDL wait and passes the result to load_x_to_smem. Nothing it reads is written by earlier
+/// kernels (weights only).
 __device__ __forceinline__ XPrefetch prefetch_x(const gemv_impl::XSource& src, int64_t cols) {
   XPrefetch p;
   const int64_t t = threadIdx.x;

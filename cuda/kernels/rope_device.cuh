@@ -34,7 +34,8 @@ __device__ __forceinline__ float2 rope_cos_sin(int64_t pos, double inv_freq) {
 }
 
 /// Pair i of h rotated by the angle with cosine c and sine s: (a, b) → (a·c − b·s, a·s + b·c),
-/// every product rounded; pairs adjacent (2i, 2i+1) or half-split (i, i + rope_half).
+/// every product rounded (as cpu::rope); pairs adjacent (2i, 2i+1) or half-split (i, i +
+/// rope_half). RoPE: Su et al., "RoFormer" (2021), eq. 34.
 __device__ __forceinline__ void rotate_pair(float* h, int i, int rope_half, bool adjacent, float c,
                                             float s) {
   const int ia = adjacent ? 2 * i : i;
