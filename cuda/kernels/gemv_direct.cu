@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   const kernels::XPrefetch pre = kernels::prefetch_x(a.x, a.cols);
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  kernels::load_x_to_smem(a.x, a.cols, xs, red, pre);
+  kernels::load_x_to_smem<true>(a.x, a.cols, xs, red, pre);
 
   float acc[kR];
 #pragma unroll
