@@ -857,12 +857,29 @@ class StepModel {
       gu.input = GemvInput::kRmsNorm;
       gu.norm_w = L.ffn_norm;
       gu.eps = eps;
+      gu.pdl = pdl;
+      GemvParams dn;
+      // As the backend: the direct kernel (float types) stores SwiGLU(gate, up) itself.
+      GemvParams act = gu;
+      act.y = gate;
+      act.swiglu_out = true;
+      if (!presplit && gemv_swiglu_out_supported(act)) {
+        launch_gemv(act, s);
+        dn.type = type_;
+        dn.w = L.down;
+        dn.rows = m_.hidden;
+        dn.cols = m_.ffn;
+        dn.x = gate;
+        dn.y = x;
+        dn.residual = x;
+        dn.pdl = pdl;
+        launch_gemv(dn, s);
+        continue;
+      }
       gu.y = gate;
       gu.y1 = up;
       gu.y_end0 = m_.ffn;
-      gu.pdl = pdl;
       launch_gemv(gu, s);
-      GemvParams dn;
       dn.type = type_;
       dn.w = L.down;
       dn.rows = m_.hidden;

@@ -417,8 +417,17 @@ void CudaBackend::enqueue_forward() {
     ap.v_new = v;
     launch_attention(ap, s);
     enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
-    // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add.
+    // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add. The
+    // direct kernel (float types) computes SwiGLU itself: every CTA of the down projection then
+    // reads one vector instead of two and no exp (7B F16 step: see docs/performance.md).
     if (L.w_gate_up.present()) {
+      GemvParams act = gemv(L.w_gate_up, x, act_.data<float>(), nullptr, nullptr, &L.ffn_norm);
+      act.swiglu_out = true;
+      if (gemv_swiglu_out_supported(act)) {
+        enqueue_gemv(act);
+        enqueue_gemv(gemv(L.w_down, act_.data<float>(), x, nullptr, x, nullptr));
+        continue;
+      }
       GemvParams p = gemv(L.w_gate_up, x, gate_.data<float>(), nullptr, nullptr, &L.ffn_norm);
       p.y1 = up_.data<float>();
       p.y_end0 = c_.ffn;

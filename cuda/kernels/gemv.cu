@@ -291,13 +291,19 @@ void check_params(const GemvParams& p) {
   } else if (p.y2 != nullptr) {
     throw runtime_error("GEMV: y2 needs y1");
   }
+  if (p.swiglu_out && (p.rows % 2 != 0 || p.bias != nullptr || p.residual != nullptr ||
+                       p.y1 != nullptr || p.x_split != nullptr)) {
+    throw runtime_error(
+        "GEMV: a SwiGLU output needs an even row count and no bias, residual, segments or "
+        "pre-split x");
+  }
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 /// True when the request uses a form the scalar fallback does not implement.
 bool needs_fast(const GemvParams& p) {
-  return p.input != GemvInput::kPlain || p.x_split != nullptr || p.y1 != nullptr;
+  return p.input != GemvInput::kPlain || p.x_split != nullptr || p.y1 != nullptr || p.swiglu_out;
 }
 
 bool is_float_type(WeightType t) {
@@ -424,6 +430,10 @@ Choice choose(const GemvParams& p) {
     c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms);
   } else {
     c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
+  }
+  if (p.swiglu_out && v != kVariantDirect) {
+    throw runtime_error("GEMV: a SwiGLU output needs the direct kernel (F32/F16/BF16), not " +
+                        std::string(gemv_variant_name(v)));
   }
   c.info.variant = v;
   c.info.kernel = v == kVariantDirect    ? "direct"
@@ -591,6 +601,15 @@ bool gemv_presplit_supported(const GemvParams& p) {
          gemv_impl::mma_supported(p.type, p.cols);
 }
 
+bool gemv_swiglu_out_supported(const GemvParams& p) {
+  if (!is_float_type(p.type) || p.rows % 2 != 0 || p.bias != nullptr || p.residual != nullptr ||
+      p.y1 != nullptr || p.x_split != nullptr || (p.variant != 0 && p.variant != kVariantDirect)) {
+    return false;
+  }
+  return gemv_impl::direct_supported(p.type, p.cols) && aligned16(p.w) && inputs_aligned(p) &&
+         p.cols % 4 == 0;
+}
+
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
   check_params(p);
   return choose(p).info;
@@ -614,6 +633,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.y.end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
     a.y.bias = p.bias;
     a.y.residual = p.residual;
+    a.y.swiglu_half = p.swiglu_out ? p.rows / 2 : 0;
     a.pdl = p.pdl ? 1 : 0;
     a.probe = p.probe;
     if (c.info.variant == kVariantDirect) {

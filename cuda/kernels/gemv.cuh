@@ -52,6 +52,10 @@ struct GemvParams {
   float* y2 = nullptr;
   int64_t y_end0 = 0;
   int64_t y_end1 = 0;
+  /// SwiGLU output for a stacked [Wgate; Wup] (rows = 2h): y[k] = silu(Wgate[k]·x')·(Wup[k]·x')
+  /// for k < h, as cpu::swiglu on the two products (y holds h floats). Only the direct kernel
+  /// (F32/F16/BF16) takes it (gemv_swiglu_out_supported); no bias, residual or y1.
+  bool swiglu_out = false;
   /// Programmatic dependent launch: the kernel may start while the previous kernel on the stream
   /// is still running (it prefetches weights, then waits for that kernel's results). Ignored by
   /// the scalar fallback.
@@ -98,6 +102,10 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 /// Whether a pre-split x (GemvParams::x_split) can be used for `p`'s type, shape and weight
 /// pointer: the stream kernel or the tensor-core kernel takes it.
 bool gemv_presplit_supported(const GemvParams& p);
+
+/// Whether launch_gemv takes `p` with swiglu_out set (the direct kernel applies: a float type,
+/// aligned pointers, an even row count, no bias, residual or segments).
+bool gemv_swiglu_out_supported(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"

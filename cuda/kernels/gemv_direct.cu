@@ -7,7 +7,9 @@
 // once) and each CTA walks its row groups ("tasks"); the warps of a CTA split the columns of a
 // row group (ksplit) and their partial sums are added in a fixed order, so results are
 // deterministic for a given shape. Weight loads of the first task are issued before the CTA
-// waits on the preceding kernel (programmatic dependent launch) and before x' is formed.
+// waits on the preceding kernel (programmatic dependent launch) and before x' is formed. With a
+// SwiGLU output (stacked [Wgate; Wup]) a warp's two rows are gate row k and up row k, and it
+// stores silu(gate)·up: the down projection then reads a plain x.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -125,7 +127,15 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
       }
     }
   };
+  // SwiGLU output (YSink::swiglu_half): task slot k holds rows k and k + half (gate and up).
+  const int64_t half = a.y.swiglu_half;
   const auto row_ptrs = [&](int64_t task, const uint8_t** rp) {
+    if (half > 0) {
+      const int64_t k = kernels::min64(task * rgs + rg, half - 1);
+      rp[0] = a.w + k * row_bytes;
+      rp[1] = a.w + (k + half) * row_bytes;
+      return;
+    }
     const int64_t row0 = (task * rgs + rg) * kR;
 #pragma unroll
     for (int i = 0; i < kR; ++i) rp[i] = a.w + kernels::min64(row0 + i, a.rows - 1) * row_bytes;
@@ -180,8 +190,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
 #pragma unroll
       for (int i = 0; i < kR; ++i) acc[i] = kernels::warp_sum(acc[i]);
       const int64_t row0 = (task * rgs + rg) * kR;
+      const int64_t k = task * rgs + rg;  // SwiGLU output: the pair's index
       if (a.ksplit == 1) {
-        if (lane < kR && row0 + lane < a.rows) {
+        if (half > 0) {
+          if (lane == 0 && k < half) a.y.y0[k] = kernels::swiglu_value(acc[0], acc[1]);
+        } else if (lane < kR && row0 + lane < a.rows) {
           kernels::store_row(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1]);
         }
       } else {
@@ -191,9 +204,18 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
           for (int i = 0; i < kR; ++i) pb[warp * kR + i] = acc[i];
         }
         kernels::named_barrier(1 + rg, a.ksplit * 32);
-        if (ks == 0 && lane < kR && row0 + lane < a.rows) {
+        if (half > 0) {
+          if (ks == 0 && lane == 0 && k < half) {
+            float g = 0.0f, u = 0.0f;
+            for (int w = 0; w < a.ksplit; ++w) {
+              g += pb[(rg * a.ksplit + w) * kR];
+              u += pb[(rg * a.ksplit + w) * kR + 1];
+            }
+            a.y.y0[k] = kernels::swiglu_value(g, u);
+          }
+        } else if (ks == 0 && lane < kR && row0 + lane < a.rows) {
           float s = 0.0f;
-          for (int k = 0; k < a.ksplit; ++k) s += pb[(rg * a.ksplit + k) * kR + lane];
+          for (int w = 0; w < a.ksplit; ++w) s += pb[(rg * a.ksplit + w) * kR + lane];
           kernels::store_row(a.y, row0 + lane, s);
         }
       }

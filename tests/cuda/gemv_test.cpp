@@ -423,6 +423,74 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
   }
 }
 
+// SwiGLU output of a stacked [Wgate; Wup] (direct kernel): y[k] = silu(gate_k)·up_k against
+// cpu::swiglu of the CPU's two products, on an RMSNorm input; shapes with few row pairs (column
+// split), an odd number of pairs and many pairs per CTA. Where the direct kernel does not apply
+// (quantized types), gemv_swiglu_out_supported says so and launch_gemv throws.
+TEST(Gemv, SwiGluOutputOfStackedGateUp) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+    for (const auto& [half, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {8, 4096}, {37, 512}, {1536, 576}, {4000, 1024}}) {
+      const int64_t rows = 2 * half;
+      const Matrix m = make_matrix(t, rows, cols, static_cast<uint32_t>(half + cols));
+      const std::vector<float> x = random_floats(static_cast<size_t>(cols), 21);
+      const std::vector<float> nw = random_floats(static_cast<size_t>(cols), 22);
+      std::vector<float> xn(static_cast<size_t>(cols));
+      cpu::rms_norm(x.data(), nw.data(), xn.data(), cols, 1e-6f);
+      std::vector<float> prod;
+      std::vector<double> mag;
+      reference(t, m, rows, cols, xn, nullptr, nullptr, &prod, &mag);
+      std::vector<float> want(static_cast<size_t>(half));
+      cpu::swiglu(prod.data(), prod.data() + half, want.data(), half);
+      DeviceBuffer d_w = upload(m.bytes);
+      DeviceBuffer d_x = upload(x);
+      DeviceBuffer d_nw = upload(nw);
+      DeviceBuffer d_y(static_cast<size_t>(half) * 4);
+      GemvParams p;
+      p.type = t;
+      p.w = d_w.get();
+      p.rows = rows;
+      p.cols = cols;
+      p.x = d_x.data<float>();
+      p.input = GemvInput::kRmsNorm;
+      p.norm_w = d_nw.data<float>();
+      p.eps = 1e-6f;
+      p.y = d_y.data<float>();
+      p.swiglu_out = true;
+      ASSERT_TRUE(gemv_swiglu_out_supported(p));
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      EXPECT_STREQ(info.kernel, "direct");
+      launch_gemv(p, nullptr);
+      testing::sync();
+      const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(half));
+      // Tolerance: the products' bound, carried through silu(g)·u (|d/dg| <= 1.1·|u|, d/du =
+      // silu(g)), plus f32 rounding of the result.
+      EXPECT_TRUE(all_near(
+          got, want,
+          [&](size_t k) {
+            const double eg = 1e-5 * mag[k] + 1e-6;
+            const double eu = 1e-5 * mag[k + static_cast<size_t>(half)] + 1e-6;
+            const double g = prod[k];
+            const double u = prod[k + static_cast<size_t>(half)];
+            return 1.1 * std::fabs(u) * eg + std::fabs(g) * eu + 1e-6 * std::fabs(want[k]) + 1e-7;
+          },
+          describe(t, rows, cols, info) + " SwiGLU output"));
+    }
+  }
+  // Quantized weights, a bias or an odd row count: not taken.
+  GemvParams q;
+  q.type = WeightType::kQ4_0;
+  q.rows = 64;
+  q.cols = 512;
+  q.swiglu_out = true;
+  EXPECT_FALSE(gemv_swiglu_out_supported(q));
+  GemvParams f = q;
+  f.type = WeightType::kF16;
+  f.rows = 63;
+  EXPECT_FALSE(gemv_swiglu_out_supported(f));
+}
+
 /// A chain of dependent GEMVs launched with PDL: y1 = W1·x, y2 = W2·y1 + y1 (residual) ...: each
 /// kernel reads what the previous one wrote, so a missing dependency wait shows as wrong numbers.
 /// Run eagerly and as a captured graph (which must then equal the eager result bit for bit).
