@@ -859,7 +859,7 @@ class StepModel {
       gu.eps = eps;
       gu.pdl = pdl;
       GemvParams dn;
-      // As the backend: the direct kernel (float types) stores SwiGLU(gate, up) itself.
+      // As the backend: the direct and staged kernels store SwiGLU(gate, up) themselves.
       GemvParams act = gu;
       act.y = gate;
       act.swiglu_out = true;

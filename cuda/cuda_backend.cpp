@@ -311,8 +311,7 @@ void CudaBackend::allocate_batch_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs)));
 }
 
-void CudaBackend::enqueue_gemv(GemvParams p) {
-  p.pdl = options_.pdl;
+bool CudaBackend::presplit(const GemvParams& p) const {
   // Large quantized GEMVs run fastest on the stream kernel reading x' pre-split once per GEMV by
   // one small kernel (measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with
   // only the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are
@@ -322,10 +321,15 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
   const int mode = options_.gemv_presplit;
   // Cheapest tests first: this runs for every GEMV of an eager step.
-  if (quantized && p.cols % 32 == 0 && mode != 2 &&
-      (mode == 1 || p.rows * p.cols >= kPresplitElements ||
-       std::string_view(gemv_launch_info(p).kernel) == "mma") &&
-      gemv_presplit_supported(p)) {
+  return quantized && p.cols % 32 == 0 && mode != 2 &&
+         (mode == 1 || p.rows * p.cols >= kPresplitElements ||
+          std::string_view(gemv_launch_info(p).kernel) == "mma") &&
+         gemv_presplit_supported(p);
+}
+
+void CudaBackend::enqueue_gemv(GemvParams p) {
+  p.pdl = options_.pdl;
+  if (!p.swiglu_out && presplit(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
                           stream_.get());
     p.x_split = x_split_.data();
@@ -418,12 +422,13 @@ void CudaBackend::enqueue_forward() {
     launch_attention(ap, s);
     enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add. The
-    // direct kernel (float types) computes SwiGLU itself: every CTA of the down projection then
-    // reads one vector instead of two and no exp (7B F16 step: see docs/performance.md).
+    // direct and staged kernels compute SwiGLU themselves: every CTA of the down projection then
+    // reads one vector instead of two and no exp (docs/performance.md, round 7). A pre-split x'
+    // (the stream kernel: large quantized GEMVs) keeps the separate form.
     if (L.w_gate_up.present()) {
       GemvParams act = gemv(L.w_gate_up, x, act_.data<float>(), nullptr, nullptr, &L.ffn_norm);
       act.swiglu_out = true;
-      if (gemv_swiglu_out_supported(act)) {
+      if (gemv_swiglu_out_supported(act) && !presplit(act)) {
         enqueue_gemv(act);
         enqueue_gemv(gemv(L.w_down, act_.data<float>(), x, nullptr, x, nullptr));
         continue;

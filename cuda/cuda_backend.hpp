@@ -98,6 +98,9 @@ class CudaBackend final : public Backend {
   AttentionParams attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
                                    const int32_t* d_seq_len);
   void enqueue_gemv(GemvParams p);
+  /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
+  /// least 4M weights, or as CudaBackendOptions::gemv_presplit says).
+  [[nodiscard]] bool presplit(const GemvParams& p) const;
   ExecReport capture();
   /// Captures enqueue_first + enqueue_second into `out` (full, forward-only and argmax-only
   /// graphs); on failure reports why and leaves `out` empty (exit 5 when the context broke).

@@ -91,7 +91,10 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
   const int ks = warp % a.ksplit;  // column split of this warp
   const int rg = warp / a.ksplit;  // row group within the block
   const int rg_per_block = kWarps / a.ksplit;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * rg_per_block + rg) * kRows;
+  // SwiGLU output (YSink::swiglu_half): row group k holds rows k and k + half (gate and up).
+  const int64_t half = a.y.swiglu_half;
+  const int64_t group = static_cast<int64_t>(blockIdx.x) * rg_per_block + rg;
+  const int64_t row0 = group * kRows;
 
   uint8_t* wsm = smem + warp * L::kWarpBytes;
   float4* table = reinterpret_cast<float4*>(wsm + kStages * L::kStageBytes);
@@ -103,7 +106,11 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
   // sums are discarded.
   const uint8_t* rowp[kRows];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) rowp[i] = a.w + kernels::min64(row0 + i, a.rows - 1) * row_bytes;
+  for (int i = 0; i < kRows; ++i) {
+    const int64_t r = half > 0 ? kernels::min64(group, half - 1) + i * half
+                               : kernels::min64(row0 + i, a.rows - 1);
+    rowp[i] = a.w + r * row_bytes;
+  }
 
   const int64_t nchunks = ceil_div<int64_t>(nb, kNbc);
   const int64_t my_chunks = nchunks > ks ? ceil_div<int64_t>(nchunks - ks, a.ksplit) : 0;
@@ -219,6 +226,20 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
   __syncthreads();
 
   const int t = static_cast<int>(threadIdx.x);
+  if (half > 0) {
+    if (t < rg_per_block) {
+      const int64_t k = static_cast<int64_t>(blockIdx.x) * rg_per_block + t;
+      if (k < half) {
+        float g = 0.0f, u = 0.0f;
+        for (int w = 0; w < a.ksplit; ++w) {
+          g += partial[(t * a.ksplit + w) * kRows];
+          u += partial[(t * a.ksplit + w) * kRows + 1];
+        }
+        a.y.y0[k] = kernels::swiglu_value(g, u);
+      }
+    }
+    return;
+  }
   if (t < rg_per_block * kRows) {
     const int g = t / kRows;
     const int i = t % kRows;
@@ -432,7 +453,7 @@ Choice choose(const GemvParams& p) {
     c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
   }
   if (p.swiglu_out && v != kVariantDirect) {
-    throw runtime_error("GEMV: a SwiGLU output needs the direct kernel (F32/F16/BF16), not " +
+    throw runtime_error("GEMV: a SwiGLU output needs the direct or staged kernel, not " +
                         std::string(gemv_variant_name(v)));
   }
   c.info.variant = v;
@@ -602,12 +623,14 @@ bool gemv_presplit_supported(const GemvParams& p) {
 }
 
 bool gemv_swiglu_out_supported(const GemvParams& p) {
-  if (!is_float_type(p.type) || p.rows % 2 != 0 || p.bias != nullptr || p.residual != nullptr ||
-      p.y1 != nullptr || p.x_split != nullptr || (p.variant != 0 && p.variant != kVariantDirect)) {
+  if (p.rows % 2 != 0 || p.bias != nullptr || p.residual != nullptr || p.y1 != nullptr ||
+      p.x_split != nullptr) {
     return false;
   }
-  return gemv_impl::direct_supported(p.type, p.cols) && aligned16(p.w) && inputs_aligned(p) &&
-         p.cols % 4 == 0;
+  GemvParams q = p;
+  q.swiglu_out = false;
+  const Choice c = choose(q);
+  return c.info.staged && (c.info.variant == kVariantDirect || c.info.variant == kVariantStaged);
 }
 
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
@@ -658,6 +681,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.y.end1 = p.y2 != nullptr ? p.y_end1 : p.rows;
     a.y.bias = p.bias;
     a.y.residual = p.residual;
+    a.y.swiglu_half = p.swiglu_out ? p.rows / 2 : 0;
     a.ksplit = c.info.column_splits;
     void* params[] = {&a};
     kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {

@@ -53,8 +53,8 @@ struct GemvParams {
   int64_t y_end0 = 0;
   int64_t y_end1 = 0;
   /// SwiGLU output for a stacked [Wgate; Wup] (rows = 2h): y[k] = silu(Wgate[k]·x')·(Wup[k]·x')
-  /// for k < h, as cpu::swiglu on the two products (y holds h floats). Only the direct kernel
-  /// (F32/F16/BF16) takes it (gemv_swiglu_out_supported); no bias, residual or y1.
+  /// for k < h, as cpu::swiglu on the two products (y holds h floats). The direct and staged
+  /// kernels take it (gemv_swiglu_out_supported); no bias, residual, y1 or x_split.
   bool swiglu_out = false;
   /// Programmatic dependent launch: the kernel may start while the previous kernel on the stream
   /// is still running (it prefetches weights, then waits for that kernel's results). Ignored by
@@ -103,8 +103,8 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 /// pointer: the stream kernel or the tensor-core kernel takes it.
 bool gemv_presplit_supported(const GemvParams& p);
 
-/// Whether launch_gemv takes `p` with swiglu_out set (the direct kernel applies: a float type,
-/// aligned pointers, an even row count, no bias, residual or segments).
+/// Whether launch_gemv takes `p` with swiglu_out set: the direct or staged kernel would run it
+/// (aligned pointers, no pre-split x), an even row count, no bias, residual or segments.
 bool gemv_swiglu_out_supported(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.

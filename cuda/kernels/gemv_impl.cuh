@@ -38,8 +38,8 @@ struct YSink {
   int64_t end1 = 0;
   const float* bias = nullptr;
   const float* residual = nullptr;
-  /// > 0 (direct kernel only): rows [0, h) and [h, 2h) are gate and up; y0[k] = silu(gate_k)·up_k
-  /// for k < h (cpu::swiglu), no bias, residual or segments.
+  /// > 0 (direct and staged kernels): rows [0, h) and [h, 2h) are gate and up; y0[k] =
+  /// silu(gate_k)·up_k for k < h (cpu::swiglu), no bias, residual or segments.
   int64_t swiglu_half = 0;
 };
 

@@ -423,15 +423,18 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
   }
 }
 
-// SwiGLU output of a stacked [Wgate; Wup] (direct kernel): y[k] = silu(gate_k)·up_k against
-// cpu::swiglu of the CPU's two products, on an RMSNorm input; shapes with few row pairs (column
-// split), an odd number of pairs and many pairs per CTA. Where the direct kernel does not apply
-// (quantized types), gemv_swiglu_out_supported says so and launch_gemv throws.
+// SwiGLU output of a stacked [Wgate; Wup] (direct kernel for the float types, staged kernel for
+// the quantized ones): y[k] = silu(gate_k)·up_k against cpu::swiglu of the CPU's two products,
+// on an RMSNorm input; shapes with few row pairs (column split), an odd number of pairs and many
+// pairs per CTA. A pre-split x' or an odd row count is not taken.
 TEST(Gemv, SwiGluOutputOfStackedGateUp) {
   DB_REQUIRE_CUDA();
-  for (const WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+  for (const WeightType t :
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0, WeightType::kQ4_1,
+        WeightType::kQ5_0, WeightType::kQ4_K, WeightType::kQ6_K}) {
     for (const auto& [half, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {8, 4096}, {37, 512}, {1536, 576}, {4000, 1024}}) {
+             {8, 4096}, {37, 512}, {1536, 768}, {4000, 1024}}) {
+      if (cols % weight_traits(t).block_elems != 0) continue;
       const int64_t rows = 2 * half;
       const Matrix m = make_matrix(t, rows, cols, static_cast<uint32_t>(half + cols));
       const std::vector<float> x = random_floats(static_cast<size_t>(cols), 21);
@@ -460,7 +463,8 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       p.swiglu_out = true;
       ASSERT_TRUE(gemv_swiglu_out_supported(p));
       const GemvLaunchInfo info = gemv_launch_info(p);
-      EXPECT_STREQ(info.kernel, "direct");
+      const bool float_type = weight_traits(t).block_elems == 1;
+      EXPECT_STREQ(info.kernel, float_type ? "direct" : "staged");
       launch_gemv(p, nullptr);
       testing::sync();
       const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(half));
@@ -478,14 +482,22 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
           describe(t, rows, cols, info) + " SwiGLU output"));
     }
   }
-  // Quantized weights, a bias or an odd row count: not taken.
+  // A pre-split x' (the stream kernel) or an odd row count: not taken.
+  DeviceBuffer d_w(64 * 512 * 2), d_x(512 * 4), d_y(64 * 4), d_split(gemv_x_split_bytes(512));
   GemvParams q;
   q.type = WeightType::kQ4_0;
+  q.w = d_w.get();
   q.rows = 64;
   q.cols = 512;
+  q.x = d_x.data<float>();
+  q.y = d_y.data<float>();
   q.swiglu_out = true;
+  EXPECT_TRUE(gemv_swiglu_out_supported(q));
+  q.x_split = d_split.get();
   EXPECT_FALSE(gemv_swiglu_out_supported(q));
+  EXPECT_THROW(launch_gemv(q, nullptr), Error);
   GemvParams f = q;
+  f.x_split = nullptr;
   f.type = WeightType::kF16;
   f.rows = 63;
   EXPECT_FALSE(gemv_swiglu_out_supported(f));
