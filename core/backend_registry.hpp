@@ -21,7 +21,8 @@ struct CudaBackendOptions {
   CaptureFault inject_fault = CaptureFault::kNone;
   int device = 0;
   /// Fused kernels: RMSNorm inside the GEMVs, stacked QKV and gate/up GEMVs, SwiGLU inside the
-  /// down projection, RoPE with the KV append (fewer launches per layer).
+  /// gate/up GEMV (direct / staged kernels) or the down projection's input, RoPE with the KV
+  /// append (fewer launches per layer).
   bool fused = true;
   /// Programmatic dependent launch: a kernel starts (loads weights) while its predecessor ends.
   bool pdl = true;

@@ -92,7 +92,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       ->group(exec);
   app.add_option("--fusion", o.fusion,
                  "CUDA kernel fusion (norm inside GEMVs, stacked QKV and gate/up, SwiGLU inside "
-                 "the down projection, RoPE with the KV append): on (default) | off")
+                 "the gate/up or down GEMV, RoPE with the KV append): on (default) | off")
       ->group(exec);
   app.add_option("--pdl", o.pdl,
                  "CUDA programmatic dependent launch (kernels overlap their start with the "
