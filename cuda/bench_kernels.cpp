@@ -763,9 +763,10 @@ class StepModel {
 
   /// The decode step with the fused launchers: per layer [norm→QKV GEMV (stacked weights, three
   /// output segments)] → [RoPE + KV append] → [attention] → [o GEMV + residual] → [norm→gate/up
-  /// GEMV (two segments)] → [SwiGLU→down GEMV + residual] (6 kernels; 7 with `presplit`, which
-  /// splits SwiGLU(gate, up) once in its own kernel for the quantized down GEMV). `pdl`: every
-  /// launch carries the programmatic-dependent-launch attribute.
+  /// GEMV storing SwiGLU(gate, up) (direct / staged kernels; else two segments)] → [down GEMV +
+  /// residual, forming SwiGLU in its input in the two-segment case] (6 kernels; 7 with
+  /// `presplit`, which splits SwiGLU(gate, up) once in its own kernel for the quantized down
+  /// GEMV). `pdl`: every launch carries the programmatic-dependent-launch attribute.
   void enqueue_fused(cudaStream_t s, bool pdl, bool presplit,
                      bool rope_in_attention = false) const {
     const float eps = m_.eps;
@@ -859,20 +860,21 @@ class StepModel {
       gu.eps = eps;
       gu.pdl = pdl;
       GemvParams dn;
-      // As the backend: the direct and staged kernels store SwiGLU(gate, up) themselves.
+      dn.type = type_;
+      dn.w = L.down;
+      dn.rows = m_.hidden;
+      dn.cols = m_.ffn;
+      dn.x = gate;
+      dn.y = x;
+      dn.residual = x;
+      dn.pdl = pdl;
+      // As the backend: the direct and staged kernels store SwiGLU(gate, up) themselves, and the
+      // down projection reads it as a plain x.
       GemvParams act = gu;
       act.y = gate;
       act.swiglu_out = true;
       if (!presplit && gemv_swiglu_out_supported(act)) {
         launch_gemv(act, s);
-        dn.type = type_;
-        dn.w = L.down;
-        dn.rows = m_.hidden;
-        dn.cols = m_.ffn;
-        dn.x = gate;
-        dn.y = x;
-        dn.residual = x;
-        dn.pdl = pdl;
         launch_gemv(dn, s);
         continue;
       }
@@ -880,16 +882,8 @@ class StepModel {
       gu.y1 = up;
       gu.y_end0 = m_.ffn;
       launch_gemv(gu, s);
-      dn.type = type_;
-      dn.w = L.down;
-      dn.rows = m_.hidden;
-      dn.cols = m_.ffn;
-      dn.x = gate;
       dn.x2 = up;
       dn.input = GemvInput::kSwiGlu;
-      dn.y = x;
-      dn.residual = x;
-      dn.pdl = pdl;
       if (presplit) {
         launch_gemv_prepare_x(GemvInput::kSwiGlu, gate, up, nullptr, 0.0f, m_.ffn, split_.get(),
                               pdl, s);

@@ -428,7 +428,7 @@ void CudaBackend::enqueue_forward() {
     if (L.w_gate_up.present()) {
       GemvParams act = gemv(L.w_gate_up, x, act_.data<float>(), nullptr, nullptr, &L.ffn_norm);
       act.swiglu_out = true;
-      if (gemv_swiglu_out_supported(act) && !presplit(act)) {
+      if (L.w_gate.rows == L.w_up.rows && gemv_swiglu_out_supported(act) && !presplit(act)) {
         enqueue_gemv(act);
         enqueue_gemv(gemv(L.w_down, act_.data<float>(), x, nullptr, x, nullptr));
         continue;

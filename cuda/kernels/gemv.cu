@@ -629,8 +629,12 @@ bool gemv_swiglu_out_supported(const GemvParams& p) {
   }
   GemvParams q = p;
   q.swiglu_out = false;
-  const Choice c = choose(q);
-  return c.info.staged && (c.info.variant == kVariantDirect || c.info.variant == kVariantStaged);
+  try {
+    const Choice c = choose(q);  // throws for forms no kernel takes (e.g. a fused input unaligned)
+    return c.info.staged && (c.info.variant == kVariantDirect || c.info.variant == kVariantStaged);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 GemvLaunchInfo gemv_launch_info(const GemvParams& p) {

@@ -23,11 +23,11 @@ enum class GemvInput {
 /// (GGUF layout: ne0 = cols contiguous). All pointers are device pointers.
 struct GemvParams {
   WeightType type = WeightType::kF32;
-  const void* w = nullptr;          ///< [rows][row_bytes(type, cols)] bytes
-  int64_t rows = 0;                 ///< output length (all segments together)
-  int64_t cols = 0;                 ///< input length; a multiple of the type's block size
-  const float* x = nullptr;         ///< [cols]; must not alias any output
-  float* y = nullptr;               ///< [rows], or rows [0, y_end0) when y1 is set
+  const void* w = nullptr;   ///< [rows][row_bytes(type, cols)] bytes
+  int64_t rows = 0;          ///< output length (all segments together)
+  int64_t cols = 0;          ///< input length; a multiple of the type's block size
+  const float* x = nullptr;  ///< [cols]; must not alias any output
+  float* y = nullptr;  ///< [rows], or rows [0, y_end0) when y1 is set, or [rows / 2] (swiglu_out)
   const float* bias = nullptr;      ///< [rows] or null (indexed by row over all segments)
   const float* residual = nullptr;  ///< [rows] or null; may alias y (y = W·x' + y)
   /// Kernel variant: 0 = automatic choice (what the backend uses); k > 0 forces variant k from
@@ -36,7 +36,8 @@ struct GemvParams {
   /// mma kernel when forced, or where the stream kernel does not apply).
   int variant = 0;
 
-  // ---- fused forms (every kernel but the scalar fallback for unaligned pointers) ---------------
+  // ---- fused forms (every kernel but the scalar fallback for unaligned pointers; swiglu_out:
+  // the direct and staged kernels only) --------------------------------------------------------
   GemvInput input = GemvInput::kPlain;
   const float* x2 = nullptr;      ///< kSwiGlu: up [cols]
   const float* norm_w = nullptr;  ///< kRmsNorm: weight [cols]
@@ -67,8 +68,9 @@ struct GemvParams {
   int probe = 0;
 };
 
-/// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row, f32
-/// accumulation, on `stream`; returns the variant id that ran (0: the scalar fallback). Fixed
+/// Launches y[r] = Σ_c W[r][c]·x'[c] (+ bias[r]) (+ residual[r]) for every row (with swiglu_out:
+/// y[k] = swiglu of rows k and k + rows/2), f32 accumulation, on `stream`; returns the variant id
+/// that ran (0: the scalar fallback). Fixed
 /// launch shape for given (type, rows, cols, variant, pointer alignment): capturable. Results are
 /// deterministic (fixed summation order) for a given shape. The fast paths need `w` and the x
 /// vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 == 0); otherwise a slower fallback

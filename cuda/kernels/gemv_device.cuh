@@ -106,26 +106,26 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
     // 247.7 → 241.0 µs); for shorter x (SmolLM2, 576 and 1536 columns) the step lost 6%. Only
     // the direct kernel takes it: compiled into the staged kernel as well (not taken there), the
     // SmolLM2 Q4_1 step lost 3%.
-    constexpr int kR = XPrefetch::kRegs;
-    float4 v[kR], u[kR];
+    constexpr int kRegs = XPrefetch::kRegs;
+    float4 v[kRegs], u[kRegs];
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     const bool swiglu = src.kind == gemv_impl::XKind::kSwiGlu;
 #pragma unroll
-    for (int k = 0; k < kR; ++k) {
+    for (int k = 0; k < kRegs; ++k) {
       const int64_t i = t + static_cast<int64_t>(k) * nt;
       v[k] = i < n4 ? __ldcg(reinterpret_cast<const float4*>(src.x) + i) : zero;
       u[k] = swiglu && i < n4 ? __ldcg(reinterpret_cast<const float4*>(src.x2) + i) : zero;
     }
     if (swiglu) {
 #pragma unroll
-      for (int k = 0; k < kR; ++k) {
+      for (int k = 0; k < kRegs; ++k) {
         v[k] = make_float4(swiglu_value(v[k].x, u[k].x), swiglu_value(v[k].y, u[k].y),
                            swiglu_value(v[k].z, u[k].z), swiglu_value(v[k].w, u[k].w));
       }
     } else if (src.kind == gemv_impl::XKind::kRmsNorm) {
       float ss = 0.0f;  // this thread's columns in the order of the shared-memory form below
 #pragma unroll
-      for (int k = 0; k < kR; ++k) {
+      for (int k = 0; k < kRegs; ++k) {
         ss = fmaf(v[k].x, v[k].x, ss);
         ss = fmaf(v[k].y, v[k].y, ss);
         ss = fmaf(v[k].z, v[k].z, ss);
@@ -135,7 +135,7 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
       // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
       const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + src.eps);
 #pragma unroll
-      for (int k = 0; k < kR; ++k) {
+      for (int k = 0; k < kRegs; ++k) {
         const int64_t i = t + static_cast<int64_t>(k) * nt;
         if (i < n4) {
           const float4 w =
@@ -147,7 +147,7 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
       }
     }
 #pragma unroll
-    for (int k = 0; k < kR; ++k) {
+    for (int k = 0; k < kRegs; ++k) {
       const int64_t i = t + static_cast<int64_t>(k) * nt;
       if (i < n4) reinterpret_cast<float4*>(xs)[i] = v[k];
     }

@@ -29,7 +29,8 @@ struct XSource {
 };
 
 /// Where results go: rows [0, end0) → y0[r], [end0, end1) → y1[r − end0], [end1, rows) →
-/// y2[r − end1]; bias[r] and residual[r] (global row index) are added when not null.
+/// y2[r − end1]; bias[r] and residual[r] (global row index) are added when not null. With
+/// swiglu_half > 0 instead y0[k] = swiglu(row k, row k + swiglu_half).
 struct YSink {
   float* y0 = nullptr;
   float* y1 = nullptr;

@@ -432,8 +432,10 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
   for (const WeightType t :
        {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0, WeightType::kQ4_1,
         WeightType::kQ5_0, WeightType::kQ4_K, WeightType::kQ6_K}) {
+    // Column splits with exact and partial last tasks ({8, 4096}, {13, 4096}), several tasks per
+    // CTA ({4000, 1024}, {2700, 8192}), an odd pair count on one split ({37, 512}).
     for (const auto& [half, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {8, 4096}, {37, 512}, {1536, 768}, {4000, 1024}}) {
+             {8, 4096}, {13, 4096}, {37, 512}, {1536, 768}, {4000, 1024}, {2700, 8192}}) {
       if (cols % weight_traits(t).block_elems != 0) continue;
       const int64_t rows = 2 * half;
       const Matrix m = make_matrix(t, rows, cols, static_cast<uint32_t>(half + cols));
@@ -449,7 +451,9 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       DeviceBuffer d_w = upload(m.bytes);
       DeviceBuffer d_x = upload(x);
       DeviceBuffer d_nw = upload(nw);
-      DeviceBuffer d_y(static_cast<size_t>(half) * 4);
+      // 64 floats past the output hold a sentinel: no pair past the end may be stored.
+      std::vector<float> init(static_cast<size_t>(half) + 64, -7.0f);
+      DeviceBuffer d_y = upload(init);
       GemvParams p;
       p.type = t;
       p.w = d_w.get();
@@ -467,7 +471,11 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       EXPECT_STREQ(info.kernel, float_type ? "direct" : "staged");
       launch_gemv(p, nullptr);
       testing::sync();
-      const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(half));
+      std::vector<float> got = download<float>(d_y.get(), init.size());
+      for (size_t i = static_cast<size_t>(half); i < init.size(); ++i) {
+        ASSERT_EQ(got[i], -7.0f) << describe(t, rows, cols, info) << ": wrote past the output";
+      }
+      got.resize(static_cast<size_t>(half));
       // Tolerance: the products' bound, carried through silu(g)·u (|d/dg| <= 1.1·|u|, d/du =
       // silu(g)), plus f32 rounding of the result.
       EXPECT_TRUE(all_near(
@@ -493,6 +501,13 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
   q.y = d_y.data<float>();
   q.swiglu_out = true;
   EXPECT_TRUE(gemv_swiglu_out_supported(q));
+  q.variant = 3;  // the tensor-core kernel does not take it
+  EXPECT_FALSE(gemv_swiglu_out_supported(q));
+  EXPECT_THROW(launch_gemv(q, nullptr), Error);
+  q.variant = 0;
+  q.residual = q.y;  // nor a residual
+  EXPECT_FALSE(gemv_swiglu_out_supported(q));
+  q.residual = nullptr;
   q.x_split = d_split.get();
   EXPECT_FALSE(gemv_swiglu_out_supported(q));
   EXPECT_THROW(launch_gemv(q, nullptr), Error);
