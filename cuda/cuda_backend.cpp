@@ -269,7 +269,27 @@ void CudaBackend::allocate_workspace() {
   h_next_ = PinnedBuffer(sizeof(int32_t));
   std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
   if (max_batch_ > 1) allocate_batch_workspace();
+  for (DeviceLayer& L : layers_) {
+    L.swiglu_in_gate_up = L.w_gate_up.present() && L.w_gate.rows == L.w_up.rows &&
+                          gemv_swiglu_out_supported(gate_up_swiglu(L)) &&
+                          !presplit(gate_up_swiglu(L));
+  }
   DB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+GemvParams CudaBackend::gate_up_swiglu(const DeviceLayer& L) {
+  GemvParams p;
+  p.type = L.w_gate_up.type;
+  p.w = L.w_gate_up.data;
+  p.rows = L.w_gate_up.rows;
+  p.cols = L.w_gate_up.cols;
+  p.x = x_.data<float>();
+  p.y = act_.data<float>();
+  p.input = GemvInput::kRmsNorm;
+  p.norm_w = L.ffn_norm.f32();
+  p.eps = static_cast<float>(c_.rms_eps);
+  p.swiglu_out = true;
+  return p;
 }
 
 void CudaBackend::allocate_batch_workspace() {
@@ -425,14 +445,12 @@ void CudaBackend::enqueue_forward() {
     // direct and staged kernels compute SwiGLU themselves: every CTA of the down projection then
     // reads one vector instead of two and no exp (docs/performance.md, round 7). A pre-split x'
     // (the stream kernel: large quantized GEMVs) keeps the separate form.
+    if (L.swiglu_in_gate_up) {
+      enqueue_gemv(gate_up_swiglu(L));
+      enqueue_gemv(gemv(L.w_down, act_.data<float>(), x, nullptr, x, nullptr));
+      continue;
+    }
     if (L.w_gate_up.present()) {
-      GemvParams act = gemv(L.w_gate_up, x, act_.data<float>(), nullptr, nullptr, &L.ffn_norm);
-      act.swiglu_out = true;
-      if (L.w_gate.rows == L.w_up.rows && gemv_swiglu_out_supported(act) && !presplit(act)) {
-        enqueue_gemv(act);
-        enqueue_gemv(gemv(L.w_down, act_.data<float>(), x, nullptr, x, nullptr));
-        continue;
-      }
       GemvParams p = gemv(L.w_gate_up, x, gate_.data<float>(), nullptr, nullptr, &L.ffn_norm);
       p.y1 = up_.data<float>();
       p.y_end0 = c_.ffn;

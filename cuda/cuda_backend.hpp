@@ -45,6 +45,9 @@ struct DeviceLayer {
   DeviceTensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm, w_gate, w_up,
       w_down;
   DeviceTensor wqkv, bqkv, w_gate_up;  ///< stacked forms (absent when types differ or unfused)
+  /// The gate/up GEMV stores SwiGLU(gate, up) itself (GemvParams::swiglu_out; decided once when
+  /// the workspace is allocated, as the pointers and shapes never change).
+  bool swiglu_in_gate_up = false;
 };
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
@@ -99,8 +102,10 @@ class CudaBackend final : public Backend {
                                    const int32_t* d_seq_len);
   void enqueue_gemv(GemvParams p);
   /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
-  /// least 4M weights, or as CudaBackendOptions::gemv_presplit says).
+  /// least 4 Mi weights, or as CudaBackendOptions::gemv_presplit says).
   [[nodiscard]] bool presplit(const GemvParams& p) const;
+  /// The batch-1 gate/up GEMV of layer L with its SwiGLU output into act_ (y1 etc. unset).
+  GemvParams gate_up_swiglu(const DeviceLayer& L);
   ExecReport capture();
   /// Captures enqueue_first + enqueue_second into `out` (full, forward-only and argmax-only
   /// graphs); on failure reports why and leaves `out` empty (exit 5 when the context broke).

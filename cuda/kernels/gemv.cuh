@@ -54,8 +54,9 @@ struct GemvParams {
   int64_t y_end0 = 0;
   int64_t y_end1 = 0;
   /// SwiGLU output for a stacked [Wgate; Wup] (rows = 2h): y[k] = silu(Wgate[k]·x')·(Wup[k]·x')
-  /// for k < h, as cpu::swiglu on the two products (y holds h floats). The direct and staged
-  /// kernels take it (gemv_swiglu_out_supported); no bias, residual, y1 or x_split.
+  /// for k < h (SwiGLU: Shazeer, "GLU Variants Improve Transformer", 2020, eq. 6), as
+  /// cpu::swiglu on the two products (y holds h floats). The direct and staged kernels take it
+  /// (gemv_swiglu_out_supported); no bias, residual, y1 or x_split (launch_gemv throws, exit 1).
   bool swiglu_out = false;
   /// Programmatic dependent launch: the kernel may start while the previous kernel on the stream
   /// is still running (it prefetches weights, then waits for that kernel's results). Ignored by
@@ -80,8 +81,9 @@ struct GemvParams {
 /// 32-column tile's largest |x'| (the "stream" kernel uses the first three digits: below 2^-20).
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
-/// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, an
-/// unknown variant, or a failed launch.
+/// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, a SwiGLU
+/// output with an odd row count, a bias, residual, segments, a pre-split x or a kernel other than
+/// direct / staged, an unknown variant, or a failed launch.
 int launch_gemv(const GemvParams& p, cudaStream_t stream);
 
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
@@ -106,7 +108,9 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 bool gemv_presplit_supported(const GemvParams& p);
 
 /// Whether launch_gemv takes `p` with swiglu_out set: the direct or staged kernel would run it
-/// (aligned pointers, no pre-split x), an even row count, no bias, residual or segments.
+/// (aligned pointers, no pre-split x), an even row count, no bias, residual or segments. Returns
+/// false for any other form; throws decodebench::Error (exit 1) only when the CUDA runtime fails
+/// (device queries).
 bool gemv_swiglu_out_supported(const GemvParams& p);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.

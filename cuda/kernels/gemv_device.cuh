@@ -102,7 +102,7 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
   if (kRegisterForm && n4 >= 2 * nt && n4 <= XPrefetch::kRegs * nt) {
     // 8-16 floats per thread: register loads, all in flight at once, RMSNorm's sum of squares
     // taken from the registers. Measured on the H200 against the cp.async form below: 7B F16
-    // step 249.6 → 263.3 tokens/s (QKV GEMV 12.5 → 10.6 µs, gate/up 64.4 → 61.7 µs, LM head
+    // step 249.7 → 263.6 tokens/s (QKV GEMV 12.5 → 10.6 µs, gate/up 64.4 → 61.7 µs, LM head
     // 247.7 → 241.0 µs); for shorter x (SmolLM2, 576 and 1536 columns) the step lost 6%. Only
     // the direct kernel takes it: compiled into the staged kernel as well (not taken there), the
     // SmolLM2 Q4_1 step lost 3%.

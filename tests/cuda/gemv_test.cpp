@@ -42,6 +42,19 @@ std::string describe(WeightType t, int64_t rows, int64_t cols, const GemvLaunchI
          " tasks=" + std::to_string(info.tasks);
 }
 
+/// The plain part of a GEMV's arguments: type, shape, weights, x and y (device buffers).
+GemvParams plain_params(WeightType t, int64_t rows, int64_t cols, const DeviceBuffer& w,
+                        const DeviceBuffer& x, const DeviceBuffer& y) {
+  GemvParams p;
+  p.type = t;
+  p.w = w.get();
+  p.rows = rows;
+  p.cols = cols;
+  p.x = x.data<float>();
+  p.y = y.data<float>();
+  return p;
+}
+
 /// CPU reference of one GEMV on x' (dot_row per row) and the per-row tolerance magnitude
 /// Σ|w·x'| (+ |bias| + |residual|).
 void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
@@ -280,13 +293,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
                           input == GemvInput::kRmsNorm ? d_nw.data<float>() : nullptr, eps, cols,
                           d_split.get(), pdl, nullptr);
   }
-  GemvParams p;
-  p.type = t;
-  p.w = d_w.get();
-  p.rows = rows;
-  p.cols = cols;
-  p.x = d_x.data<float>();
-  p.y = d_y.data<float>();
+  GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
   p.bias = d_b.data<float>();
   p.residual = d_y.data<float>();
   p.input = input;
@@ -344,13 +351,7 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
     DeviceBuffer d_w = upload(m.bytes);
     DeviceBuffer d_x = upload(x);
     DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-    GemvParams p;
-    p.type = t;
-    p.w = d_w.get();
-    p.rows = rows;
-    p.cols = cols;
-    p.x = d_x.data<float>();
-    p.y = d_y.data<float>();
+    const GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
     const GemvLaunchInfo info = gemv_launch_info(p);
     launch_gemv(p, nullptr);
     testing::sync();
@@ -454,16 +455,10 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       // 64 floats past the output hold a sentinel: no pair past the end may be stored.
       std::vector<float> init(static_cast<size_t>(half) + 64, -7.0f);
       DeviceBuffer d_y = upload(init);
-      GemvParams p;
-      p.type = t;
-      p.w = d_w.get();
-      p.rows = rows;
-      p.cols = cols;
-      p.x = d_x.data<float>();
+      GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
       p.input = GemvInput::kRmsNorm;
       p.norm_w = d_nw.data<float>();
       p.eps = 1e-6f;
-      p.y = d_y.data<float>();
       p.swiglu_out = true;
       ASSERT_TRUE(gemv_swiglu_out_supported(p));
       const GemvLaunchInfo info = gemv_launch_info(p);
