@@ -384,13 +384,7 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         DeviceBuffer d_q(static_cast<size_t>(e0) * 4);
         DeviceBuffer d_k(static_cast<size_t>(e1 - e0) * 4);
         DeviceBuffer d_v(static_cast<size_t>(std::max<int64_t>(rows - e1, 1)) * 4);
-        GemvParams p;
-        p.type = t;
-        p.w = d_w.get();
-        p.rows = rows;
-        p.cols = cols;
-        p.x = d_x.data<float>();
-        p.y = d_q.data<float>();
+        GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_q);
         p.y1 = d_k.data<float>();
         p.y2 = three ? d_v.data<float>() : nullptr;
         p.y_end0 = e0;
