@@ -55,47 +55,11 @@ constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 static_assert(kRows == 2, "a chunk's split last pass gives each half-warp one of two rows");
 static_assert(kStreamGroupTiles == 32, "a warp-wide pass reads one group of the x' layout");
 
-// ---- bulk copies and mbarriers (PTX ISA 8.0, sm_90) ---------------------------------------------
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
-               : "memory");
-}
-
-/// Arrives on `bar` and adds `bytes` to the transaction count its current phase waits for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-/// Waits until the phase with parity `parity` of `bar` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "wait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-
-/// Copies `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte aligned);
-/// completion is signalled on `bar` as transaction bytes.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
-                                          uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
+using kernels::bulk_copy;
+using kernels::mbar_arrive_expect_tx;
+using kernels::mbar_init;
+using kernels::mbar_wait;
+using kernels::smem_addr;
 
 // ---- shared-memory reads (32-bit shared addresses: LDS, not generic loads) ---------------------
 

@@ -586,6 +586,91 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   }
 }
 
+// A long plain x' (more than 4096 columns: the down projection's input) reaches the direct
+// kernel by bulk copies in 8 pieces, each warp waiting only for the pieces of its next batch.
+// Shapes: a partial last 512-byte unit (4104 columns), few rows (column splits, interleaved
+// units), many rows (several tasks per CTA), empty trailing pieces (4352: 17 units in pieces of
+// 3), the 7B down projection's row length with a residual.
+TEST(Gemv, DirectKernelLongPlainInputInPieces) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+    for (const int v : {0, 2}) {
+      check_gemv(t, 5, 4104, false, false, 0, 0, v);
+      check_gemv(t, 1500, 8192, true, false, 0, 0, v);
+      check_gemv(t, 7, 4352, false, false, 0, 0, v);
+      check_gemv(t, 600, 18944, false, true, 0, 0, v);
+    }
+  }
+  // The direct kernel is what runs these (not a fallback).
+  DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 16);
+  GemvParams p = plain_params(WeightType::kF16, 4, 18944, w, x, y);
+  EXPECT_STREQ(gemv_launch_info(p).kernel, "direct");
+}
+
+// The long plain x' is written by the preceding kernel: its bulk copies must wait for it (PDL).
+// A chain b (256) → a = W1·b (4352) → b = W2·a + b → ..., eagerly and as a replayed graph.
+TEST(Gemv, LongPlainInputAfterItsProducerWithPdl) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kF16, WeightType::kBF16}) {
+    const int64_t n_short = 256, n_long = 4352;
+    constexpr int kSteps = 6;
+    std::vector<Matrix> ms;
+    std::vector<DeviceBuffer> dw;
+    for (int i = 0; i < kSteps; ++i) {
+      ms.push_back(i % 2 == 0 ? make_matrix(t, n_long, n_short, 400u + i)
+                              : make_matrix(t, n_short, n_long, 400u + i));
+      dw.push_back(upload(ms.back().bytes));
+    }
+    const std::vector<float> b0 = random_floats(static_cast<size_t>(n_short), 500);
+    DeviceBuffer d_a(static_cast<size_t>(n_long) * 4);
+    DeviceBuffer d_b = upload(b0);
+    const auto enqueue = [&](cudaStream_t s) {
+      for (int i = 0; i < kSteps; ++i) {
+        const bool widen = i % 2 == 0;
+        GemvParams p =
+            plain_params(t, widen ? n_long : n_short, widen ? n_short : n_long,
+                         dw[static_cast<size_t>(i)], widen ? d_b : d_a, widen ? d_a : d_b);
+        p.residual = widen ? nullptr : d_b.data<float>();
+        p.pdl = true;
+        launch_gemv(p, s);
+      }
+    };
+    std::vector<float> a(static_cast<size_t>(n_long)), b = b0;
+    for (int i = 0; i < kSteps; ++i) {
+      const bool widen = i % 2 == 0;
+      std::vector<float> want;
+      std::vector<double> mag;
+      reference(t, ms[static_cast<size_t>(i)], widen ? n_long : n_short, widen ? n_short : n_long,
+                widen ? b : a, nullptr, widen ? nullptr : b.data(), &want, &mag);
+      (widen ? a : b) = want;
+    }
+    CudaStream stream;
+    enqueue(stream.get());
+    stream.synchronize();
+    const std::vector<float> eager = download<float>(d_b.get(), static_cast<size_t>(n_short));
+    double scale = 0.0;
+    for (const float v : b) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    EXPECT_TRUE(all_near(
+        eager, b, [&](size_t) { return 1e-4 * scale + 1e-5; },
+        std::string(weight_traits(t).name) + " long-input PDL chain (eager)"));
+
+    DB_CUDA_CHECK(cudaMemcpy(d_b.get(), b0.data(), b0.size() * 4, cudaMemcpyHostToDevice));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    enqueue(stream.get());
+    DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+    DB_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+    stream.synchronize();
+    const std::vector<float> replay = download<float>(d_b.get(), static_cast<size_t>(n_short));
+    DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    DB_CUDA_CHECK(cudaGraphDestroy(graph));
+    EXPECT_TRUE(testing::all_bits_equal(replay, eager,
+                                        std::string(weight_traits(t).name) + " long-input graph"));
+  }
+}
+
 // The stream kernel's copy of a pre-split x (gemv_impl.cuh), in groups of 32 tiles of 3712
 // bytes: digit n, half h of tile j = 32g + l at g·3712 + (2n + h)·512 + l·16, plane p at g·3712 +
 // 3072 + p·128 + l·4. Checked against x itself: f_1 and three digits rebuild each x'[c] to within
@@ -668,6 +753,25 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "stream");
   p.rows = 986896;  // 4,294,971,392 bytes
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
+}
+
+// The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
+// (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o and down
+// unsplit, the separate k/v projections (512 rows) in 8.
+TEST(Gemv, DirectPlanSplitsAsMeasured) {
+  DB_REQUIRE_CUDA();
+  DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 20);
+  const auto splits = [&](int64_t rows, int64_t cols) {
+    return gemv_launch_info(plain_params(WeightType::kF16, rows, cols, w, x, y)).column_splits;
+  };
+  int sms = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (sms != 132) GTEST_SKIP() << "calibrated on 132 SMs (H200); this device has " << sms;
+  EXPECT_EQ(splits(4608, 3584), 2);
+  EXPECT_EQ(splits(3584, 3584), 1);
+  EXPECT_EQ(splits(3584, 18944), 1);
+  EXPECT_EQ(splits(512, 3584), 8);
+  EXPECT_EQ(splits(37888, 3584), 1);
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
