@@ -95,8 +95,15 @@ struct FloatVec<WeightType::kBF16> {
 /// copied into shared memory in kXChunks pieces by the bulk-copy engine (sm_90, as the stream
 /// kernel's weights), one mbarrier each, and a warp waits only for the pieces its next batch
 /// reads: the copy overlaps the weight stream instead of preceding it. Measured on the H200 (7B
-/// F16 down, 3584×18944, with PDL): 35.6 → 34.6 µs; 7B F16 step 266.7 → 268.1 tokens/s.
+/// F16 down, 3584×18944, with PDL): 35.6 → 34.6 µs. A kernel of its own (template argument):
+/// compiled into the one the short inputs use, it cost the SmolLM2 F16 step 2% (2,279 → 2,226
+/// tokens/s) without running.
 constexpr int kXChunks = 8;
+
+/// Whether a launch takes the bulk-copy form: a plain x' of more than 16 floats per thread.
+bool bulk_x(const KernelArgs& a) {
+  return a.x.kind == XKind::kPlain && a.cols > int64_t{kernels::XPrefetch::kRegs} * 4 * kThreads;
+}
 
 /// Shared memory: x' (cols floats, rounded up to 4), 32 floats of reduction scratch, partial sums
 /// [2][kWarps][kR], then kXChunks mbarriers.
@@ -104,7 +111,7 @@ constexpr int64_t smem_bytes(int64_t cols) {
   return (cols + 3) / 4 * 16 + 32 * 4 + 2 * kWarps * kR * 4 + kXChunks * 8;
 }
 
-template <WeightType T>
+template <WeightType T, bool kBulkX>
 __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelArgs a) {
   using V = FloatVec<T>;
   constexpr int kE = V::kE;
@@ -162,11 +169,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
     if (upw > 0) load_batch(rp, 0, wv);
   }
   const kernels::XPrefetch pre = kernels::prefetch_x(a.x, a.cols);
-  // Long plain x': bulk copies in kXChunks pieces, each the columns of whole 512-byte units.
-  const bool x_bulk =
-      a.x.kind == XKind::kPlain && a.cols > int64_t{kernels::XPrefetch::kRegs} * 4 * kThreads;
+  // Long plain x' (bulk_x): bulk copies in kXChunks pieces, each the columns of whole 512-byte
+  // units.
   const int64_t xchunk_cols = ceil_div<int64_t>(units, kXChunks) * (32 * kE);
-  if (x_bulk) {
+  if constexpr (kBulkX) {
     if (threadIdx.x == 0) {
       for (int c = 0; c < kXChunks; ++c) kernels::mbar_init(&xbar[c], 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -175,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   }
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  if (x_bulk) {
+  if constexpr (kBulkX) {
     if (threadIdx.x == 0) {
       for (int c = 0; c < kXChunks; ++c) {
         const int64_t c0 = kernels::min64(c * xchunk_cols, a.cols);
@@ -187,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   } else {
     kernels::load_x_to_smem<true>(a.x, a.cols, xs, red, pre);
   }
-  int xready = x_bulk ? 0 : kXChunks;  // x' pieces this warp has seen complete
+  int xready = 0;  // kBulkX: x' pieces this warp has seen complete
 
   float acc[kR];
 #pragma unroll
@@ -208,11 +214,13 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
       if (next_task != task) row_ptrs(next_task, nrp);
       load_batch(nrp, next_j0, nv);
     }
-    if (xready < kXChunks && j0 < upw) {
-      // Columns this batch reads: up to unit ks + (j0 + kU − 1)·ksplit.
-      const int64_t last = kernels::min64(ks + (j0 + kU - 1) * a.ksplit, units - 1);
-      const int need = static_cast<int>((last * (32 * kE)) / xchunk_cols) + 1;
-      while (xready < need) kernels::mbar_wait(&xbar[xready++], 0);
+    if constexpr (kBulkX) {
+      if (xready < kXChunks && j0 < upw) {
+        // Columns this batch reads: up to unit ks + (j0 + kU − 1)·ksplit.
+        const int64_t last = kernels::min64(ks + (j0 + kU - 1) * a.ksplit, units - 1);
+        const int need = static_cast<int>((last * (32 * kE)) / xchunk_cols) + 1;
+        while (xready < need) kernels::mbar_wait(&xbar[xready++], 0);
+      }
     }
     if (j0 < upw && a.probe != 1) {
 #pragma unroll
@@ -275,18 +283,20 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
 static_assert(kR == 2, "store uses lane ? acc[1] : acc[0]");
 
 template <WeightType T>
-const void* kernel_for() {
-  return reinterpret_cast<const void*>(&gemv_direct_kernel<T>);
+const void* kernel_for(bool bulk) {
+  return bulk ? reinterpret_cast<const void*>(&gemv_direct_kernel<T, true>)
+              : reinterpret_cast<const void*>(&gemv_direct_kernel<T, false>);
 }
 
-const void* direct_kernel(WeightType t) {
+/// The direct kernel for `t`, in its bulk-copy form for a long plain x' (`bulk`).
+const void* direct_kernel(WeightType t, bool bulk = false) {
   switch (t) {
     case WeightType::kF32:
-      return kernel_for<WeightType::kF32>();
+      return kernel_for<WeightType::kF32>(bulk);
     case WeightType::kF16:
-      return kernel_for<WeightType::kF16>();
+      return kernel_for<WeightType::kF16>(bulk);
     case WeightType::kBF16:
-      return kernel_for<WeightType::kBF16>();
+      return kernel_for<WeightType::kBF16>(bulk);
     default:
       return nullptr;
   }
@@ -307,6 +317,8 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.smem = static_cast<int>(smem_bytes(cols));
   p.rows_per_warp = kR;
   const int ctas = std::max(1, ctas_per_sm(direct_kernel(t), kThreads, p.smem));
+  // The bulk-copy form has the same footprint; the call raises its shared-memory limit too.
+  (void)ctas_per_sm(direct_kernel(t, true), kThreads, p.smem);
   const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
   const int64_t units = ceil_div<int64_t>(cols, 32 * elems_per_vec(t));
   // Column split: the one whose tasks spread most evenly over the resident CTAs, counting the
@@ -347,7 +359,7 @@ void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
   void* params[] = {&args};
-  launch_with_attrs(direct_kernel(t), params, dim3(static_cast<unsigned>(p.grid)),
+  launch_with_attrs(direct_kernel(t, bulk_x(a)), params, dim3(static_cast<unsigned>(p.grid)),
                     dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,
                     stream);
 }
