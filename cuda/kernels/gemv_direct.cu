@@ -160,9 +160,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   // The warp walks a flat sequence of batches (task, j0); the batch after the current one —
   // possibly the first of the next task — is always in flight while the current one is used.
   // The very first batch does not depend on earlier kernels: it is issued before the PDL wait.
-  // Two batch buffers used in turn (see the loop below).
   uint4 wv[kR][kU];
-  uint4 nv[kR][kU];
   const uint8_t* rp[kR];
   int64_t task = blockIdx.x;
   int64_t j0 = 0;
@@ -201,24 +199,20 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
 #pragma unroll
   for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
   int parity = 0;
-  // One batch: issue the loads of the following batch into `nxt`, then use `cur`. The loop
-  // alternates the two buffers (cur, nxt) = (wv, nv), (nv, wv) instead of copying nxt into cur
-  // at the end of each batch: such a copy waits for the loads just issued, which left one batch
-  // per warp in flight instead of two. Returns false once the warp has no task left.
-  const auto batch = [&](uint4(&cur)[kR][kU], uint4(&nxt)[kR][kU]) {
-    if (task >= a.ntasks) return false;
+  while (task < a.ntasks) {
     int64_t next_task = task;
     int64_t next_j0 = j0 + kU;
     if (next_j0 >= upw) {
       next_task = task + gridDim.x;
       next_j0 = 0;
     }
+    uint4 nv[kR][kU];
     const uint8_t* nrp[kR];
 #pragma unroll
     for (int i = 0; i < kR; ++i) nrp[i] = rp[i];
     if (next_task < a.ntasks && upw > 0) {
       if (next_task != task) row_ptrs(next_task, nrp);
-      load_batch(nrp, next_j0, nxt);
+      load_batch(nrp, next_j0, nv);
     }
     if constexpr (kBulkX) {
       if (xready < kXChunks && j0 < upw) {
@@ -234,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
         const int64_t col = (ks + (j0 + u) * a.ksplit) * (32 * kE) + lane * kE;
         if (j0 + u < upw && col < a.cols) {
 #pragma unroll
-          for (int i = 0; i < kR; ++i) acc[i] = V::dot(cur[i][u], xs + col, acc[i]);
+          for (int i = 0; i < kR; ++i) acc[i] = V::dot(wv[i][u], xs + col, acc[i]);
         }
       }
     }
@@ -279,9 +273,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
     j0 = next_j0;
 #pragma unroll
     for (int i = 0; i < kR; ++i) rp[i] = nrp[i];
-    return true;
-  };
-  while (batch(wv, nv) && batch(nv, wv)) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) wv[i][u] = nv[i][u];
+    }
   }
 }
 static_assert(kR == 2, "store uses lane ? acc[1] : acc[0]");
