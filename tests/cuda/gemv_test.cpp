@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,20 @@ GemvParams plain_params(WeightType t, int64_t rows, int64_t cols, const DeviceBu
   p.x = x.data<float>();
   p.y = y.data<float>();
   return p;
+}
+
+/// Captures what `enqueue` issues on `stream` into a graph, launches it once and waits for it.
+void replay_once(const CudaStream& stream, const std::function<void(cudaStream_t)>& enqueue) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+  enqueue(stream.get());
+  DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+  DB_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+  stream.synchronize();
+  DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  DB_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
 /// CPU reference of one GEMV on x' (dot_row per row) and the per-row tolerance magnitude
@@ -571,17 +586,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
 
     // The same chain captured into a graph, from the same starting values.
     DB_CUDA_CHECK(cudaMemcpy(d_a.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-    enqueue(stream.get());
-    DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
-    DB_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
-    stream.synchronize();
+    replay_once(stream, enqueue);
     const std::vector<float> replay = download<float>(d_a.get(), static_cast<size_t>(n));
-    DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
-    DB_CUDA_CHECK(cudaGraphDestroy(graph));
     EXPECT_TRUE(
         testing::all_bits_equal(replay, eager, std::string(weight_traits(t).name) + " PDL graph"));
   }
@@ -636,16 +642,7 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
       DB_CUDA_CHECK(cudaMemset(d_x.get(), 0xFF, d_x.bytes()));  // NaN
       DB_CUDA_CHECK(cudaMemset(d_y.get(), 0, d_y.bytes()));
       if (graph) {
-        cudaGraph_t g = nullptr;
-        cudaGraphExec_t exec = nullptr;
-        DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-        enqueue(stream.get());
-        DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
-        DB_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-        DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
-        stream.synchronize();
-        DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
-        DB_CUDA_CHECK(cudaGraphDestroy(g));
+        replay_once(stream, enqueue);
       } else {
         enqueue(stream.get());
         stream.synchronize();
