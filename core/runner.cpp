@@ -400,6 +400,12 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       }
     }
   }
+  if (use_cuda) {  // on the CPU backend step times vary by nature (shared cores)
+    for (const auto& p : report.passes) {
+      const std::string w = slow_steps_warning(p.pass.spec.label, p.pass.samples_ns);
+      if (!w.empty()) warn(w);
+    }
+  }
   if (config.phase_timing) {
     for (size_t i = 0; i + 1 < report.passes.size(); ++i) {
       const PassReport& plain = report.passes[i];
@@ -428,6 +434,27 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   }
   if (model.tokenizer) report.generated_text = model.tokenizer->decode(main_pass.pass.ids);
   return report;
+}
+
+std::string slow_steps_warning(const std::string& label, const std::vector<int64_t>& samples_ns) {
+  const size_t n = samples_ns.size();
+  if (n < 20) return "";
+  const std::vector<double> v(samples_ns.begin(), samples_ns.end());
+  const Summary s = summarize(v);
+  const SlowStretch slow = slow_stretch(v, s.median, 0.05);
+  const int64_t needed = std::max<int64_t>(3, static_cast<int64_t>(std::ceil(0.05 * n)));
+  if (slow.count < needed || s.mean <= 1.01 * s.median) return "";
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "pass '%s': %lld of %zu timed steps (first step %lld, last %lld) took more than 5%% "
+      "longer than the median %.1f µs, up to %.1f µs: tokens/s (from the mean step) is "
+      "%.1f%% below the median's. The GPU may have been throttled or shared; the median "
+      "TPOT and the efficiency are unaffected",
+      label.c_str(), static_cast<long long>(slow.count), n, static_cast<long long>(slow.first),
+      static_cast<long long>(slow.last), s.median / 1e3, slow.worst / 1e3,
+      100.0 * (1.0 - s.median / s.mean));
+  return buf;
 }
 
 const PassReport& headline_pass(const RunReport& r) {

@@ -104,6 +104,13 @@ const PassReport& headline_pass(const RunReport& report);
 /// node count and the phase split when available), and the graph speed-up over eager.
 std::string run_verdict(const RunReport& report);
 
+/// A warning when a timed pass's step times (ns, in step order) hold a stretch of slow steps:
+/// at least 20 steps, of which max(3, 5%) took more than 5% longer than the median, and a mean
+/// more than 1% above the median (tokens/s, from the mean, then understates the median TPOT).
+/// Seen on the H200 as a run of ~30 steps 5-15% slow in one configuration (docs/performance.md,
+/// round 8). Empty when the pass looks steady. `label` names the pass ("graph", ...).
+std::string slow_steps_warning(const std::string& label, const std::vector<int64_t>& samples_ns);
+
 /// The `tool` object of every document this build writes ({name, version, git_sha, build_type,
 /// compiler, cuda, cuda_compiler}).
 nlohmann::json tool_json();

@@ -18,6 +18,20 @@ double Summary::median_noise() const {
   return (median_ci_high - median_ci_low) / 2.0 / std::fabs(median);
 }
 
+SlowStretch slow_stretch(std::span<const double> values, double median, double tolerance) {
+  SlowStretch s;
+  if (!(median > 0.0)) return s;
+  const double limit = median * (1.0 + tolerance);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!(values[i] > limit)) continue;
+    if (s.count == 0) s.first = static_cast<int64_t>(i);
+    s.last = static_cast<int64_t>(i);
+    s.worst = std::max(s.worst, values[i]);
+    ++s.count;
+  }
+  return s;
+}
+
 Summary summarize(std::span<const double> values) {
   Summary s;
   if (values.empty()) return s;

@@ -28,6 +28,19 @@ Summary summarize(std::span<const double> values);
 /// Percentile `p` in [0, 100] of an ascending-sorted, non-empty series (definition 7).
 double percentile_sorted(std::span<const double> sorted, double p);
 
+/// The values of a series more than `tolerance` (relative, e.g. 0.05) above `median`: how many,
+/// the first and last index (0-based; -1 when none) and the largest. Used to tell a stretch of
+/// slow decode steps (a throttled or shared GPU) from noise.
+struct SlowStretch {
+  int64_t count = 0;
+  int64_t first = -1;
+  int64_t last = -1;
+  double worst = 0;
+};
+
+/// Scans `values` (in time order) against `median` (> 0). Empty or non-positive median: count 0.
+SlowStretch slow_stretch(std::span<const double> values, double median, double tolerance);
+
 /// {count, mean, median, p90, p99, min, max, stddev, median_ci95: [low, high]}.
 nlohmann::json to_json(const Summary& s);
 

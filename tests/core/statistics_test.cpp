@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include "core/runner.hpp"
 
 namespace decodebench {
 namespace {
@@ -56,6 +59,49 @@ TEST(Statistics, JsonHasEveryField) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_EQ(j["median"], 2.0);
+}
+
+TEST(Statistics, SlowStretchFindsStepsAboveTheTolerance) {
+  // Median 100: 105 is not above 5%, 105.5 and 130 are; indices 2 and 5.
+  const std::vector<double> v = {100, 99, 105.5, 105, 101, 130, 100};
+  const SlowStretch s = slow_stretch(v, 100.0, 0.05);
+  EXPECT_EQ(s.count, 2);
+  EXPECT_EQ(s.first, 2);
+  EXPECT_EQ(s.last, 5);
+  EXPECT_EQ(s.worst, 130);
+  EXPECT_EQ(slow_stretch(v, 200.0, 0.05).count, 0);
+  EXPECT_EQ(slow_stretch(v, 200.0, 0.05).first, -1);
+  EXPECT_EQ(slow_stretch(v, 0.0, 0.05).count, 0);
+  EXPECT_EQ(slow_stretch({}, 100.0, 0.05).count, 0);
+}
+
+// The H200 case of round 8: 128 steps of 3.79 ms, 30 of them (79..108) at 4.2 ms.
+TEST(Statistics, SlowStepsWarningNamesTheStretch) {
+  std::vector<int64_t> ns(128, 3'790'000);
+  for (size_t i = 79; i <= 108; ++i) ns[i] = 4'200'000;
+  ns[100] = 4'310'000;
+  const std::string w = slow_steps_warning("graph", ns);
+  EXPECT_NE(w.find("pass 'graph': 30 of 128 timed steps (first step 79, last 108)"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("median 3790.0 µs, up to 4310.0 µs"), std::string::npos) << w;
+  // mean = (98·3.79 + 29·4.2 + 4.31) / 128 ms = 3.887 ms: tokens/s 2.5% below the median's.
+  EXPECT_NE(w.find("2.5% below"), std::string::npos) << w;
+}
+
+TEST(Statistics, SlowStepsWarningIgnoresSteadyShortAndSparseSeries) {
+  std::vector<int64_t> steady(128, 1'000'000);
+  for (size_t i = 0; i < steady.size(); i += 2) steady[i] = 1'040'000;  // 4%: within tolerance
+  EXPECT_EQ(slow_steps_warning("graph", steady), "");
+  std::vector<int64_t> sparse(128, 1'000'000);
+  for (size_t i : {3u, 50u, 90u, 120u, 127u, 10u}) sparse[i] = 3'000'000;  // 6 < 5% of 128
+  EXPECT_EQ(slow_steps_warning("graph", sparse), "");
+  std::vector<int64_t> few(19, 1'000'000);
+  for (size_t i = 0; i < 10; ++i) few[i] = 2'000'000;  // under 20 steps: no judgement
+  EXPECT_EQ(slow_steps_warning("graph", few), "");
+  std::vector<int64_t> seven = sparse;
+  seven[60] = 3'000'000;  // 7 = ceil(5% of 128) slow steps, mean 9% above the median
+  EXPECT_NE(slow_steps_warning("eager", seven), "");
 }
 
 }  // namespace
