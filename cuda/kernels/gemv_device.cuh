@@ -1,6 +1,7 @@
 // Device helpers shared by the fast GEMV kernels (gemv_direct.cu, gemv_mma.cu, gemv_stream.cu):
-// streaming loads, programmatic-dependent-launch controls, named barriers, forming x' in shared
-// memory and writing results. Device code only: include from .cu files.
+// streaming loads, bulk copies and mbarriers (sm_90), programmatic-dependent-launch controls,
+// named barriers, forming x' in shared memory and writing results. Device code only: include
+// from .cu files.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -25,13 +26,22 @@ __device__ __forceinline__ uint4 ldg_stream(const void* p) {
 
 // ---- bulk copies and mbarriers (PTX ISA 8.0, sm_90) ---------------------------------------------
 
+/// The 32-bit shared-memory address of `p` (a pointer into shared memory).
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// Initialises the mbarrier at `bar` (8 bytes of shared memory, 8-byte aligned) for `count`
+/// arrivals per phase. Follow the initialisations with mbar_init_fence and a barrier before other
+/// threads or the bulk-copy engine use them.
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
                : "memory");
+}
+
+/// Makes this thread's mbarrier initialisations visible to the async proxy (bulk copies).
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
 /// Arrives on `bar` and adds `bytes` to the transaction count its current phase waits for.

@@ -96,8 +96,9 @@ struct FloatVec<WeightType::kBF16> {
 /// kernel's weights), one mbarrier each, and a warp waits only for the pieces its next batch
 /// reads: the copy overlaps the weight stream instead of preceding it. Measured on the H200 (7B
 /// F16 down, 3584×18944, with PDL): 35.6 → 34.6 µs. A kernel of its own (template argument):
-/// compiled into the one the short inputs use, it cost the SmolLM2 F16 step 2% (2,279 → 2,226
-/// tokens/s) without running.
+/// with the branch compiled into the one kernel, the SmolLM2 F16 step (which never takes it) ran
+/// 2,219–2,231 tokens/s in six runs against 2,277–2,305 for builds whose short-input kernel is
+/// unchanged (one session; docs/performance.md, round 8).
 constexpr int kXChunks = 8;
 
 /// Whether a launch takes the bulk-copy form: a plain x' of more than 16 floats per thread.
@@ -106,7 +107,8 @@ bool bulk_x(const KernelArgs& a) {
 }
 
 /// Shared memory: x' (cols floats, rounded up to 4), 32 floats of reduction scratch, partial sums
-/// [2][kWarps][kR], then kXChunks mbarriers.
+/// [2][kWarps][kR], then kXChunks mbarriers (64 bytes, reserved by every launch: one layout for
+/// both kernel forms).
 constexpr int64_t smem_bytes(int64_t cols) {
   return (cols + 3) / 4 * 16 + 32 * 4 + 2 * kWarps * kR * 4 + kXChunks * 8;
 }
@@ -175,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
   if constexpr (kBulkX) {
     if (threadIdx.x == 0) {
       for (int c = 0; c < kXChunks; ++c) kernels::mbar_init(&xbar[c], 1);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      kernels::mbar_init_fence();
     }
     __syncthreads();
   }
@@ -316,9 +318,10 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.block = kThreads;
   p.smem = static_cast<int>(smem_bytes(cols));
   p.rows_per_warp = kR;
-  const int ctas = std::max(1, ctas_per_sm(direct_kernel(t), kThreads, p.smem));
-  // The bulk-copy form has the same footprint; the call raises its shared-memory limit too.
-  (void)ctas_per_sm(direct_kernel(t, true), kThreads, p.smem);
+  // Both forms of the kernel (the call also raises each one's shared-memory limit); their
+  // register counts differ a little, so the smaller count of resident CTAs sizes the grid.
+  const int ctas = std::max(1, std::min(ctas_per_sm(direct_kernel(t), kThreads, p.smem),
+                                        ctas_per_sm(direct_kernel(t, true), kThreads, p.smem)));
   const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
   const int64_t units = ceil_div<int64_t>(cols, 32 * elems_per_vec(t));
   // Column split: the one whose tasks spread most evenly over the resident CTAs, counting the
@@ -337,11 +340,12 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
         static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kR);
     // A warp with fewer units than one batch keeps few loads in flight.
     const double depth = std::min(1.0, static_cast<double>(upw) / kU + 0.25);
-    // Four or eight warps per row group end every task at a named barrier and add their partial
-    // sums through shared memory. Measured on the H200 (bench-kernels, F16 with PDL, every split
-    // forced on the 7B and SmolLM2 shapes): without this factor the 7B QKV GEMV (4608×3584) took
-    // 4 splits, 12.45 µs, where 2 run it in 11.34 µs; with it the pick is the fastest split, or
-    // within 1%, on all 14 shapes.
+    // An empirical calibration: in a sweep with every split forced (H200, bench-kernels, F16
+    // with PDL, the 7B and SmolLM2 shapes; docs/performance.md, round 8) 4 and 8 splits ran
+    // slower than this score predicted. Every split above 1 ends its tasks at a named barrier and
+    // adds partial sums through shared memory; why 4 and 8 lose more is not established. Without
+    // the factor the 7B QKV GEMV (4608×3584) took 4 splits, 12.43 µs, where 2 run it in 11.34
+    // µs; with it the pick is the fastest split, or within 1%, on all 14 shapes.
     const double sync = ks >= 4 ? 0.9 : 1.0;
     const double score = balance * col_use * row_use * depth * std::min(1.0, 0.2 + fill) * sync;
     if (score > best + 1e-9) {

@@ -486,7 +486,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
   if (lane == 0) {
     for (int s = 0; s < nst; ++s) mbar_init(&bars[s], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    kernels::mbar_init_fence();
   }
   __syncwarp();
 

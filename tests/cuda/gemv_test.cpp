@@ -595,19 +595,22 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
 
 // A long plain x' (more than 4096 columns: the down projection's input) reaches the direct
 // kernel by bulk copies in 8 pieces, each warp waiting only for the pieces of its next batch.
-// Shapes: a partial last 512-byte unit (4104 columns), few rows (column splits, interleaved
-// units), many rows (several tasks per CTA), empty trailing pieces (4352: 17 units in pieces of
-// 3), the 7B down projection's row length with a residual.
+// Plans on 132 SMs (direct_plan): 5×4104, a partial last 512-byte unit, in 2 column splits (F32:
+// 8); 6000×4104 in 2 splits, 750 tasks on 264 CTAs (up to 3 per CTA); 8448×4352, 1 split, 2 tasks
+// per CTA, 17 units in pieces of 3 (two empty trailing pieces); 7×4352 in 2 splits; 600×18944 in
+// 4 splits with a residual; and the 7B down projection itself (3584×18944, 1 split, F16).
 TEST(Gemv, DirectKernelLongPlainInputInPieces) {
   DB_REQUIRE_CUDA();
   for (const WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
     for (const int v : {0, 2}) {
       check_gemv(t, 5, 4104, false, false, 0, 0, v);
-      check_gemv(t, 1500, 8192, true, false, 0, 0, v);
+      check_gemv(t, 6000, 4104, true, false, 0, 0, v);
+      check_gemv(t, 8448, 4352, false, false, 0, 0, v);
       check_gemv(t, 7, 4352, false, false, 0, 0, v);
       check_gemv(t, 600, 18944, false, true, 0, 0, v);
     }
   }
+  check_gemv(WeightType::kF16, 3584, 18944, false, true);
   // The direct kernel is what runs these (not a fallback).
   DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 16);
   GemvParams p = plain_params(WeightType::kF16, 4, 18944, w, x, y);
@@ -615,10 +618,31 @@ TEST(Gemv, DirectKernelLongPlainInputInPieces) {
 }
 
 // The long plain x' is written by the preceding kernel: the bulk copies must wait for it (PDL).
-// x holds NaN until launch_delayed_copy writes it 50 µs after letting the GEMV start; copies
-// issued before the wait would read the NaN. Eagerly and in a replayed graph.
+// Each case runs first with x in place (which also loads the kernel: a first launch does not
+// overlap its predecessor), then with x NaN until launch_delayed_copy writes it 50 µs after
+// letting the GEMV start; copies issued before the wait would read the NaN. Eagerly and in a
+// replayed graph.
 TEST(Gemv, LongPlainInputWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
+  const CudaStream stream;
+  {  // Meaningful only where a PDL kernel does start before its predecessor ends.
+    DeviceBuffer dst(sizeof(float));
+    const DeviceBuffer src = upload(std::vector<float>{1.0f});
+    DeviceBuffer peek(2 * sizeof(float));
+    for (int round = 0; round < 2; ++round) {  // the first round loads the kernels
+      DB_CUDA_CHECK(cudaMemset(dst.get(), 0xFF, sizeof(float)));
+      testing::sync();
+      launch_delayed_copy(dst.get(), src.get(), sizeof(float), 50000, stream.get());
+      launch_pdl_peek(dst.data<float>(), peek.data<float>(), stream.get());
+      testing::sync();
+    }
+    const std::vector<float> seen = download<float>(peek.get(), 2);
+    EXPECT_EQ(seen[1], 1.0f) << "the value after the PDL wait";
+    if (!std::isnan(seen[0])) {
+      GTEST_SKIP() << "PDL did not overlap the kernels on this device (read before the wait: "
+                   << seen[0] << "): the ordering check would prove nothing";
+    }
+  }
   for (const WeightType t : {WeightType::kF16, WeightType::kBF16}) {
     const int64_t rows = 64, cols = 4352;
     const Matrix m = make_matrix(t, rows, cols, 610);
@@ -633,25 +657,31 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
     GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
     p.pdl = true;
     ASSERT_STREQ(gemv_launch_info(p).kernel, "direct");
-    const CudaStream stream;
-    const auto enqueue = [&](cudaStream_t s) {
-      launch_delayed_copy(d_x.get(), d_src.get(), d_x.bytes(), 50000, s);
-      launch_gemv(p, s);
-    };
-    for (const bool graph : {false, true}) {
-      DB_CUDA_CHECK(cudaMemset(d_x.get(), 0xFF, d_x.bytes()));  // NaN
-      DB_CUDA_CHECK(cudaMemset(d_y.get(), 0, d_y.bytes()));
-      if (graph) {
-        replay_once(stream, enqueue);
-      } else {
-        enqueue(stream.get());
-        stream.synchronize();
+    for (const bool late : {false, true}) {
+      const auto enqueue = [&](cudaStream_t s) {
+        if (late) launch_delayed_copy(d_x.get(), d_src.get(), d_x.bytes(), 50000, s);
+        launch_gemv(p, s);
+      };
+      for (const bool graph : {false, true}) {
+        if (late) {
+          DB_CUDA_CHECK(cudaMemset(d_x.get(), 0xFF, d_x.bytes()));  // NaN
+        } else {
+          DB_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), d_x.bytes(), cudaMemcpyHostToDevice));
+        }
+        DB_CUDA_CHECK(cudaMemset(d_y.get(), 0, d_y.bytes()));
+        testing::sync();  // the legacy-stream memsets before the work on `stream`
+        if (graph) {
+          replay_once(stream, enqueue);
+        } else {
+          enqueue(stream.get());
+          stream.synchronize();
+        }
+        const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
+        EXPECT_TRUE(all_near(
+            got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
+            std::string(weight_traits(t).name) + (graph ? " graph" : " eager") +
+                (late ? ": long plain x' written late by the preceding kernel" : ": x in place")));
       }
-      const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
-      EXPECT_TRUE(all_near(
-          got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
-          std::string(weight_traits(t).name) + (graph ? " graph" : " eager") +
-              ": long plain x' written late by the preceding kernel"));
     }
   }
 }
@@ -741,8 +771,9 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 }
 
 // The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
-// (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o and down
-// unsplit, the separate k/v projections (512 rows) in 8.
+// (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o, down and
+// the stacked gate/up (37888×3584) unsplit, the separate k/v projections (512 rows) in 8. The
+// gate/up pick is a tie in the score (1 and 2 splits both 0.99657) that the first split wins.
 TEST(Gemv, DirectPlanSplitsAsMeasured) {
   DB_REQUIRE_CUDA();
   DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 20);
