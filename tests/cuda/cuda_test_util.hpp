@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "cuda/check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/kernels/delayed_copy.cuh"
 
 /// Skips the current test, with the reason, when no usable CUDA device exists.
 #define DB_REQUIRE_CUDA()                                        \
@@ -28,6 +30,19 @@
     if (!::decodebench::cuda::cuda_device_available(&db_why_)) { \
       GTEST_SKIP() << "no usable CUDA device: " << db_why_;      \
     }                                                            \
+  } while (0)
+
+/// Skips the current test, with the reason, unless a PDL kernel on `stream` starts before its
+/// predecessor ends (testing::pdl_probe): a test of PDL ordering would prove nothing otherwise.
+/// Also expects the value read after the PDL wait to be the predecessor's.
+#define DB_REQUIRE_PDL_OVERLAP(stream)                                                         \
+  do {                                                                                         \
+    const std::array<float, 2> db_seen_ = ::decodebench::cuda::testing::pdl_probe(stream);     \
+    EXPECT_EQ(db_seen_[1], 1.0f) << "the value after the PDL wait";                            \
+    if (!std::isnan(db_seen_[0])) {                                                            \
+      GTEST_SKIP() << "PDL did not overlap the kernels on this device (read before the wait: " \
+                   << db_seen_[0] << "): an ordering check would prove nothing";               \
+    }                                                                                          \
   } while (0)
 
 namespace decodebench::cuda::testing {
@@ -58,6 +73,29 @@ void poke(void* p, T value) {
 
 /// Waits for the device and surfaces asynchronous kernel errors.
 inline void sync() { DB_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+/// What a PDL kernel on `stream` reads of a word (NaN at first) that its predecessor writes 50 µs
+/// late (launch_delayed_copy, then launch_pdl_peek): {before its PDL wait, after it}. Run twice:
+/// the first launch of a kernel loads its code, which does not overlap a running kernel. Where
+/// PDL overlaps the kernels the result is {NaN, 1}; a test of PDL ordering should skip when the
+/// first value is not NaN, since it would prove nothing.
+inline std::array<float, 2> pdl_probe(const CudaStream& stream) {
+  DeviceBuffer dst(sizeof(float));
+  DeviceBuffer src(sizeof(float));
+  DeviceBuffer peek(2 * sizeof(float));
+  const float one = 1.0f;
+  DB_CUDA_CHECK(cudaMemcpy(src.get(), &one, sizeof one, cudaMemcpyHostToDevice));
+  for (int round = 0; round < 2; ++round) {
+    DB_CUDA_CHECK(cudaMemset(dst.get(), 0xFF, sizeof(float)));
+    sync();
+    launch_delayed_copy(dst.get(), src.get(), sizeof(float), 50000, stream.get());
+    launch_pdl_peek(dst.data<float>(), peek.data<float>(), stream.get());
+    sync();
+  }
+  std::array<float, 2> seen{};
+  DB_CUDA_CHECK(cudaMemcpy(seen.data(), peek.get(), sizeof seen, cudaMemcpyDeviceToHost));
+  return seen;
+}
 
 /// Uniform random floats in [lo, hi) from a fixed seed.
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
