@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -447,10 +448,10 @@ std::string slow_steps_warning(const std::string& label, const std::vector<int64
   char buf[512];
   std::snprintf(
       buf, sizeof buf,
-      "pass '%s': %lld of %zu timed steps (first step %lld, last %lld) took more than 5%% "
-      "longer than the median %.1f µs, up to %.1f µs: tokens/s (from the mean step) is "
-      "%.1f%% below the median's. The GPU may have been throttled or shared; the median "
-      "TPOT and the efficiency are unaffected",
+      "pass '%s': %lld of %zu timed steps (steps %lld to %lld, counted from 0) took more than "
+      "5%% longer than the median %.1f µs, up to %.1f µs: tokens/s (from the mean step) is "
+      "%.1f%% below the median's. The GPU or the host may have been throttled or busy; the "
+      "median TPOT, and the efficiency taken from it, move far less",
       label.c_str(), static_cast<long long>(slow.count), n, static_cast<long long>(slow.first),
       static_cast<long long>(slow.last), s.median / 1e3, slow.worst / 1e3,
       100.0 * (1.0 - s.median / s.mean));

@@ -108,7 +108,8 @@ std::string run_verdict(const RunReport& report);
 /// at least 20 steps, of which max(3, 5%) took more than 5% longer than the median, and a mean
 /// more than 1% above the median (tokens/s, from the mean, then understates the median TPOT).
 /// Seen on the H200 as a run of ~30 steps 5-15% slow in one configuration (docs/performance.md,
-/// round 8). Empty when the pass looks steady. `label` names the pass ("graph", ...).
+/// round 8). Empty when the pass looks steady. `label` names the pass ("graph", ...). Step
+/// time can also grow with the context; a run whose steps slow down that way may be named too.
 std::string slow_steps_warning(const std::string& label, const std::vector<int64_t>& samples_ns);
 
 /// The `tool` object of every document this build writes ({name, version, git_sha, build_type,

@@ -81,7 +81,7 @@ TEST(Statistics, SlowStepsWarningNamesTheStretch) {
   for (size_t i = 79; i <= 108; ++i) ns[i] = 4'200'000;
   ns[100] = 4'310'000;
   const std::string w = slow_steps_warning("graph", ns);
-  EXPECT_NE(w.find("pass 'graph': 30 of 128 timed steps (first step 79, last 108)"),
+  EXPECT_NE(w.find("pass 'graph': 30 of 128 timed steps (steps 79 to 108, counted from 0)"),
             std::string::npos)
       << w;
   EXPECT_NE(w.find("median 3790.0 µs, up to 4310.0 µs"), std::string::npos) << w;
@@ -91,7 +91,8 @@ TEST(Statistics, SlowStepsWarningNamesTheStretch) {
 
 TEST(Statistics, SlowStepsWarningIgnoresSteadyShortAndSparseSeries) {
   std::vector<int64_t> steady(128, 1'000'000);
-  for (size_t i = 0; i < steady.size(); i += 2) steady[i] = 1'040'000;  // 4%: within tolerance
+  // Half the steps 4% slower: the median is 1.02 ms, so none is more than 5% above it.
+  for (size_t i = 0; i < steady.size(); i += 2) steady[i] = 1'040'000;
   EXPECT_EQ(slow_steps_warning("graph", steady), "");
   std::vector<int64_t> sparse(128, 1'000'000);
   for (size_t i : {3u, 50u, 90u, 120u, 127u, 10u}) sparse[i] = 3'000'000;  // 6 < 5% of 128
@@ -100,8 +101,11 @@ TEST(Statistics, SlowStepsWarningIgnoresSteadyShortAndSparseSeries) {
   for (size_t i = 0; i < 10; ++i) few[i] = 2'000'000;  // under 20 steps: no judgement
   EXPECT_EQ(slow_steps_warning("graph", few), "");
   std::vector<int64_t> seven = sparse;
-  seven[60] = 3'000'000;  // 7 = ceil(5% of 128) slow steps, mean 9% above the median
+  seven[60] = 3'000'000;  // 7 = ceil(5% of 128) slow steps, mean 10.9% above the median
   EXPECT_NE(slow_steps_warning("eager", seven), "");
+  std::vector<int64_t> mild(128, 1'000'000);
+  for (size_t i = 0; i < 7; ++i) mild[i] = 1'060'000;  // 7 slow steps, mean 0.3% above: steady
+  EXPECT_EQ(slow_steps_warning("graph", mild), "");
 }
 
 }  // namespace

@@ -78,7 +78,8 @@ inline void sync() { DB_CUDA_CHECK(cudaDeviceSynchronize()); }
 /// late (launch_delayed_copy, then launch_pdl_peek): {before its PDL wait, after it}. Run twice:
 /// the first launch of a kernel loads its code, which does not overlap a running kernel. Where
 /// PDL overlaps the kernels the result is {NaN, 1}; a test of PDL ordering should skip when the
-/// first value is not NaN, since it would prove nothing.
+/// first value is not NaN, since it would prove nothing. Throws CudaError (a decodebench::Error)
+/// when a CUDA call fails.
 inline std::array<float, 2> pdl_probe(const CudaStream& stream) {
   DeviceBuffer dst(sizeof(float));
   DeviceBuffer src(sizeof(float));
