@@ -82,10 +82,8 @@ inline void sync() { DB_CUDA_CHECK(cudaDeviceSynchronize()); }
 /// when a CUDA call fails.
 inline std::array<float, 2> pdl_probe(const CudaStream& stream) {
   DeviceBuffer dst(sizeof(float));
-  DeviceBuffer src(sizeof(float));
+  const DeviceBuffer src = upload(std::vector<float>{1.0f});
   DeviceBuffer peek(2 * sizeof(float));
-  const float one = 1.0f;
-  DB_CUDA_CHECK(cudaMemcpy(src.get(), &one, sizeof one, cudaMemcpyHostToDevice));
   for (int round = 0; round < 2; ++round) {
     DB_CUDA_CHECK(cudaMemset(dst.get(), 0xFF, sizeof(float)));
     sync();
@@ -93,9 +91,8 @@ inline std::array<float, 2> pdl_probe(const CudaStream& stream) {
     launch_pdl_peek(dst.data<float>(), peek.data<float>(), stream.get());
     sync();
   }
-  std::array<float, 2> seen{};
-  DB_CUDA_CHECK(cudaMemcpy(seen.data(), peek.get(), sizeof seen, cudaMemcpyDeviceToHost));
-  return seen;
+  const std::vector<float> seen = download<float>(peek.get(), 2);
+  return {seen[0], seen[1]};
 }
 
 /// Uniform random floats in [lo, hi) from a fixed seed.
