@@ -33,6 +33,10 @@ struct CudaBackendOptions {
   /// kernel on sm_90, else the tensor-core kernel): 0 = automatic (GEMVs of >= 4M weights), 1 =
   /// every quantized GEMV (tests), 2 = none (fused staged kernels only).
   int gemv_presplit = 0;
+  /// Device layout of the quantized matrices whose batch-1 GEMVs run on a pre-split x'
+  /// (WeightLayout): tiled ones are multiplied by the tiled kernel, which loads them straight into
+  /// registers (row bytes a multiple of 16, batch 1); GGUF blocks by the stream kernel.
+  WeightLayout weight_layout = WeightLayout::kAuto;
 };
 
 /// Entry points of the CUDA backend.

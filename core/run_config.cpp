@@ -323,6 +323,14 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
                             kNames, kValues);
     c.pdl = parse_choice("--pdl", r.get<std::string>("pdl", o.pdl, nullptr, "on"), kNames, kValues);
   }
+  {
+    static const char* const kNames[] = {"auto", "tiled", "gguf"};
+    static const WeightLayout kValues[] = {WeightLayout::kAuto, WeightLayout::kTiled,
+                                           WeightLayout::kGguf};
+    c.weight_layout = parse_choice(
+        "--weight-layout", r.get<std::string>("weight_layout", o.weight_layout, nullptr, "auto"),
+        kNames, kValues);
+  }
   c.min_time_s = r.get<double>("min_time_s", o.min_time, nullptr, 0.0);
   if (c.min_time_s < 0) throw usage_error("--min-time must be >= 0 seconds");
   const double noise_pct = r.get<double>("max_noise_pct", o.max_noise, nullptr, 0.0);

@@ -21,6 +21,11 @@ enum class BackendKind { kAuto, kCpu, kCuda };
 enum class GraphMode { kAuto, kOn, kOff, kBoth };
 enum class CaptureMode { kThreadLocal, kGlobal, kRelaxed };
 enum class CaptureFault { kNone, kAlloc, kLegacySync, kHostSync, kEventQuery, kDeviceSync };
+/// CUDA device layout of the quantized matrices whose batch-1 GEMVs run on a pre-split x':
+/// kAuto = the tiled layout (core/quant/tiled_layout.hpp) for the types whose tiled kernel
+/// measured faster than the stream kernel on the H200 (Q8_0), GGUF blocks for the others; kTiled
+/// = the tiled layout for every type it holds (Q4_0, Q4_1, Q8_0, Q4_K); kGguf = GGUF blocks.
+enum class WeightLayout { kAuto, kTiled, kGguf };
 
 const char* backend_kind_name(BackendKind kind);
 const char* graph_mode_name(GraphMode mode);
@@ -56,8 +61,9 @@ struct RunOptions {
   std::optional<std::string> capture_mode;
   std::optional<std::string> inject_capture_fault;
   std::optional<bool> phase_timing;
-  std::optional<std::string> fusion;  ///< on | off
-  std::optional<std::string> pdl;     ///< on | off
+  std::optional<std::string> fusion;         ///< on | off
+  std::optional<std::string> pdl;            ///< on | off
+  std::optional<std::string> weight_layout;  ///< auto | tiled | gguf
   // Stopping rules.
   std::optional<double> min_time;   ///< s
   std::optional<double> max_noise;  ///< percent
@@ -106,6 +112,7 @@ struct RunConfig {
   bool phase_timing = false;
   bool fusion = true;  ///< CUDA: fused kernels (norm in GEMV, stacked QKV/gate-up, RoPE+KV)
   bool pdl = true;     ///< CUDA: programmatic dependent launch
+  WeightLayout weight_layout = WeightLayout::kAuto;  ///< CUDA: device layout of quantized GEMVs
 
   double min_time_s = 0;   ///< repeat rounds until this much timed time (0 = one round)
   double max_noise = 0;    ///< repeat until the median's relative noise ≤ this fraction (0 = off)

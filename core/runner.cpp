@@ -240,6 +240,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     options.inject_fault = config.inject_fault;
     options.fused = config.fusion;
     options.pdl = config.pdl;
+    options.weight_layout = config.weight_layout;
     say("uploading weights to the GPU");
     backend = cuda->create(model, options);
     report.gpu_environment = cuda->environment();

@@ -260,10 +260,14 @@ class GemvSection {
       bool presplit;
       std::string label;
       int probe = 0;
+      bool tiled = false;  ///< the weights read as the tiled layout (the tiled kernel)
     };
     std::vector<Run> runs;
     if (all_variants) {
-      for (const int v : gemv_variants(type)) runs.push_back({v, false, false, ""});
+      // The tiled kernel (5) reads only tiled weights on a split x: its runs follow below.
+      for (const int v : gemv_variants(type)) {
+        if (v != 5) runs.push_back({v, false, false, ""});
+      }
     } else {
       runs.push_back({0, false, false, ""});
     }
@@ -293,6 +297,15 @@ class GemvSection {
         }
         runs.push_back({3, false, true, ""});  // the tensor-core kernel on the same split
       }
+      // The tiled kernel on the same split. The buffer's bytes are one repeated value, so they
+      // read the same in either layout.
+      if (gemv_tiled_supported(type, c.cols)) {
+        runs.push_back({5, false, true, "-presplit", 0, true});
+        runs.push_back({5, true, true, "-presplit+pdl", 0, true});
+        if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+          runs.push_back({5, false, true, "-probe-load", 1, true});
+        }
+      }
     }
     GemvResult r;
     r.bytes = static_cast<double>(bytes);
@@ -303,6 +316,7 @@ class GemvSection {
       // The stream kernel (variant 4) reads only a pre-split x.
       p.x_split = run.presplit || run.variant == 4 ? split.get() : nullptr;
       p.probe = run.probe;
+      p.tiled = run.tiled;
       const GemvLaunchInfo info = gemv_launch_info(p);
       const std::string kernel = std::string(info.kernel) + run.label;
       const std::string what = c.model + " " + c.shape + " " + tr.name + " " + kernel;
@@ -348,6 +362,7 @@ class GemvSection {
     }
     p.pdl = false;
     p.x_split = nullptr;
+    p.tiled = false;
     p.probe = 0;
     if (r.auto_us > 0) results_[{c.model + "/" + c.shape, tr.name}] = r;
   }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/quant/tiled_layout.hpp"
 #include "cuda/check.hpp"
 #include "cuda/kernels/argmax.cuh"
 #include "cuda/kernels/attention.cuh"
@@ -155,8 +156,11 @@ void CudaBackend::upload_weights() {
   // Places tensors back to back (one stacked matrix when they share type and row length, e.g.
   // [Wq; Wk; Wv]), starting on a 256-byte boundary. Returns the first tensor's view; with
   // `stack`, the view spans all rows.
-  const auto place_group = [&](std::initializer_list<const TensorView*> group,
-                               bool stack) -> DeviceTensor {
+  // A GEMV matrix (`gemv`) whose GEMV will read a pre-split x' goes up in the tiled layout when
+  // the tiled kernel takes it (tiled()).
+  std::vector<uint8_t> tiled_rows;
+  const auto place_group = [&](std::initializer_list<const TensorView*> group, bool stack,
+                               bool gemv = false) -> DeviceTensor {
     DeviceTensor d;
     const TensorView& first = **group.begin();
     if (!first.present()) return d;
@@ -164,18 +168,26 @@ void CudaBackend::upload_weights() {
     d.data = base + offset;
     d.cols = first.cols;
     d.rows = 0;
+    for (const TensorView* t : group) d.rows += t->rows;
+    d.tiled = gemv && tiled(d.type, stack ? d.rows : first.rows, d.cols);
     size_t bytes = 0;
     for (const TensorView* t : group) {
-      DB_CUDA_CHECK(cudaMemcpy(base + offset + bytes, t->data, static_cast<size_t>(t->bytes()),
+      const void* src = t->data;
+      if (d.tiled) {
+        tiled_rows.resize(static_cast<size_t>(t->bytes()));
+        quant::tile_rows(t->type, t->rows, t->cols, t->data, tiled_rows.data());
+        src = tiled_rows.data();
+      }
+      DB_CUDA_CHECK(cudaMemcpy(base + offset + bytes, src, static_cast<size_t>(t->bytes()),
                                cudaMemcpyHostToDevice));
       bytes += static_cast<size_t>(t->bytes());
-      d.rows += t->rows;
     }
     if (!stack) d.rows = first.rows;
     offset += align_up(bytes);
     return d;
   };
   const auto place = [&](const TensorView& t) { return place_group({&t}, false); };
+  const auto place_matrix = [&](const TensorView& t) { return place_group({&t}, false, true); };
   // A view of rows [row0, row0 + rows) of a stacked tensor.
   const auto slice = [](const DeviceTensor& stacked, int64_t row0, int64_t rows) {
     DeviceTensor d = stacked;
@@ -197,7 +209,7 @@ void CudaBackend::upload_weights() {
     // Q, K and V read the same normalised input: one stacked matrix, one GEMV, when the file
     // stores them alike (GGUF mixes types, e.g. Q4_K_M keeps some V in Q6_K).
     if (options_.fused && same_layout(l.wq, l.wk) && same_layout(l.wq, l.wv)) {
-      d.wqkv = place_group({&l.wq, &l.wk, &l.wv}, true);
+      d.wqkv = place_group({&l.wq, &l.wk, &l.wv}, true, true);
       d.wq = slice(d.wqkv, 0, l.wq.rows);
       d.wk = slice(d.wqkv, l.wq.rows, l.wk.rows);
       d.wv = slice(d.wqkv, l.wq.rows + l.wk.rows, l.wv.rows);
@@ -206,9 +218,9 @@ void CudaBackend::upload_weights() {
         d.bqkv.cols = l.bq.cols + l.bk.cols + l.bv.cols;
       }
     } else {
-      d.wq = place(l.wq);
-      d.wk = place(l.wk);
-      d.wv = place(l.wv);
+      d.wq = place_matrix(l.wq);
+      d.wk = place_matrix(l.wk);
+      d.wv = place_matrix(l.wv);
     }
     if (!d.wqkv.present()) {
       d.bq = place(l.bq);
@@ -217,20 +229,21 @@ void CudaBackend::upload_weights() {
     }
     d.q_norm = place(l.q_norm);
     d.k_norm = place(l.k_norm);
-    d.wo = place(l.wo);
+    d.wo = place_matrix(l.wo);
     d.ffn_norm = place(l.ffn_norm);
     if (options_.fused && same_layout(l.w_gate, l.w_up)) {
-      d.w_gate_up = place_group({&l.w_gate, &l.w_up}, true);
+      d.w_gate_up = place_group({&l.w_gate, &l.w_up}, true, true);
       d.w_gate = slice(d.w_gate_up, 0, l.w_gate.rows);
       d.w_up = slice(d.w_gate_up, l.w_gate.rows, l.w_up.rows);
     } else {
-      d.w_gate = place(l.w_gate);
-      d.w_up = place(l.w_up);
+      d.w_gate = place_matrix(l.w_gate);
+      d.w_up = place_matrix(l.w_up);
     }
-    d.w_down = place(l.w_down);
+    d.w_down = place_matrix(l.w_down);
   }
   output_norm_ = place(w.output_norm);
-  output_ = c_.tied_embeddings ? token_embd_ : place(w.output);
+  // A tied LM head is the embedding table, which the embedding kernel reads in GGUF blocks.
+  output_ = c_.tied_embeddings ? token_embd_ : place_matrix(w.output);
 }
 
 void CudaBackend::allocate_workspace() {
@@ -281,6 +294,7 @@ GemvParams CudaBackend::gate_up_swiglu(const DeviceLayer& L) {
   GemvParams p;
   p.type = L.w_gate_up.type;
   p.w = L.w_gate_up.data;
+  p.tiled = L.w_gate_up.tiled;
   p.rows = L.w_gate_up.rows;
   p.cols = L.w_gate_up.cols;
   p.x = x_.data<float>();
@@ -331,12 +345,31 @@ void CudaBackend::allocate_batch_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs)));
 }
 
+namespace {
+/// Large quantized GEMVs run fastest on a pre-split x' (the split written once per GEMV by one
+/// small kernel; measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with only
+/// the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are latency-bound:
+/// there the extra kernel would cost more than it saves.
+constexpr int64_t kPresplitElements = int64_t{4} << 20;
+}  // namespace
+
+bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
+  // Automatic: only where the tiled kernel measured faster than the stream kernel (H200,
+  // bench-kernels and 7B steps; docs/performance.md, round 9): Q8_0. The 4-bit types stream their
+  // loads as fast tiled, but their math costs more there.
+  const WeightLayout layout = options_.weight_layout;
+  if (layout == WeightLayout::kGguf ||
+      (layout == WeightLayout::kAuto && type != WeightType::kQ8_0)) {
+    return false;
+  }
+  // Batched products (max_batch > 1) read GGUF blocks, so only batch-1 backends tile.
+  const int mode = options_.gemv_presplit;
+  return max_batch_ == 1 && mode != 2 && gemv_tiled_supported(type, cols) &&
+         (mode == 1 || rows * cols >= kPresplitElements);
+}
+
 bool CudaBackend::presplit(const GemvParams& p) const {
-  // Large quantized GEMVs run fastest on the stream kernel reading x' pre-split once per GEMV by
-  // one small kernel (measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with
-  // only the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are
-  // latency-bound: there the extra kernel would cost more than it saves.
-  constexpr int64_t kPresplitElements = int64_t{4} << 20;
+  if (p.tiled) return true;  // the tiled kernel reads only a pre-split x'
   const bool quantized =
       p.type != WeightType::kF32 && p.type != WeightType::kF16 && p.type != WeightType::kBF16;
   const int mode = options_.gemv_presplit;
@@ -402,6 +435,7 @@ void CudaBackend::enqueue_forward() {
     GemvParams p;
     p.type = w.type;
     p.w = w.data;
+    p.tiled = w.tiled;
     p.rows = w.rows;
     p.cols = w.cols;
     p.x = in_vec;

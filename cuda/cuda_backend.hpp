@@ -35,6 +35,8 @@ struct DeviceTensor {
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  /// Rows in the tiled layout (core/quant/tiled_layout.hpp), read only by the tiled GEMV kernel.
+  bool tiled = false;
   [[nodiscard]] bool present() const { return data != nullptr; }
   [[nodiscard]] const float* f32() const { return static_cast<const float*>(data); }
 };
@@ -87,7 +89,7 @@ class CudaBackend final : public Backend {
 
   /// Batch-1 GEMVs enqueued so far (eager steps and graph captures), by the variant that ran
   /// (index = gemv_variants id; 0 = scalar fallback). Diagnostics and tests.
-  [[nodiscard]] const std::array<int64_t, 5>& gemv_variant_counts() const {
+  [[nodiscard]] const std::array<int64_t, 6>& gemv_variant_counts() const {
     return gemv_variant_counts_;
   }
 
@@ -104,6 +106,10 @@ class CudaBackend final : public Backend {
   /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
   /// least 4 Mi weights, or as CudaBackendOptions::gemv_presplit says).
   [[nodiscard]] bool presplit(const GemvParams& p) const;
+  /// Whether a GEMV matrix of `rows` (stacked: all of them) × `cols` of `type` is uploaded in the
+  /// tiled layout: CudaBackendOptions::weight_layout, batch 1, a type and row length the tiled
+  /// kernel takes, and a GEMV that runs on a pre-split x' (as presplit decides by size).
+  [[nodiscard]] bool tiled(WeightType type, int64_t rows, int64_t cols) const;
   /// The batch-1 gate/up GEMV of layer L with its SwiGLU output into act_ (y1 etc. unset).
   GemvParams gate_up_swiglu(const DeviceLayer& L);
   ExecReport capture();
@@ -123,7 +129,7 @@ class CudaBackend final : public Backend {
   const Model& model_;
   const ModelConfig& c_;
   CudaBackendOptions options_;
-  std::array<int64_t, 5> gemv_variant_counts_{};
+  std::array<int64_t, 6> gemv_variant_counts_{};
   int64_t max_positions_;
   std::string device_name_;
 

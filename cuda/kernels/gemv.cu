@@ -3,9 +3,10 @@
 //
 // Variants (gemv.cuh: gemv_variants): 1 "staged" (this file, every type), 2 "direct" (F32, F16,
 // BF16; gemv_direct.cu), 3 "mma" (quantized types on the int8 tensor cores; gemv_mma.cu), 4
-// "stream" (quantized types on a pre-split x', bulk-copy pipeline; gemv_stream.cu). The automatic
-// choice takes direct / mma / stream where the pointers and shape allow, else staged, and the
-// scalar fallback for unaligned pointers.
+// "stream" (quantized types on a pre-split x', bulk-copy pipeline; gemv_stream.cu), 5 "tiled"
+// (weights in the tiled layout on a pre-split x', loads straight to registers; gemv_tiled.cu). The
+// automatic choice takes tiled for tiled weights and direct / mma / stream where the pointers and
+// shape allow, else staged, and the scalar fallback for unaligned pointers.
 //
 // Staged kernel. Decode at batch 1 streams each weight byte exactly once, so the kernel is built
 // around keeping HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and
@@ -22,6 +23,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/quant/tiled_layout.hpp"
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/dequant.cuh"
@@ -44,6 +46,7 @@ constexpr int kVariantStaged = 1;
 constexpr int kVariantDirect = 2;
 constexpr int kVariantMma = 3;
 constexpr int kVariantStream = 4;
+constexpr int kVariantTiled = 5;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -297,6 +300,21 @@ void check_params(const GemvParams& p) {
     throw runtime_error("GEMV: variant " + std::to_string(p.variant) + " is not available for " +
                         tr.name);
   }
+  if (p.tiled) {
+    if (!presplit) throw runtime_error("GEMV: tiled weights need a pre-split x (x_split)");
+    if (p.variant != 0 && p.variant != kVariantTiled) {
+      throw runtime_error(
+          "GEMV: tiled weights are read by the tiled kernel (variant 5) only, not " +
+          std::string(gemv_variant_name(p.variant)));
+    }
+    if (!quant::tiled_layout_supported(p.type, p.cols)) {
+      throw runtime_error("GEMV: " + std::string(tr.name) + " rows of " + std::to_string(p.cols) +
+                          " columns have no tiled layout");
+    }
+  } else if (p.variant == kVariantTiled) {
+    throw runtime_error(
+        "GEMV: the tiled kernel (variant 5) needs weights in the tiled layout (GemvParams::tiled)");
+  }
   if (p.input == GemvInput::kSwiGlu && p.x2 == nullptr && !presplit) {
     throw runtime_error("GEMV: SwiGLU input needs x2 (up)");
   }
@@ -409,7 +427,14 @@ Choice choose(const GemvParams& p) {
   const bool float_type = is_float_type(p.type);
   const bool aligned = aligned16(p.w) && inputs_aligned(p) && (!float_type || p.cols % 4 == 0);
   int v = p.variant != 0 ? p.variant : auto_variant(p);
-  if (p.x_split != nullptr) {
+  if (p.tiled) {
+    if (!gemv_impl::tiled_supported(p.type, p.w, p.cols) || !aligned16(p.x_split)) {
+      throw runtime_error("GEMV: tiled weights need w and x_split 16-byte aligned (" +
+                          std::string(weight_traits(p.type).name) + " " + std::to_string(p.rows) +
+                          "x" + std::to_string(p.cols) + ")");
+    }
+    v = kVariantTiled;
+  } else if (p.x_split != nullptr) {
     // A pre-split x: the stream kernel where it applies (sm_90, aligned matrix end), else mma.
     const bool stream_ok =
         gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major());
@@ -419,7 +444,7 @@ Choice choose(const GemvParams& p) {
   }
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
-  if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream) {
+  if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream && v != kVariantTiled) {
     throw runtime_error(
         "GEMV: a pre-split x needs the stream or mma kernel (quantized types, cols " +
         std::to_string(p.cols) + ")");
@@ -449,6 +474,8 @@ Choice choose(const GemvParams& p) {
     c.plan = gemv_impl::direct_plan(p.type, p.rows, p.cols, sms);
   } else if (v == kVariantStream) {
     c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms);
+  } else if (v == kVariantTiled) {
+    c.plan = gemv_impl::tiled_plan(p.type, p.rows, p.cols, sms);
   } else {
     c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
   }
@@ -459,6 +486,7 @@ Choice choose(const GemvParams& p) {
   c.info.variant = v;
   c.info.kernel = v == kVariantDirect    ? "direct"
                   : v == kVariantStream  ? "stream"
+                  : v == kVariantTiled   ? "tiled"
                   : p.x_split != nullptr ? "mma-presplit"
                                          : "mma";
   c.info.staged = true;
@@ -594,6 +622,9 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 std::vector<int> gemv_variants(WeightType type) {
   if (weight_traits(type).name == nullptr) return {};
   if (is_float_type(type)) return {kVariantStaged, kVariantDirect};
+  if (quant::tiled_code_pieces(type) > 0) {
+    return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled};
+  }
   return {kVariantStaged, kVariantMma, kVariantStream};
 }
 
@@ -607,9 +638,16 @@ const char* gemv_variant_name(int variant) {
       return "mma";
     case kVariantStream:
       return "stream";
+    case kVariantTiled:
+      return "tiled";
     default:
       return "?";
   }
+}
+
+bool gemv_tiled_supported(WeightType type, int64_t cols) {
+  return quant::tiled_layout_supported(type, cols) &&
+         gemv_impl::tiled_supported(type, nullptr, cols);
 }
 
 size_t gemv_x_split_bytes(int64_t cols) {
@@ -618,6 +656,7 @@ size_t gemv_x_split_bytes(int64_t cols) {
 
 bool gemv_presplit_supported(const GemvParams& p) {
   if (is_float_type(p.type) || p.cols <= 0 || p.cols % 32 != 0) return false;
+  if (p.tiled) return gemv_impl::tiled_supported(p.type, p.w, p.cols);
   return gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major()) ||
          gemv_impl::mma_supported(p.type, p.cols);
 }
@@ -647,7 +686,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
   const Choice c = choose(p);
   const dim3 grid(static_cast<unsigned>(c.info.grid));
   if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma ||
-      c.info.variant == kVariantStream) {
+      c.info.variant == kVariantStream || c.info.variant == kVariantTiled) {
     gemv_impl::KernelArgs a;
     a.w = static_cast<const uint8_t*>(p.w);
     a.rows = p.rows;
@@ -667,6 +706,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
       gemv_impl::direct_launch(p.type, a, c.plan, stream);
     } else if (c.info.variant == kVariantStream) {
       gemv_impl::stream_launch(p.type, a, c.plan, stream);
+    } else if (c.info.variant == kVariantTiled) {
+      gemv_impl::tiled_launch(p.type, a, c.plan, stream);
     } else {
       gemv_impl::mma_launch(p.type, a, c.plan, stream);
     }

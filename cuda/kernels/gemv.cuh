@@ -46,6 +46,10 @@ struct GemvParams {
   /// x, input, x2, norm_w are then ignored. Lets several GEMVs share one split of x' and keeps
   /// long inputs (e.g. the FFN down projection) from being split once per CTA.
   const void* x_split = nullptr;
+  /// W is in the tiled layout (core/quant/tiled_layout.hpp: quant::tile_rows), not GGUF blocks.
+  /// Only the tiled kernel (variant 5) reads it: needs x_split, gemv_tiled_supported(type, cols),
+  /// w 16-byte aligned, and variant 0 or 5 (else launch_gemv throws, exit 1).
+  bool tiled = false;
   /// Output segments for stacked weights ([Wq; Wk; Wv]): rows [0, y_end0) go to y, rows
   /// [y_end0, y_end1) to y1[r − y_end0], rows [y_end1, rows) to y2[r − y_end1]. y1 == nullptr:
   /// one segment (all rows to y). y2 == nullptr: two segments (y_end1 = rows).
@@ -89,7 +93,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream);
 /// How launch_gemv runs a given GEMV (for diagnostics and the run record).
 struct GemvLaunchInfo {
   int variant = 0;          ///< variant id (see gemv_variants); 0 for the scalar fallback
-  const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit", "stream", "fallback"
+  const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit", "stream", "tiled",
+                            ///< "fallback"
   bool staged = false;      ///< true: a fast (vectorized) kernel; false: scalar fallback
   int column_splits = 1;    ///< warps sharing one row group (split over the columns)
   int rows_per_warp = 1;
@@ -113,14 +118,19 @@ bool gemv_presplit_supported(const GemvParams& p);
 /// (device queries).
 bool gemv_swiglu_out_supported(const GemvParams& p);
 
+/// Whether the tiled kernel takes weights of `type` with `cols` columns in the tiled layout (Q4_0,
+/// Q4_1, Q8_0, Q4_K; quant::tiled_layout_supported). Host-only check, no device query.
+bool gemv_tiled_supported(WeightType type, int64_t cols);
+
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
 /// (quantized types), 4 "stream" (quantized types; needs x_split: bulk-copy pipeline and dp4a on
-/// the first three digits of x', sm_90, w and the matrix end 16-byte aligned). Automatic choice
+/// the first three digits of x', sm_90, w and the matrix end 16-byte aligned), 5 "tiled" (Q4_0,
+/// Q4_1, Q8_0, Q4_K; weights in the tiled layout, GemvParams::tiled). Automatic choice
 /// (from bench-kernels measurements on the H200): direct for the float types; for the quantized
 /// types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0 from 128 MB of weights with cols <=
-/// 8192; whenever x_split is given, stream where it applies, else mma. Forcing variant 4 without
-/// x_split throws (exit 1).
+/// 8192; whenever x_split is given, stream where it applies, else mma; tiled weights always tiled.
+/// Forcing variant 4 without x_split, or 5 without tiled weights, throws (exit 1).
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.

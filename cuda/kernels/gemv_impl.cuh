@@ -138,6 +138,13 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
+/// Tiled kernel (Q4_0, Q4_1, Q8_0, Q4_K in the tiled layout of core/quant/tiled_layout.hpp, on a
+/// pre-split x'; 16-byte loads straight to registers, dp4a on the first three digits of x').
+/// Requirements: quant::tiled_layout_supported(t, cols), w 16-byte aligned.
+bool tiled_supported(WeightType t, const void* w, int64_t cols);
+Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+void tiled_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
 void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
 

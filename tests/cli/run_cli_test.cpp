@@ -140,6 +140,7 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--batch", "0"}, "--batch must be in [1, 256]"},
       {{"--batch", "257"}, "--batch must be in [1, 256]"},
       {{"--batch", "2", "--graph", "on", "--backend", "cpu"}, "--graph on needs the cuda backend"},
+      {{"--weight-layout", "blocked"}, "--weight-layout"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};

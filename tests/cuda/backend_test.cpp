@@ -64,12 +64,17 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 // argmax must agree unless the CPU's top-2 logits are within 1e-3 relative (a near tie, where
 // f32 rounding order may legitimately pick either).
 /// `presplit`: CudaBackendOptions::gemv_presplit. With 1 every quantized GEMV runs on a pre-split
-/// x' (the stream kernel on sm_90), which the small test models would not otherwise reach.
-void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what,
-                               int presplit = 0) {
+/// x' (the tiled kernel for tiled weights, else the stream kernel on sm_90), which the small test
+/// models would not otherwise reach. `layout`: CudaBackendOptions::weight_layout.
+void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what, int presplit = 0,
+                               WeightLayout layout = WeightLayout::kTiled) {
   CudaBackendOptions o;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
   o.gemv_presplit = presplit;
+  o.weight_layout = layout;
+  const bool tiled =
+      layout == WeightLayout::kTiled ||
+      (layout == WeightLayout::kAuto && m.weights.layers.at(0).wq.type == WeightType::kQ8_0);
   CudaBackend gpu(m, o);
   cpu::CpuBackend cpu(m, o.max_positions, 4);
   const std::vector<int32_t> prompt = prompt_for(gpu);
@@ -100,9 +105,21 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   }
   // Logits agree to f32 rounding (different summation orders), relative to the logit scale.
   EXPECT_LT(worst, 2e-4) << what << ": max logit error relative to the largest logit";
-  if (presplit == 1 && weight_traits(m.weights.layers.at(0).wq.type).block_elems >= 32) {
+  const WeightType type = m.weights.layers.at(0).wq.type;
+  const auto& n = gpu.gemv_variant_counts();
+  if (presplit == 1 && tiled && gemv_tiled_supported(type, m.config.hidden)) {
+    // Every GEMV (all of them of this type, rows of 512 and 1024 columns) ran on the tiled
+    // kernel (variant 5), except a tied LM head: the embedding table stays in GGUF blocks.
+    EXPECT_GT(n[5], 0) << what;
+    EXPECT_EQ(n[1] + n[2], 0) << what << ": GEMVs not on a pre-split x'";
+    if (m.config.tied_embeddings) {
+      EXPECT_GT(n[3] + n[4], 0) << what << ": the tied LM head reads GGUF blocks";
+    } else {
+      EXPECT_EQ(n[3] + n[4], 0) << what << ": GEMVs not on the tiled kernel";
+    }
+  } else if (presplit == 1 && weight_traits(type).block_elems >= 32) {
     // Every quantized GEMV ran on a pre-split x': the stream kernel (variant 4) on sm_90.
-    const auto& n = gpu.gemv_variant_counts();
+    EXPECT_EQ(n[5], 0) << what;
     int major = 0;
     DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     EXPECT_GT(n[major >= 9 ? 4 : 3], 0) << what;
@@ -121,12 +138,34 @@ TEST_P(BackendDtype, SameTokensAsCpuOver64Steps) {
   expect_same_tokens_as_cpu(m, 64, weight_traits(GetParam()).name);
 }
 
-// The stream kernel (every quantized GEMV pre-split) keeps the CPU's tokens for every type.
+// Every quantized GEMV pre-split keeps the CPU's tokens for every type: on the tiled kernel
+// (Q4_0, Q4_1, Q8_0, Q4_K in the tiled layout) or the stream kernel (the other types).
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplit) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
   if (weight_traits(t).block_elems < 32) GTEST_SKIP() << "pre-split x' is for quantized types";
   expect_same_tokens_as_cpu(make_model(t), 64, std::string(weight_traits(t).name) + " presplit", 1);
+}
+
+// The same with GGUF blocks on the device (`--weight-layout gguf`): the stream kernel for every
+// type.
+TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInGgufBlocks) {
+  DB_REQUIRE_CUDA();
+  const WeightType t = GetParam();
+  if (!gemv_tiled_supported(t, 512)) GTEST_SKIP() << "no tiled layout: the test above covers it";
+  expect_same_tokens_as_cpu(make_model(t), 64,
+                            std::string(weight_traits(t).name) + " presplit, gguf blocks", 1,
+                            WeightLayout::kGguf);
+}
+
+// The automatic layout tiles Q8_0 only (where the tiled kernel measured faster).
+TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInTheAutomaticLayout) {
+  DB_REQUIRE_CUDA();
+  const WeightType t = GetParam();
+  if (!gemv_tiled_supported(t, 512)) GTEST_SKIP() << "no tiled layout: the tests above cover it";
+  expect_same_tokens_as_cpu(make_model(t), 16,
+                            std::string(weight_traits(t).name) + " presplit, auto layout", 1,
+                            WeightLayout::kAuto);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, BackendDtype,
@@ -148,6 +187,18 @@ TEST(Backend, TiedEmbeddingsAndQkNormAndGqaShapes) {
   c.head_dim = 128;
   c.rope_dim = 128;
   expect_same_tokens_as_cpu(make_model(WeightType::kBF16, c), 32, "tied, MHA, head_dim 128");
+}
+
+// With tiled weights the embedding table, which a tied LM head shares, stays in GGUF blocks (the
+// embedding kernel reads them).
+TEST(Backend, TiedEmbeddingsWithTiledWeights) {
+  DB_REQUIRE_CUDA();
+  ModelConfig c = test_config();
+  c.tied_embeddings = true;
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0}) {
+    expect_same_tokens_as_cpu(make_model(t, c), 32,
+                              std::string(weight_traits(t).name) + " tied, presplit", 1);
+  }
 }
 
 TEST(Backend, GraphReplayMatchesEagerFor256Tokens) {

@@ -22,6 +22,7 @@
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
 #include "core/quant/dequant.hpp"
+#include "core/quant/tiled_layout.hpp"
 #include "core/quant/weight_type.hpp"
 #include "cuda/kernels/delayed_copy.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
@@ -106,8 +107,23 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   const std::vector<float> bias = random_floats(static_cast<size_t>(rows), seed + 2);
   const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
 
+  // The tiled kernel (variant 5) reads the tiled layout, which only some row lengths have.
+  const bool tiled = variant == 5;
+  if (tiled && !quant::tiled_layout_supported(t, cols)) {
+    GemvParams p;
+    p.type = t;
+    p.w = reinterpret_cast<const void*>(0x1000);
+    p.x_split = reinterpret_cast<const void*>(0x1000);
+    p.y = reinterpret_cast<float*>(0x1000);
+    p.rows = rows;
+    p.cols = cols;
+    p.tiled = true;
+    EXPECT_THROW(gemv_launch_info(p), Error) << weight_traits(t).name << " " << cols;
+    return;
+  }
   std::vector<uint8_t> wbytes(static_cast<size_t>(w_offset), 0);
   wbytes.insert(wbytes.end(), m.bytes.begin(), m.bytes.end());
+  if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data() + w_offset);
   std::vector<float> xpad(static_cast<size_t>(x_offset), 0.0f);
   xpad.insert(xpad.end(), x.begin(), x.end());
   DeviceBuffer d_w = upload(wbytes);
@@ -125,14 +141,19 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   p.bias = with_bias ? d_b.data<float>() : nullptr;
   p.residual = with_residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
   p.variant = variant;
-  // The stream kernel (variant 4) reads x pre-split.
-  DeviceBuffer d_split(variant == 4 ? gemv_x_split_bytes(cols) : 16);
-  if (variant == 4) {
+  p.tiled = tiled;
+  // The stream and tiled kernels (variants 4, 5) read x pre-split.
+  const bool split = variant == 4 || tiled;
+  DeviceBuffer d_split(split ? gemv_x_split_bytes(cols) : 16);
+  if (split) {
     launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
                           false, nullptr);
     p.x_split = d_split.get();
   }
   const GemvLaunchInfo info = gemv_launch_info(p);
+  if (tiled) {
+    EXPECT_STREQ(info.kernel, "tiled") << describe(t, rows, cols, info);
+  }
   if (variant == 4 && w_offset == 0 && rows * row_bytes(t, cols) % 16 == 0) {
     // The stream kernel must really run where its alignment rule holds (sm_90).
     int major = 0;
@@ -277,6 +298,10 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   const bool presplit =
       form == Form::kPreSplitPlain || form == Form::kPreSplitRms || form == Form::kPreSplitSwiGlu;
   if (presplit && !quant) return;  // pre-split x is for the quantized (mma) kernel
+  // The tiled kernel (variant 5): pre-split forms on tiled weights of the row lengths that have
+  // a tiled layout.
+  const bool tiled = variant == 5;
+  if (tiled && (!presplit || !quant::tiled_layout_supported(t, cols))) return;
   const uint32_t seed = static_cast<uint32_t>(rows * 131 + cols * 7 + static_cast<int>(t));
   const Matrix m = make_matrix(t, rows, cols, seed);
   const std::vector<float> x = random_floats(static_cast<size_t>(cols), seed + 1, -3.0f, 3.0f);
@@ -296,7 +321,9 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   } else {
     xp = x;
   }
-  DeviceBuffer d_w = upload(m.bytes);
+  std::vector<uint8_t> wbytes = m.bytes;
+  if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
+  DeviceBuffer d_w = upload(wbytes);
   DeviceBuffer d_x = upload(x);
   DeviceBuffer d_x2 = upload(x2);
   DeviceBuffer d_nw = upload(nw);
@@ -319,7 +346,11 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   p.x_split = presplit ? d_split.get() : nullptr;
   p.pdl = pdl;
   p.variant = variant;
+  p.tiled = tiled;
   const GemvLaunchInfo info = gemv_launch_info(p);
+  if (tiled) {
+    EXPECT_STREQ(info.kernel, "tiled");
+  }
   launch_gemv(p, nullptr);
   testing::sync();
   const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
@@ -338,9 +369,10 @@ TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
   for (const int v : variants_of(t)) {
     for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
                          Form::kPreSplitSwiGlu}) {
-      // Pre-split x: the automatic choice, mma (3) and stream (4); stream needs a split x.
+      // Pre-split x: the automatic choice, mma (3), stream (4) and tiled (5); stream and tiled
+      // need a split x.
       const bool split_form = f >= Form::kPreSplitPlain;
-      if (split_form ? (v != 0 && v != 3 && v != 4) : v == 4) continue;
+      if (split_form ? (v != 0 && v != 3 && v != 4 && v != 5) : (v == 4 || v == 5)) continue;
       check_fused(t, 100, kquant ? 768 : 576, f, false, v);  // SmolLM2 hidden
       check_fused(t, 257, 3584, f, true, v);                 // Qwen2.5-7B hidden, PDL
       check_fused(t, 40, kquant ? 4864 : 1536, f, false, v);
@@ -394,7 +426,11 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         const Matrix m = make_matrix(t, rows, cols, 7);
         const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
         const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
-        DeviceBuffer d_w = upload(m.bytes);
+        // The tiled kernel (variant 5) reads the tiled layout.
+        const bool tiled = variant == 5;
+        std::vector<uint8_t> wbytes = m.bytes;
+        if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
+        DeviceBuffer d_w = upload(wbytes);
         DeviceBuffer d_x = upload(x);
         DeviceBuffer d_b = upload(bias);
         DeviceBuffer d_q(static_cast<size_t>(e0) * 4);
@@ -407,8 +443,9 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         p.y_end1 = e1;
         p.bias = d_b.data<float>();
         p.variant = variant;
-        DeviceBuffer d_split(variant == 4 ? gemv_x_split_bytes(cols) : 16);
-        if (variant == 4) {  // the stream kernel reads x pre-split
+        p.tiled = tiled;
+        DeviceBuffer d_split(variant >= 4 ? gemv_x_split_bytes(cols) : 16);
+        if (variant >= 4) {  // the stream and tiled kernels read x pre-split
           launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
                                 false, nullptr);
           p.x_split = d_split.get();
@@ -526,17 +563,28 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
 /// A chain of dependent GEMVs launched with PDL: y1 = W1·x, y2 = W2·y1 + y1 (residual) ...: each
 /// kernel reads what the previous one wrote, so a missing dependency wait shows as wrong numbers.
 /// Run eagerly and as a captured graph (which must then equal the eager result bit for bit).
+// Also the tiled kernel, each GEMV's x' split by its own kernel just before it (as the decode
+// step runs them): both wait for their predecessor's output under PDL.
 TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   DB_REQUIRE_CUDA();
-  for (const WeightType t : {WeightType::kBF16, WeightType::kQ4_0, WeightType::kQ6_K}) {
+  const struct {
+    WeightType t;
+    bool tiled;
+  } cases[] = {{WeightType::kBF16, false}, {WeightType::kQ4_0, false}, {WeightType::kQ6_K, false},
+               {WeightType::kQ4_0, true},  {WeightType::kQ8_0, true},  {WeightType::kQ4_K, true}};
+  for (const auto& [t, tiled] : cases) {
     const int64_t n = 1024;
     constexpr int kSteps = 6;
     std::vector<Matrix> ms;
     std::vector<DeviceBuffer> dw;
     for (int i = 0; i < kSteps; ++i) {
       ms.push_back(make_matrix(t, n, n, 200u + i));
-      dw.push_back(upload(ms.back().bytes));
+      std::vector<uint8_t> bytes = ms.back().bytes;
+      if (tiled) quant::tile_rows(t, n, n, ms.back().bytes.data(), bytes.data());
+      dw.push_back(upload(bytes));
     }
+    DeviceBuffer d_split(gemv_x_split_bytes(n));
+    const std::string what = std::string(weight_traits(t).name) + (tiled ? " tiled" : "");
     const std::vector<float> x = random_floats(static_cast<size_t>(n), 300);
     DeviceBuffer d_a = upload(x);
     DeviceBuffer d_b(static_cast<size_t>(n) * 4);
@@ -557,6 +605,12 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
         p.norm_w = d_n.data<float>();
         p.eps = 1e-6f;
         p.pdl = true;
+        if (tiled) {
+          launch_gemv_prepare_x(p.input, p.x, nullptr, p.norm_w, p.eps, n, d_split.get(), true, s);
+          p.x_split = d_split.get();
+          p.tiled = true;
+          EXPECT_STREQ(gemv_launch_info(p).kernel, "tiled") << what;
+        }
         launch_gemv(p, s);
       }
     };
@@ -581,15 +635,13 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
     double scale = 0.0;
     for (const float v : a) scale = std::max(scale, static_cast<double>(std::fabs(v)));
     EXPECT_TRUE(all_near(
-        eager, a, [&](size_t) { return 1e-3 * scale + 1e-5; },
-        std::string(weight_traits(t).name) + " PDL chain (eager)"));
+        eager, a, [&](size_t) { return 1e-3 * scale + 1e-5; }, what + " PDL chain (eager)"));
 
     // The same chain captured into a graph, from the same starting values.
     DB_CUDA_CHECK(cudaMemcpy(d_a.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
     replay_once(stream, enqueue);
     const std::vector<float> replay = download<float>(d_a.get(), static_cast<size_t>(n));
-    EXPECT_TRUE(
-        testing::all_bits_equal(replay, eager, std::string(weight_traits(t).name) + " PDL graph"));
+    EXPECT_TRUE(testing::all_bits_equal(replay, eager, what + " PDL graph"));
   }
 }
 
@@ -675,6 +727,29 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
 // 3072 + p·128 + l·4. Checked against x itself: f_1 and three digits rebuild each x'[c] to within
 // 2^-19 of its tile's largest |x'|, and the planes hold the digit sums. 1120 columns: two CTAs of
 // the split kernel, 35 tiles (a partial second group).
+// The tiled kernel (weights in the tiled layout, x' pre-split) on the shapes that exercise its
+// work split: a last pass of at most 16 tiles shared by the two rows (256 columns: 8 tiles; 3584:
+// 3.5 passes; 18944: 18.5), passes of 17-31 tiles (768, 2816: lanes idle), one row, odd rows,
+// few long rows (several warps split the columns), many short rows (several tasks per CTA), the
+// 7B q/o shape, bias and a residual.
+TEST(Gemv, TiledKernelMatchesCpuReference) {
+  DB_REQUIRE_CUDA();
+  const struct {
+    int64_t rows, cols;
+    bool bias, residual;
+  } shapes[] = {{1, 256, false, false},  {2, 3584, false, false},   {37, 3584, true, true},
+                {5, 18944, false, true}, {3, 768, false, false},    {129, 2816, true, false},
+                {4, 8192, false, false}, {6000, 256, false, false}, {3584, 3584, false, true},
+                {600, 4352, true, false}};
+  for (const WeightType t :
+       {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
+    for (const auto& s : shapes) {
+      if (s.cols % weight_traits(t).block_elems != 0) continue;
+      check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, /*variant=*/5);
+    }
+  }
+}
+
 TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   DB_REQUIRE_CUDA();
   const int64_t cols = 1120, tiles = cols / 32;
@@ -776,9 +851,11 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
 
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
-  EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4, 5}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ6_K), (std::vector<int>{1, 3, 4}));
   EXPECT_STREQ(gemv_variant_name(3), "mma");
   EXPECT_STREQ(gemv_variant_name(4), "stream");
+  EXPECT_STREQ(gemv_variant_name(5), "tiled");
   // The stream kernel only reads a pre-split x: forcing it without one is an error, not a
   // silent fallback.
   // (Never dereferenced: the variant check comes before any device work.)
@@ -791,6 +868,23 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.rows = 16;
   p.cols = 256;
   p.variant = 4;
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  // The tiled kernel reads only tiled weights, and tiled weights only it, on a split x.
+  p.variant = 5;
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  p.x_split = host;
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  p.tiled = true;
+  p.variant = 4;
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  p.x_split = nullptr;
+  p.variant = 0;
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  p.x_split = host;
+  p.cols = 224;  // Q4_0 rows of 7 tiles: 126 bytes, no tiled layout
+  EXPECT_THROW(gemv_launch_info(p), Error);
+  p.cols = 256;
+  p.type = WeightType::kQ6_K;
   EXPECT_THROW(gemv_launch_info(p), Error);
   // mma layout (4 digit rows, 48 bytes of meta per tile), then one 3712-byte group per 32 tiles.
   EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3712));
