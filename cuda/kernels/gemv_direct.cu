@@ -324,37 +324,10 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
                                         ctas_per_sm(direct_kernel(t, true), kThreads, p.smem)));
   const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
   const int64_t units = ceil_div<int64_t>(cols, 32 * elems_per_vec(t));
-  // Column split: the one whose tasks spread most evenly over the resident CTAs, counting the
-  // idle share of warps whose last batch is partial.
-  double best = -1.0;
-  for (int ks = 1; ks <= kWarps; ks *= 2) {
-    const int64_t tasks = ceil_div<int64_t>(rows, static_cast<int64_t>(kWarps / ks) * kR);
-    const int64_t grid = std::min(tasks, max_grid);
-    const double per_cta = static_cast<double>(tasks) / static_cast<double>(grid);
-    const double balance = per_cta / std::ceil(per_cta);
-    const double fill = static_cast<double>(grid) / static_cast<double>(max_grid);
-    const int64_t upw = ceil_div<int64_t>(units, ks);
-    const double col_use = static_cast<double>(units) / static_cast<double>(upw * ks);
-    // Row slots past the last row re-read it and discard the result.
-    const double row_use =
-        static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kR);
-    // A warp with fewer units than one batch keeps few loads in flight.
-    const double depth = std::min(1.0, static_cast<double>(upw) / kU + 0.25);
-    // An empirical calibration: in a sweep with every split forced (H200, bench-kernels, F16
-    // with PDL, the 7B and SmolLM2 shapes; docs/performance.md, round 8) 4 and 8 splits ran
-    // slower than this score predicted. Every split above 1 ends its tasks at a named barrier and
-    // adds partial sums through shared memory; why 4 and 8 lose more is not established. Without
-    // the factor the 7B QKV GEMV (4608×3584) took 4 splits, 12.43 µs, where 2 run it in 11.34
-    // µs; with it the pick is the fastest split, or within 1%, on all 14 shapes.
-    const double sync = ks >= 4 ? 0.9 : 1.0;
-    const double score = balance * col_use * row_use * depth * std::min(1.0, 0.2 + fill) * sync;
-    if (score > best + 1e-9) {
-      best = score;
-      p.ksplit = ks;
-      p.ntasks = tasks;
-      p.grid = grid;
-    }
-  }
+  const SplitPlan sp = plan_column_split(rows, units, kU, max_grid, false);
+  p.ksplit = sp.ksplit;
+  p.ntasks = sp.ntasks;
+  p.grid = sp.grid;
   return p;
 }
 

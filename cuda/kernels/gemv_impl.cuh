@@ -142,11 +142,30 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
 /// pre-split x'; 16-byte loads straight to registers, dp4a on the first three digits of x').
 /// Requirements: quant::tiled_layout_supported(t, cols), w 16-byte aligned.
 bool tiled_supported(WeightType t, const void* w, int64_t cols);
+/// Tiles per row the tiled kernel takes (its per-row offsets are 32-bit).
+constexpr int64_t kTiledMaxTiles = int64_t{1} << 24;
 Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void tiled_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
 void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
+
+/// A column split for the row-group kernels (direct, tiled: 8 warps per CTA, 2 rows per warp).
+struct SplitPlan {
+  int ksplit = 1;      ///< warps sharing a row group
+  int64_t ntasks = 0;  ///< row groups
+  int64_t grid = 0;    ///< CTAs (persistent: at most max_grid)
+};
+
+/// The column split (1, 2, 4 or 8 warps per row group) whose tasks spread most evenly over the
+/// `max_grid` resident CTAs for `rows` rows of `units` column units each, `batch` units per batch
+/// of loads: the product of task balance over the CTAs, used share of columns and rows, load
+/// depth (a warp with fewer units than a batch keeps few loads in flight; `across_tasks`: the
+/// kernel's batches run across tasks, so all of a warp's tasks count, and every warp of a split
+/// needs a unit: splits above `units` are not considered) and fill of the GPU, times 0.9 for 4
+/// and 8 splits (an empirical calibration: docs/performance.md, round 8).
+SplitPlan plan_column_split(int64_t rows, int64_t units, int batch, int64_t max_grid,
+                            bool across_tasks);
 
 /// Launches `kernel` with the given configuration; with `pdl` the launch carries the
 /// programmatic-stream-serialization attribute (the kernel must call

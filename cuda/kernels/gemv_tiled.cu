@@ -80,35 +80,30 @@ __device__ __forceinline__ void unpack4(const uint4& w, uint32_t (&q)[8]) {
 template <WeightType T>
 struct TiledOps;
 
-template <>
-struct TiledOps<WeightType::kQ4_0> {
+/// Q4_0 (scale d, code offset 8) and Q4_1 (scale d and min m, 4 bytes per tile).
+template <bool kMin>
+struct Tiled4 {
   static constexpr int kP = 1, kU = 3;
-  static constexpr bool kSx = false;
+  static constexpr bool kSx = kMin;
   using Sc = uint32_t;
   __device__ static Sc load_scale(const uint8_t* scales, int i) {
-    return ldg_stream_u16(scales + 2 * i);
+    return kMin ? ldg_stream_u32(scales + 4 * i) : ldg_stream_u16(scales + 2 * i);
   }
   __device__ static float dot(const uint4 (&w)[kP], Sc sc, const XTile& x, int) {
     uint32_t q[8];
     unpack4(w[0], q);
-    return half_bits(sc) * tile_dot<8>(q, x);
+    if constexpr (kMin) {
+      return fmaf(half_bits(sc >> 16), x.sx, half_bits(sc) * tile_dot<0>(q, x));
+    } else {
+      return half_bits(sc) * tile_dot<8>(q, x);
+    }
   }
 };
 
 template <>
-struct TiledOps<WeightType::kQ4_1> {
-  static constexpr int kP = 1, kU = 3;
-  static constexpr bool kSx = true;
-  using Sc = uint32_t;
-  __device__ static Sc load_scale(const uint8_t* scales, int i) {
-    return ldg_stream_u32(scales + 4 * i);
-  }
-  __device__ static float dot(const uint4 (&w)[kP], Sc sc, const XTile& x, int) {
-    uint32_t q[8];
-    unpack4(w[0], q);
-    return fmaf(half_bits(sc >> 16), x.sx, half_bits(sc) * tile_dot<0>(q, x));
-  }
-};
+struct TiledOps<WeightType::kQ4_0> : Tiled4<false> {};
+template <>
+struct TiledOps<WeightType::kQ4_1> : Tiled4<true> {};
 
 template <>
 struct TiledOps<WeightType::kQ8_0> {
@@ -323,48 +318,38 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_tiled_kernel(const KernelArg
 }
 static_assert(kR == 2, "a split pass and the store use lane ? acc[1] : acc[0]");
 
-/// The tiled kernel for `t`, or nullptr for a type the layout does not hold.
-const void* tiled_kernel(WeightType t) {
-  switch (t) {
-    case WeightType::kQ4_0:
-      return reinterpret_cast<const void*>(&gemv_tiled_kernel<WeightType::kQ4_0>);
-    case WeightType::kQ4_1:
-      return reinterpret_cast<const void*>(&gemv_tiled_kernel<WeightType::kQ4_1>);
-    case WeightType::kQ8_0:
-      return reinterpret_cast<const void*>(&gemv_tiled_kernel<WeightType::kQ8_0>);
-    case WeightType::kQ4_K:
-      return reinterpret_cast<const void*>(&gemv_tiled_kernel<WeightType::kQ4_K>);
-    default:
-      return nullptr;
-  }
+/// The tiled kernel for `t` and its passes per batch (kernel nullptr for a type the layout does
+/// not hold).
+struct TiledKernel {
+  const void* kernel = nullptr;
+  int batch = 1;
+};
+
+template <WeightType T>
+TiledKernel tiled_for() {
+  return {reinterpret_cast<const void*>(&gemv_tiled_kernel<T>), TiledOps<T>::kU};
 }
 
-int batch_of(WeightType t) {
-  int u = 1;
+TiledKernel tiled_kernel(WeightType t) {
   switch (t) {
     case WeightType::kQ4_0:
-      u = TiledOps<WeightType::kQ4_0>::kU;
-      break;
+      return tiled_for<WeightType::kQ4_0>();
     case WeightType::kQ4_1:
-      u = TiledOps<WeightType::kQ4_1>::kU;
-      break;
+      return tiled_for<WeightType::kQ4_1>();
     case WeightType::kQ8_0:
-      u = TiledOps<WeightType::kQ8_0>::kU;
-      break;
+      return tiled_for<WeightType::kQ8_0>();
     case WeightType::kQ4_K:
-      u = TiledOps<WeightType::kQ4_K>::kU;
-      break;
+      return tiled_for<WeightType::kQ4_K>();
     default:
-      break;
+      return {};
   }
-  return u;
 }
 
 }  // namespace
 
 bool tiled_supported(WeightType t, const void* w, int64_t cols) {
-  return tiled_kernel(t) != nullptr && quant::tiled_layout_supported(t, cols) &&
-         (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && cols / 32 < (int64_t{1} << 24);
+  return tiled_kernel(t).kernel != nullptr && quant::tiled_layout_supported(t, cols) &&
+         (reinterpret_cast<uintptr_t>(w) & 15u) == 0 && cols / 32 < kTiledMaxTiles;
 }
 
 Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
@@ -372,44 +357,31 @@ Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.block = kThreads;
   p.rows_per_warp = kR;
   p.smem = kSmemBytes;
-  const int ctas = std::max(1, ctas_per_sm(tiled_kernel(t), kThreads, kSmemBytes));
+  const int ctas = std::max(1, ctas_per_sm(tiled_kernel(t).kernel, kThreads, kSmemBytes));
   const int64_t max_grid = static_cast<int64_t>(sms) * ctas;
   const int64_t units = ceil_div<int64_t>(cols / 32, 32);
-  const int ku = batch_of(t);
-  // Column split: as the direct kernel's planner (tasks spread evenly over the resident CTAs,
-  // whole passes per warp, enough passes per warp to keep a batch of loads in flight).
-  double best = -1.0;
-  for (int ks = 1; ks <= kWarps; ks *= 2) {
-    if (ks > 1 && units < ks) break;
-    const int64_t tasks = ceil_div<int64_t>(rows, static_cast<int64_t>(kWarps / ks) * kR);
-    const int64_t grid = std::min(tasks, max_grid);
-    const double per_cta = static_cast<double>(tasks) / static_cast<double>(grid);
-    const double balance = per_cta / std::ceil(per_cta);
-    const double fill = static_cast<double>(grid) / static_cast<double>(max_grid);
-    const int64_t upw = ceil_div<int64_t>(units, ks);
-    const double col_use = static_cast<double>(units) / static_cast<double>(upw * ks);
-    const double row_use =
-        static_cast<double>(rows) / static_cast<double>(tasks * (kWarps / ks) * kR);
-    // A warp with fewer items than one batch keeps few loads in flight.
-    const double depth = std::min(1.0, std::ceil(per_cta) * static_cast<double>(upw) / ku + 0.25);
-    const double sync = ks >= 4 ? 0.9 : 1.0;
-    const double score = balance * col_use * row_use * depth * std::min(1.0, 0.2 + fill) * sync;
-    if (score > best + 1e-9) {
-      best = score;
-      p.ksplit = ks;
-      p.ntasks = tasks;
-      p.grid = grid;
-    }
-  }
+  // Batches run across tasks, so a warp's depth counts the passes of all its tasks, and every
+  // warp of a split must have a pass (the kernel has no empty tasks).
+  const SplitPlan sp = plan_column_split(rows, units, tiled_kernel(t).batch, max_grid, true);
+  p.ksplit = sp.ksplit;
+  p.ntasks = sp.ntasks;
+  p.grid = sp.grid;
   return p;
 }
 
 void tiled_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream) {
+  // Every warp of a split must have a pass: a warp without one would skip the named barrier its
+  // row group meets at each task's end, and the CTA would hang (tiled_plan keeps this).
+  const int64_t units = ceil_div<int64_t>(a.cols / 32, 32);
+  if (p.ksplit < 1 || kWarps % p.ksplit != 0 || p.ksplit > units) {
+    throw runtime_error("GEMV: tiled kernel plan with " + std::to_string(p.ksplit) +
+                        " column splits for " + std::to_string(units) + " passes per row");
+  }
   KernelArgs args = a;
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
   void* params[] = {&args};
-  launch_with_attrs(tiled_kernel(t), params, dim3(static_cast<unsigned>(p.grid)),
+  launch_with_attrs(tiled_kernel(t).kernel, params, dim3(static_cast<unsigned>(p.grid)),
                     dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,
                     stream);
 }

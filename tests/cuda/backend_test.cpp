@@ -67,8 +67,9 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 /// x' (the tiled kernel for tiled weights, else the stream kernel on sm_90), which the small test
 /// models would not otherwise reach. `layout`: CudaBackendOptions::weight_layout.
 void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what, int presplit = 0,
-                               WeightLayout layout = WeightLayout::kTiled) {
+                               WeightLayout layout = WeightLayout::kTiled, bool fused = true) {
   CudaBackendOptions o;
+  o.fused = fused;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
   o.gemv_presplit = presplit;
   o.weight_layout = layout;
@@ -198,6 +199,16 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0}) {
     expect_same_tokens_as_cpu(make_model(t, c), 32,
                               std::string(weight_traits(t).name) + " tied, presplit", 1);
+  }
+}
+
+// Unfused: separate Q, K, V, gate and up matrices, each tiled on its own.
+TEST(Backend, TiledWeightsUnfused) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kQ8_0, WeightType::kQ4_K}) {
+    expect_same_tokens_as_cpu(make_model(t), 16,
+                              std::string(weight_traits(t).name) + " unfused, presplit", 1,
+                              WeightLayout::kTiled, false);
   }
 }
 

@@ -56,14 +56,17 @@ std::vector<int32_t> single_run(const Model& m, int seq, std::vector<std::vector
 }
 
 /// Tokens of `m` sequences decoded in lockstep: ids[i] per sequence.
-std::vector<std::vector<int32_t>> batch_run(const Model& model, int m, ExecMode mode,
-                                            int gemm_variant,
-                                            std::vector<std::vector<float>>* logits_seq0_last =
-                                                nullptr) {
+/// `layout`, `presplit`: CudaBackendOptions::weight_layout and gemv_presplit.
+std::vector<std::vector<int32_t>> batch_run(
+    const Model& model, int m, ExecMode mode, int gemm_variant,
+    std::vector<std::vector<float>>* logits_seq0_last = nullptr,
+    WeightLayout layout = WeightLayout::kAuto, int presplit = 0) {
   CudaBackendOptions o;
   o.max_positions = kPromptLen + kSteps + 1;
   o.max_batch = m;
   o.gemm_variant = gemm_variant;
+  o.weight_layout = layout;
+  o.gemv_presplit = presplit;
   CudaBackend b(model, o);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < m; ++i) prompts.push_back(prompt(i));
@@ -119,10 +122,11 @@ TEST_P(BatchDtype, EverySequenceDecodesItsSingleRunTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Types, BatchDtype,
                          ::testing::Values(WeightType::kF32, WeightType::kF16, WeightType::kBF16,
-                                           WeightType::kQ8_0, WeightType::kQ4_0,
-                                           WeightType::kQ5_1, WeightType::kQ4_K,
-                                           WeightType::kQ6_K),
-                         [](const auto& info) { return std::string(weight_traits(info.param).name); });
+                                           WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ5_1,
+                                           WeightType::kQ4_K, WeightType::kQ6_K),
+                         [](const auto& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
 
 TEST(Batch, GraphReplayEqualsEagerAndGemvLoopEqualsSingleRuns) {
   DB_REQUIRE_CUDA();
@@ -132,6 +136,18 @@ TEST(Batch, GraphReplayEqualsEagerAndGemvLoopEqualsSingleRuns) {
   EXPECT_EQ(eager, graph);
   const auto loop = batch_run(model, 3, ExecMode::kGraph, 1);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(loop[i], single_run(model, i, nullptr)) << i;
+}
+
+// The batched products read GGUF blocks, so a batched backend keeps them even when asked for the
+// tiled layout with every GEMV pre-split (tiled bytes read as GGUF blocks would change tokens).
+TEST(Batch, TiledLayoutIsForBatchOneBackendsOnly) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    const Model model = make_model(t);
+    const auto want = batch_run(model, 3, ExecMode::kEager, 0);
+    EXPECT_EQ(batch_run(model, 3, ExecMode::kEager, 0, nullptr, WeightLayout::kTiled, 1), want)
+        << weight_traits(t).name;
+  }
 }
 
 TEST(Batch, ThirtyThreeSequencesTakeTwoLaunchesPerProduct) {

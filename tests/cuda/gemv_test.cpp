@@ -25,6 +25,7 @@
 #include "core/quant/tiled_layout.hpp"
 #include "core/quant/weight_type.hpp"
 #include "cuda/kernels/delayed_copy.cuh"
+#include "cuda/kernels/gemv_impl.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
 namespace decodebench::cuda {
@@ -730,17 +731,19 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
 // The tiled kernel (weights in the tiled layout, x' pre-split) on the shapes that exercise its
 // work split: a last pass of at most 16 tiles shared by the two rows (256 columns: 8 tiles; 3584:
 // 3.5 passes; 18944: 18.5), passes of 17-31 tiles (768, 2816: lanes idle), one row, odd rows,
-// few long rows (several warps split the columns), many short rows (several tasks per CTA), the
-// 7B q/o shape, bias and a residual.
+// few long rows (several warps split the columns), many short rows (two tasks per CTA), the 7B
+// q/o shape, bias and a residual; the 7B QKV shape (4,608 rows: 4 column splits and 4-5 tasks per
+// CTA on 132 SMs, so batches cross tasks under a split; TiledPlan below) and 1200×18944 (2
+// splits of 19 passes).
 TEST(Gemv, TiledKernelMatchesCpuReference) {
   DB_REQUIRE_CUDA();
   const struct {
     int64_t rows, cols;
     bool bias, residual;
-  } shapes[] = {{1, 256, false, false},  {2, 3584, false, false},   {37, 3584, true, true},
-                {5, 18944, false, true}, {3, 768, false, false},    {129, 2816, true, false},
-                {4, 8192, false, false}, {6000, 256, false, false}, {3584, 3584, false, true},
-                {600, 4352, true, false}};
+  } shapes[] = {{1, 256, false, false},   {2, 3584, false, false},   {37, 3584, true, true},
+                {5, 18944, false, true},  {3, 768, false, false},    {129, 2816, true, false},
+                {4, 8192, false, false},  {6000, 256, false, false}, {3584, 3584, false, true},
+                {600, 4352, true, false}, {4608, 3584, true, false}, {1200, 18944, false, true}};
   for (const WeightType t :
        {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
     for (const auto& s : shapes) {
@@ -748,6 +751,21 @@ TEST(Gemv, TiledKernelMatchesCpuReference) {
       check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, /*variant=*/5);
     }
   }
+}
+
+// The column split of the tiled kernel's planner on 132 SMs at 2 CTAs each (264 resident CTAs;
+// host code, no device): every warp of a split gets a pass, and the 7B QKV shape takes 4 splits
+// with several tasks per CTA.
+TEST(Gemv, TiledPlan) {
+  using gemv_impl::plan_column_split;
+  const auto qkv = plan_column_split(4608, 4, 3, 264, true);  // 3.5 passes per row
+  EXPECT_EQ(qkv.ksplit, 4);
+  EXPECT_EQ(qkv.ntasks, 1152);
+  EXPECT_EQ(qkv.grid, 264);
+  EXPECT_EQ(plan_column_split(37888, 4, 3, 264, true).ksplit, 1);  // gate/up: 9 tasks per CTA
+  EXPECT_EQ(plan_column_split(5, 19, 3, 264, true).ksplit, 8);     // 5×18944
+  EXPECT_EQ(plan_column_split(16, 1, 3, 264, true).ksplit, 1);     // one pass: no split
+  EXPECT_LE(plan_column_split(2, 3, 3, 264, true).ksplit, 2);      // never more splits than passes
 }
 
 TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
@@ -869,23 +887,36 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.cols = 256;
   p.variant = 4;
   EXPECT_THROW(gemv_launch_info(p), Error);
-  // The tiled kernel reads only tiled weights, and tiled weights only it, on a split x.
+  // The tiled kernel reads only tiled weights, and tiled weights only it, on a split x; each
+  // refusal names its reason (exit 1) before any device query.
+  const auto refused = [&](const char* reason) {
+    try {
+      (void)gemv_launch_info(p);
+      ADD_FAILURE() << "expected an Error: " << reason;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kRuntime) << e.what();
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+  };
   p.variant = 5;
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("needs weights in the tiled layout");
   p.x_split = host;
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("needs weights in the tiled layout");
   p.tiled = true;
   p.variant = 4;
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("read by the tiled kernel (variant 5) only");
   p.x_split = nullptr;
   p.variant = 0;
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("tiled weights need a pre-split x");
   p.x_split = host;
   p.cols = 224;  // Q4_0 rows of 7 tiles: 126 bytes, no tiled layout
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("Q4_0 rows of 224 columns have no tiled layout");
   p.cols = 256;
   p.type = WeightType::kQ6_K;
-  EXPECT_THROW(gemv_launch_info(p), Error);
+  refused("Q6_K rows of 256 columns have no tiled layout");
+  p.type = WeightType::kQ8_0;
+  p.cols = int64_t{1} << 29;  // has a tiled layout, but past the kernel's 32-bit row offsets
+  refused("takes rows of fewer than 536870912 columns");
   // mma layout (4 digit rows, 48 bytes of meta per tile), then one 3712-byte group per 32 tiles.
   EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3712));
   EXPECT_EQ(gemv_x_split_bytes(1056), static_cast<size_t>(4 * (1056 + 16) + 33 * 48 + 2 * 3712));
