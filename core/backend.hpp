@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace decodebench {
@@ -37,6 +38,16 @@ struct ExecReport {
   int64_t graph_nodes = 0;  ///< nodes in the instantiated graph
 };
 
+/// Which kernels a backend's batch-1 step runs: diagnostics for the result JSON
+/// (`backend.kernels`), so a run says which GEMV kernel (and weight layout) it measured.
+struct KernelMix {
+  /// GEMV launches of one batch-1 step by kernel ("direct", "stream", "tiled", ...; the last
+  /// step enqueued, eagerly or into a graph); empty when no batch-1 step ran or the backend does
+  /// not tell (CPU).
+  std::vector<std::pair<std::string, int64_t>> gemv_per_step;
+  int64_t tiled_matrices = 0;  ///< matrices on the device in the tiled layout
+};
+
 /// A model placed on a device with its KV cache and workspace preallocated.
 ///
 /// Contract (docs/architecture.md): `step` computes the logits for `token` at position `pos`,
@@ -54,6 +65,8 @@ class Backend {
   [[nodiscard]] virtual std::string device_name() const = 0;
   /// KV-cache capacity in positions, fixed at construction.
   [[nodiscard]] virtual int64_t max_positions() const = 0;
+  /// The kernels of a batch-1 step (KernelMix); empty by default.
+  [[nodiscard]] virtual KernelMix kernel_mix() const { return {}; }
 
   /// Runs one decode step; returns the next token id. `phases` may be null (no phase timing, and
   /// then no extra synchronisation). Throws decodebench::Error for a position out of range.

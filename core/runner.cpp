@@ -418,6 +418,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       }
     }
   }
+  report.kernels = backend->kernel_mix();
   if (use_cuda) {
     report.gpu_environment_after = cuda->environment();
     say("measuring the streaming read bandwidth");

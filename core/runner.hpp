@@ -50,6 +50,7 @@ struct RunReport {
   std::string tokenizer_kind;  ///< "" for synthetic models
   std::string backend;         ///< "cpu" / "cuda"
   std::string device;
+  KernelMix kernels;  ///< the backend's batch-1 kernels after the passes (empty for the CPU)
   nlohmann::json host_environment;
   nlohmann::json gpu_environment;        ///< before the passes; null for the CPU backend
   nlohmann::json gpu_environment_after;  ///< after the passes (clocks, throttling, temperature)

@@ -170,6 +170,7 @@ void CudaBackend::upload_weights() {
     d.rows = 0;
     for (const TensorView* t : group) d.rows += t->rows;
     d.tiled = gemv && tiled(d.type, stack ? d.rows : first.rows, d.cols);
+    tiled_matrices_ += d.tiled ? 1 : 0;
     size_t bytes = 0;
     for (const TensorView* t : group) {
       const void* src = t->data;
@@ -389,6 +390,7 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   }
   const int variant = launch_gemv(p, stream_.get());
   ++gemv_variant_counts_[static_cast<size_t>(variant) % gemv_variant_counts_.size()];
+  ++step_gemv_counts_[static_cast<size_t>(variant) % step_gemv_counts_.size()];
 }
 
 AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
@@ -416,7 +418,19 @@ AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, co
   return ap;
 }
 
+KernelMix CudaBackend::kernel_mix() const {
+  KernelMix m;
+  for (size_t v = 0; v < step_gemv_counts_.size(); ++v) {
+    if (step_gemv_counts_[v] == 0) continue;
+    m.gemv_per_step.emplace_back(v == 0 ? "fallback" : gemv_variant_name(static_cast<int>(v)),
+                                 step_gemv_counts_[v]);
+  }
+  m.tiled_matrices = tiled_matrices_;
+  return m;
+}
+
 void CudaBackend::enqueue_forward() {
+  step_gemv_counts_.fill(0);
   cudaStream_t s = stream_.get();
   const bool pdl = options_.pdl;
   const auto* in = d_inputs_.data<StepInputs>();

@@ -92,6 +92,8 @@ class CudaBackend final : public Backend {
   [[nodiscard]] const std::array<int64_t, 6>& gemv_variant_counts() const {
     return gemv_variant_counts_;
   }
+  /// GEMVs of the last batch-1 step enqueued, by kernel name; matrices uploaded tiled.
+  [[nodiscard]] KernelMix kernel_mix() const override;
 
  private:
   void upload_weights();
@@ -130,6 +132,8 @@ class CudaBackend final : public Backend {
   const ModelConfig& c_;
   CudaBackendOptions options_;
   std::array<int64_t, 6> gemv_variant_counts_{};
+  std::array<int64_t, 6> step_gemv_counts_{};  ///< the last enqueue_forward's, by variant
+  int64_t tiled_matrices_ = 0;
   int64_t max_positions_;
   std::string device_name_;
 

@@ -88,6 +88,14 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
              "{} parameters · {} weights · {}\n",
              c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
              count_text(m.parameters), bytes_text(m.weight_bytes), per_step);
+  if (!r.kernels.gemv_per_step.empty()) {
+    std::string mix;
+    for (const auto& [name, n] : r.kernels.gemv_per_step) {
+      mix += (mix.empty() ? "" : " · ") + fmt::format("{} {}", name, n);
+    }
+    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout\n", mix,
+               r.kernels.tiled_matrices, r.kernels.tiled_matrices == 1 ? "x" : "ces");
+  }
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
              r.setup_ns / 1e9, r.prefill_ns / 1e6);

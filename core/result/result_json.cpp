@@ -86,6 +86,14 @@ nlohmann::json run_key(const RunReport& r, const PassReport& p) {
   return key;
 }
 
+/// backend.kernels: null when the backend does not tell (CPU) or ran no batch-1 step.
+nlohmann::json kernels_json(const RunReport& r) {
+  if (r.kernels.gemv_per_step.empty()) return nullptr;
+  nlohmann::json gemv = nlohmann::json::object();
+  for (const auto& [name, n] : r.kernels.gemv_per_step) gemv[name] = n;
+  return {{"gemv_per_step", gemv}, {"tiled_matrices", r.kernels.tiled_matrices}};
+}
+
 nlohmann::json exec_json(const ExecReport& e, const std::string& label) {
   nlohmann::json failure = nullptr;
   if (e.capture_attempted && !e.captured) {
@@ -224,7 +232,7 @@ nlohmann::json result_json(const RunReport& r) {
       {"environment", env},
       {"config", config},
       {"model", model_json(r)},
-      {"backend", {{"name", r.backend}, {"device", r.device}}},
+      {"backend", {{"name", r.backend}, {"device", r.device}, {"kernels", kernels_json(r)}}},
       {"prompt", {{"ids", r.prompt_ids}, {"text", r.config.prompt_text}}},
       {"timing", {{"load_ns", r.load_ns}, {"setup_ns", r.setup_ns}, {"prefill_ns", r.prefill_ns}}},
       {"generated_text", r.generated_text},

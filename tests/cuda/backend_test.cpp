@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -199,6 +200,66 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0}) {
     expect_same_tokens_as_cpu(make_model(t, c), 32,
                               std::string(weight_traits(t).name) + " tied, presplit", 1);
+  }
+}
+
+// kernel_mix names the GEMV kernels of one step: the test model's 3 layers × (QKV, o, gate/up,
+// down) + the LM head, every one pre-split: all tiled, or all on the stream kernel (sm_90) in GGUF
+// blocks.
+TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ8_0);
+  const int64_t per_step = 4 * m.config.n_layers + 1;
+  for (const WeightLayout layout : {WeightLayout::kTiled, WeightLayout::kGguf}) {
+    CudaBackendOptions o;
+    o.max_positions = 16;
+    o.gemv_presplit = 1;
+    o.weight_layout = layout;
+    CudaBackend gpu(m, o);
+    EXPECT_TRUE(gpu.kernel_mix().gemv_per_step.empty()) << "no step ran yet";
+    gpu.prefill(std::vector<int32_t>{1, 2, 3});
+    const KernelMix mix = gpu.kernel_mix();
+    int major = 0;
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    const std::string kernel =
+        layout == WeightLayout::kTiled ? "tiled" : (major >= 9 ? "stream" : "mma");
+    ASSERT_EQ(mix.gemv_per_step.size(), 1u);
+    EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
+    EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
+    EXPECT_EQ(mix.tiled_matrices, layout == WeightLayout::kTiled ? per_step : 0);
+  }
+}
+
+// `--weight-layout` reaches the backend, and the result JSON and the terminal say which GEMV
+// kernels a step ran: a 1-layer Q8_0 model whose gate/up (8192×1024), down (1024×4096) and LM
+// head (8192×1024) are large enough for a pre-split x' and whose QKV and o are not (staged).
+TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
+  DB_REQUIRE_CUDA();
+  decodebench::testing::TempDir dir;
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  for (const std::string layout : {"auto", "gguf"}) {
+    const auto json = dir.path() / (layout + ".json");
+    const auto r = decodebench::testing::run_decodebench(
+        {"--backend", "cuda",     "--preset",   "qwen2.5-0.5b",
+         "--layers",  "1",        "--hidden",   "1024",
+         "--heads",   "8",        "--kv-heads", "2",
+         "--ffn",     "4096",     "--vocab",    "8192",
+         "--untied",  "--dtype",  "q8_0",       "--prompt-tokens",
+         "4",         "--tokens", "4",          "--weight-layout",
+         layout,      "--json",   json.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
+    const auto& k = doc["backend"]["kernels"];
+    ASSERT_TRUE(k.is_object()) << doc["backend"].dump();
+    EXPECT_EQ(k["gemv_per_step"]["staged"], 2) << k.dump();
+    const std::string big = layout == "auto" ? "tiled" : (major >= 9 ? "stream" : "mma");
+    EXPECT_EQ(k["gemv_per_step"][big], 3) << k.dump();
+    EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
+    EXPECT_EQ(k["tiled_matrices"], layout == "auto" ? 3 : 0) << k.dump();
+    EXPECT_EQ(doc["config"]["weight_layout"]["value"], layout);
+    EXPECT_NE(r.out.find("kernels  GEMVs per step: staged 2 · " + big + " 3"), std::string::npos)
+        << r.out;
   }
 }
 
