@@ -97,6 +97,20 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
   return x;
 }
 
+/// The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block from its three scale words
+/// w1..w3 (the block's bytes 4-15): sub-blocks 0-3 keep 6 bits in bytes s of w1 (scale) and w2
+/// (min); 4-7 take 4 bits from byte s − 4 of w3 and the top 2 bits of w1 and w2 (gguf-facts.md
+/// §2.3).
+__device__ __forceinline__ void kquant_scale_min(uint32_t w1, uint32_t w2, uint32_t w3, int s,
+                                                 int& sc, int& mn) {
+  const uint32_t sh8 = 8u * static_cast<uint32_t>(s & 3);
+  const int b0 = static_cast<int>((w1 >> sh8) & 0xFFu);
+  const int b1 = static_cast<int>((w2 >> sh8) & 0xFFu);
+  const int b2 = static_cast<int>((w3 >> sh8) & 0xFFu);
+  sc = s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
+  mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
+}
+
 /// f_0·s_0 + f_1·s_1 + f_2·s_2 for integer digit sums s (|s_n| <= 2^18).
 __device__ __forceinline__ float digits_value(const XTile& x, int s0, int s1, int s2) {
   return fmaf(x.f1, static_cast<float>(s0 * 128 + s1), x.f2 * static_cast<float>(s2));

@@ -241,17 +241,11 @@ struct KQuant : Pipe<4096, 2> {
 #pragma unroll
       for (int k = 0; k < 8; ++k) q[k] |= ((h[k] >> s) & 0x01010101u) << 4;
     }
-    // Scale bytes k = s % 4 of the three scale words: sub-blocks 0-3 keep 6 bits in words 0
-    // (scale) and 1 (min); 4-7 take 4 bits from word 2 and the top 2 bits of words 0 and 1.
     // The block's first 16 bytes in one 128-bit load: d and dmin, then the three scale words.
     uint32_t head[4];
     words_at16<4>(b, head);
-    const uint32_t sh8 = 8u * static_cast<uint32_t>(s & 3);
-    const int b0 = static_cast<int>((head[1] >> sh8) & 0xFFu);
-    const int b1 = static_cast<int>((head[2] >> sh8) & 0xFFu);
-    const int b2 = static_cast<int>((head[3] >> sh8) & 0xFFu);
-    const int sc = s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
-    const int mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
+    int sc, mn;
+    kquant_scale_min(head[1], head[2], head[3], s, sc, mn);
     const uint32_t dm = head[0];  // d and dmin
     float d = __half2float(__ushort_as_half(static_cast<unsigned short>(dm & 0xFFFFu))) *
               static_cast<float>(sc);

@@ -134,12 +134,8 @@ struct TiledOps<WeightType::kQ4_K> {
     uint32_t q[8];
     unpack4(w[0], q);
     const int s = t & 7;
-    const uint32_t sh8 = 8u * static_cast<uint32_t>(s & 3);
-    const int b0 = static_cast<int>((head.y >> sh8) & 0xFFu);
-    const int b1 = static_cast<int>((head.z >> sh8) & 0xFFu);
-    const int b2 = static_cast<int>((head.w >> sh8) & 0xFFu);
-    const int sc = s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4);
-    const int mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
+    int sc, mn;
+    kquant_scale_min(head.y, head.z, head.w, s, sc, mn);
     const float d = half_bits(head.x) * static_cast<float>(sc);
     const float m = half_bits(head.x >> 16) * static_cast<float>(mn);
     return fmaf(d, tile_dot<0>(q, x), -m * x.sx);
