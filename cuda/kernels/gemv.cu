@@ -529,42 +529,30 @@ gemv_impl::XSource x_source(const GemvParams& p) {
 
 namespace gemv_impl {
 
-int sm_count() {
+namespace {
+
+/// Attribute kAttr of the current device, cached per thread for the device last asked about
+/// (these run for every GEMV launch and plan).
+template <cudaDeviceAttr kAttr>
+int cached_device_attribute() {
   thread_local int cached_device = -1;
-  thread_local int cached_sms = 0;
+  thread_local int cached_value = 0;
   int device = 0;
   DB_CUDA_CHECK(cudaGetDevice(&device));
   if (device != cached_device) {
-    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_sms, cudaDevAttrMultiProcessorCount, device));
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_value, kAttr, device));
     cached_device = device;
   }
-  return cached_sms;
+  return cached_value;
 }
 
-int cc_major() {
-  thread_local int cached_device = -1;
-  thread_local int cached_major = 0;
-  int device = 0;
-  DB_CUDA_CHECK(cudaGetDevice(&device));
-  if (device != cached_device) {
-    DB_CUDA_CHECK(cudaDeviceGetAttribute(&cached_major, cudaDevAttrComputeCapabilityMajor, device));
-    cached_device = device;
-  }
-  return cached_major;
-}
+}  // namespace
 
-int smem_optin() {
-  thread_local int cached_device = -1;
-  thread_local int cached_bytes = 0;
-  int device = 0;
-  DB_CUDA_CHECK(cudaGetDevice(&device));
-  if (device != cached_device) {
-    DB_CUDA_CHECK(
-        cudaDeviceGetAttribute(&cached_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    cached_device = device;
-  }
-  return cached_bytes;
-}
+int sm_count() { return cached_device_attribute<cudaDevAttrMultiProcessorCount>(); }
+
+int cc_major() { return cached_device_attribute<cudaDevAttrComputeCapabilityMajor>(); }
+
+int smem_optin() { return cached_device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 
 int ctas_per_sm(const void* kernel, int threads, int smem) {
   struct Entry {
