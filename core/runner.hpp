@@ -27,8 +27,8 @@ namespace decodebench {
 struct Roofline {
   int64_t bytes_per_token = 0;
   double achieved_gbps = 0;
-  double measured_gbps = 0;  ///< 0 when not measured (CPU backend)
-  double efficiency = 0;     ///< 0 when not measured
+  double measured_gbps = 0;  ///< 0 when not measured (CPU backend; JSON: null)
+  double efficiency = 0;     ///< 0 when not measured (JSON: null)
 };
 
 /// One pass with its statistics.
@@ -65,7 +65,7 @@ struct RunReport {
   std::optional<bool> graph_matches_eager;  ///< --graph both
   /// Per execution mode ("eager", "graph", "cpu"): median TPOT with phase timing − without, ns.
   std::map<std::string, double> phase_timing_overhead_ns;
-  double measured_bandwidth_gbps = 0;
+  double measured_bandwidth_gbps = 0;  ///< 0 when not measured (CPU backend; JSON: null)
   std::vector<std::string> warnings;
   ExitCode exit_code = ExitCode::kOk;  ///< kVerification when a check failed under --keep-going
 };

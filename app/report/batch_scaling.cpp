@@ -90,7 +90,13 @@ bool print_batch_scaling(const nlohmann::json& doc, FILE* out) {
       if (run.contains("roofline")) {
         const auto& roof = run["roofline"];
         row.achieved_gbps = roof.value("achieved_gbps", 0.0);
-        if (roof.value("measured_gbps", 0.0) > 0) row.efficiency = roof.value("efficiency", 0.0);
+        // Not measured (CPU): null in current documents, 0 in older ones.
+        const auto measured = roof.find("measured_gbps");
+        const auto efficiency = roof.find("efficiency");
+        if (measured != roof.end() && measured->is_number() && measured->get<double>() > 0 &&
+            efficiency != roof.end() && efficiency->is_number()) {
+          row.efficiency = efficiency->get<double>();
+        }
       }
       groups[key].rows.push_back(row);
     }

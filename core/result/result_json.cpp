@@ -175,10 +175,13 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
                          {"tokens", p.pass.sequence_ids[s]},
                          {"tpot_ms_median", p.tpot_ns.median / 1e6}});
   }
-  nlohmann::json roofline = {{"bytes_per_token", p.roofline.bytes_per_token},
-                             {"achieved_gbps", p.roofline.achieved_gbps},
-                             {"measured_gbps", p.roofline.measured_gbps},
-                             {"efficiency", p.roofline.efficiency}};
+  // No measured bandwidth (CPU backend): null, not a 0 a reader could take for a measurement.
+  const bool measured = p.roofline.measured_gbps > 0;
+  nlohmann::json roofline = {
+      {"bytes_per_token", p.roofline.bytes_per_token},
+      {"achieved_gbps", p.roofline.achieved_gbps},
+      {"measured_gbps", measured ? nlohmann::json(p.roofline.measured_gbps) : nlohmann::json()},
+      {"efficiency", measured ? nlohmann::json(p.roofline.efficiency) : nlohmann::json()}};
   return {{"key", run_key(r, p)},
           {"label", p.pass.spec.label},
           {"batch", p.pass.spec.batch},
@@ -238,7 +241,8 @@ nlohmann::json result_json(const RunReport& r) {
       {"generated_text", r.generated_text},
       {"runs", runs},
       {"checks", checks},
-      {"bandwidth_gbps", r.measured_bandwidth_gbps},
+      {"bandwidth_gbps", r.measured_bandwidth_gbps > 0 ? nlohmann::json(r.measured_bandwidth_gbps)
+                                                       : nlohmann::json()},
       {"verdict", run_verdict(r)},
       {"warnings", r.warnings},
       {"exit_code", static_cast<int>(r.exit_code)}};

@@ -50,6 +50,26 @@ TEST(RunCli, TinyRunPrintsSummaryAndWritesValidJson) {
   expect_schema_valid(out);
 }
 
+// The CPU backend measures no read bandwidth: the document says so with null, never with a 0 a
+// reader could take for a measurement; the achieved figure (bytes per token / median TPOT) is
+// still there.
+TEST(RunCli, CpuRunWritesNullForTheBandwidthItDidNotMeasure) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  const auto r = run_decodebench(tiny({"--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_TRUE(doc.contains("bandwidth_gbps"));
+  EXPECT_TRUE(doc["bandwidth_gbps"].is_null()) << doc["bandwidth_gbps"];
+  const auto& roof = doc["runs"][0]["roofline"];
+  EXPECT_TRUE(roof["measured_gbps"].is_null()) << roof;
+  EXPECT_TRUE(roof["efficiency"].is_null()) << roof;
+  const auto bytes = roof["bytes_per_token"].get<double>();
+  const auto median_ns = doc["runs"][0]["results"]["stats"]["tpot_ns"]["median"].get<double>();
+  EXPECT_NEAR(roof["achieved_gbps"].get<double>(), bytes / median_ns, 1e-9 * bytes / median_ns);
+  expect_schema_valid(out);
+}
+
 // The summary's two byte counts differ only by the embedding table: tied (SmolLM2) it is the LM
 // head and read whole; untied a step reads one row of it, and the line says so.
 TEST(RunCli, SummaryExplainsBytesReadPerStep) {

@@ -29,7 +29,7 @@ def run_doc(label: str, tok_s: float, median_ns: float, per_token: int, measured
                                   "tpot_ns": {"median": median_ns, "count": len(samples)}}},
             "roofline": {"bytes_per_token": per_token, "achieved_gbps": per_token / median_ns,
                          "measured_gbps": measured,
-                         "efficiency": per_token / median_ns / measured if measured else 0}}
+                         "efficiency": per_token / median_ns / measured if measured else measured}}
 
 
 def result(shape: dict, file_type: str, runs: list, source="synthetic", backend="cuda",
@@ -118,6 +118,18 @@ class PerformanceDoc(unittest.TestCase):
                       "`r2.json`, `r3.json` · NVIDIA H200 (CUDA driver API 13.0) · decodebench 0.1.0 "
                       "(abc123) · 2026-12-01 10:00 UTC · read bandwidth measured in each run: "
                       "4,000–4,500 GB/s.", out)
+
+    def test_cpu_run_without_measured_bandwidth_null_or_old_zero(self):
+        # Current documents write null where no bandwidth was measured, older ones 0: both give
+        # no roofline, efficiency or target, and no bandwidth in the footer.
+        for measured in (None, 0.0):
+            doc = result({"layers": 2, "hidden": 64, "vocab": 300}, "F32",
+                         [run_doc("cpu", 1234.5, 810_000, 2_000_000, measured)],
+                         backend="cpu", name="tiny shape (synthetic)")
+            out = self.generate(doc)
+            self.assertEqual(table_rows(out)["tiny shape (synthetic), F32 (cpu)"],
+                             ["1,234.5", "810 µs", "2.0 MB", "–", "–", "–", "–"], measured)
+            self.assertNotIn("read bandwidth measured", out)
 
     def test_efficiency_target_met_and_suite_documents(self):
         fast = result(QWEN7B, "F16", [run_doc("graph", 300.0, 3_300_000, 14 * 10**9, 4600.0)])
