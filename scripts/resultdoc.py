@@ -289,7 +289,7 @@ def median(values) -> float:
 
 def roofline_efficiency(run: dict):
     """roofline.efficiency (achieved / measured bandwidth), None where there is no measured
-    bandwidth (CPU runs: null, or 0 in documents written before 2026-12-01)."""
+    bandwidth (CPU runs: null, or 0 from builds before commit e4a730e)."""
     eff = _get(run, "roofline", "efficiency")
     measured = _get(run, "roofline", "measured_gbps")
     if not _is_number(eff) or not _is_number(measured) or measured <= 0:

@@ -134,11 +134,12 @@ bool print_batch_scaling(const nlohmann::json& doc, FILE* out) {
       }
       fmt::print(out, "\n");
     }
-    fmt::print(out,
-               "(tok/s/seq = 1 ÷ median step; aggregate = batch ÷ median step{})\n",
-               roofline ? "; GB/s = the model's weight bytes, counted once per step, ÷ median step"
-                              " (BW eff.: ÷ the measured read bandwidth)"
-                        : "");
+    // The BW eff. clause only where that column is printed (not for CPU sweeps, which measure no
+    // read bandwidth).
+    fmt::print(
+        out, "(tok/s/seq = 1 ÷ median step; aggregate = batch ÷ median step{}{})\n",
+        roofline ? "; GB/s = the model's weight bytes, counted once per step, ÷ median step" : "",
+        roofline && efficiency ? " (BW eff.: ÷ the measured read bandwidth)" : "");
     printed = true;
   }
   if (printed) std::fflush(out);

@@ -82,6 +82,8 @@ TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
   EXPECT_TRUE(contains(r.out, "aggregate tok/s")) << r.out;
   EXPECT_TRUE(contains(r.out, "vs batch 1")) << r.out;
   EXPECT_TRUE(contains(r.out, "1.00×")) << r.out;
+  // The CPU measures no read bandwidth: no BW eff. column, and no footer note about one.
+  EXPECT_FALSE(contains(r.out, "BW eff")) << r.out;
   const auto doc = nlohmann::json::parse(read_file(out));
   ASSERT_EQ(doc["results"].size(), 2u);
   for (size_t i = 0; i < 2; ++i) {

@@ -126,6 +126,7 @@ class PerformanceDoc(unittest.TestCase):
             doc = result({"layers": 2, "hidden": 64, "vocab": 300}, "F32",
                          [run_doc("cpu", 1234.5, 810_000, 2_000_000, measured)],
                          backend="cpu", name="tiny shape (synthetic)")
+            doc["bandwidth_gbps"] = measured  # the document-level figure, read as a fallback
             out = self.generate(doc)
             self.assertEqual(table_rows(out)["tiny shape (synthetic), F32 (cpu)"],
                              ["1,234.5", "810 µs", "2.0 MB", "–", "–", "–", "–"], measured)
