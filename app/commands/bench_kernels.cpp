@@ -163,7 +163,10 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
       ->delimiter(',');
   cmd->add_option("--iterations", f->iterations, "Timed graph replays, median reported (20)");
   cmd->add_option("--sections", f->sections,
-                  "gemv, ops, layers, gemm (batched products; default: gemv,ops,layers)")
+                  "gemv, ops, layers (whole-step graphs of a model of the step: weights in GGUF "
+                  "blocks, x' pre-split for the down projection only, so quantized GEMVs may run "
+                  "other kernels than the backend's; `decodebench run` times the backend's own "
+                  "step), gemm (batched products; default: gemv,ops,layers)")
       ->delimiter(',');
   cmd->add_option("--batches", f->batches, "Batch sizes of the gemm section (1,2,4,...,64)")
       ->delimiter(',');
