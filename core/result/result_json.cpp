@@ -22,6 +22,10 @@ nlohmann::json tool_json() {
 
 namespace {
 
+/// A measured figure, or null where it was not measured (`v` <= 0: the CPU backend measures no
+/// read bandwidth), never a 0 a reader could take for a measurement.
+nlohmann::json measured_or_null(double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); }
+
 nlohmann::json shape_json(const ModelConfig& c) {
   return {{"architecture", c.architecture},
           {"layers", c.n_layers},
@@ -175,13 +179,11 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
                          {"tokens", p.pass.sequence_ids[s]},
                          {"tpot_ms_median", p.tpot_ns.median / 1e6}});
   }
-  // No measured bandwidth (CPU backend): null, not a 0 a reader could take for a measurement.
-  const bool measured = p.roofline.measured_gbps > 0;
-  nlohmann::json roofline = {
-      {"bytes_per_token", p.roofline.bytes_per_token},
-      {"achieved_gbps", p.roofline.achieved_gbps},
-      {"measured_gbps", measured ? nlohmann::json(p.roofline.measured_gbps) : nlohmann::json()},
-      {"efficiency", measured ? nlohmann::json(p.roofline.efficiency) : nlohmann::json()}};
+  // Efficiency exists only where the bandwidth was measured (Roofline: both 0 otherwise).
+  nlohmann::json roofline = {{"bytes_per_token", p.roofline.bytes_per_token},
+                             {"achieved_gbps", p.roofline.achieved_gbps},
+                             {"measured_gbps", measured_or_null(p.roofline.measured_gbps)},
+                             {"efficiency", measured_or_null(p.roofline.efficiency)}};
   return {{"key", run_key(r, p)},
           {"label", p.pass.spec.label},
           {"batch", p.pass.spec.batch},
@@ -241,8 +243,7 @@ nlohmann::json result_json(const RunReport& r) {
       {"generated_text", r.generated_text},
       {"runs", runs},
       {"checks", checks},
-      {"bandwidth_gbps", r.measured_bandwidth_gbps > 0 ? nlohmann::json(r.measured_bandwidth_gbps)
-                                                       : nlohmann::json()},
+      {"bandwidth_gbps", measured_or_null(r.measured_bandwidth_gbps)},
       {"verdict", run_verdict(r)},
       {"warnings", r.warnings},
       {"exit_code", static_cast<int>(r.exit_code)}};
