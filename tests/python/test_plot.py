@@ -305,13 +305,41 @@ class SyntheticResultTest(PlotTestCase):
         self.assertPlotted(proc, [self.tmp / "compare-a-vs-b.png"])
 
     def test_results_readme(self):
-        path = write_json(self.tmp / "syn.json", synthetic_result())
+        doc = synthetic_result()
+        path = write_json(self.tmp / "syn.json", doc)
         proc = run(README, path)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         text = proc.stdout
         for expected in ("test-model (synthetic)", "cuda · Test GPU", "| eager |",
                          "| graph+phases |", "Phase medians", "roofline"):
             self.assertIn(expected, text)
+        # efficiency = achieved / 4000 GB/s, printed with one decimal
+        eager = self.table_row(text, "eager")
+        self.assertEqual(eager[6], f"{doc['runs'][0]['roofline']['efficiency'] * 100:.1f} %")
+
+    def test_results_readme_without_measured_bandwidth(self):
+        # CPU runs write null for the bandwidth they did not measure; builds before e4a730e wrote
+        # 0. Either way the efficiency cell is '–', never 0 % or a crash.
+        doc = synthetic_result()
+        doc["bandwidth_gbps"] = None
+        doc["runs"][0]["roofline"].update(measured_gbps=None, efficiency=None)
+        doc["runs"][1]["roofline"].update(measured_gbps=0.0, efficiency=0.0)
+        del doc["runs"][2]["roofline"]["measured_gbps"]
+        path = write_json(self.tmp / "cpu.json", doc)
+        proc = run(README, path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for label in ("eager", "eager+phases", "graph+phases"):
+            row = self.table_row(proc.stdout, label)
+            self.assertEqual(row[6], "–", row)
+            self.assertRegex(row[5], r"^[0-9,]+\.[0-9]$", row)  # achieved GB/s still printed
+
+    def table_row(self, text: str, label: str) -> list:
+        """The cells of the markdown table row whose first cell is `label` (first match)."""
+        for line in text.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells and cells[0] == label:
+                return cells
+        raise AssertionError(f"no table row '{label}' in:\n{text}")
 
 
 class BatchScalingTest(PlotTestCase):
