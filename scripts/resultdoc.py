@@ -252,13 +252,15 @@ def phase_names(names) -> list:
 def phase_samples(run: dict) -> dict:
     """results.phase_samples as {phase: [values]} (ns; gpu_ms in ms), or {} when absent.
 
-    Series that are not lists of numbers are left out; all series are cut to the shortest
-    length so that index i is the same token in every one."""
+    Series that are not lists of numbers are left out, and so is a gpu_ms series with negative
+    entries (older builds wrote -1 on the CPU, which has no GPU time to measure); all series
+    are cut to the shortest length so that index i is the same token in every one."""
     raw = _get(run, "results", "phase_samples")
     if not isinstance(raw, dict):
         return {}
     series = {k: v for k, v in raw.items()
-              if isinstance(v, list) and v and all(_is_number(x) for x in v)}
+              if isinstance(v, list) and v and all(_is_number(x) for x in v)
+              and not (k == PHASE_GPU_MS and any(x < 0 for x in v))}
     if not series:
         return {}
     n = min(len(v) for v in series.values())

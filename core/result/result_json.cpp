@@ -166,7 +166,11 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
     phase_samples["wait"] = column([](const StepPhases& x) { return x.wait_ns; });
     phase_samples["argmax"] = column([](const StepPhases& x) { return x.argmax_ns; });
     phase_samples["total"] = column([](const StepPhases& x) { return x.total_ns; });
-    phase_samples["gpu_ms"] = column([](const StepPhases& x) { return x.gpu_ms; });
+    // GPU time exists only where CUDA events measured it (phases["gpu_ms"]); the CPU backend
+    // leaves the field at -1, which is no sample.
+    if (p.phases.contains("gpu_ms")) {
+      phase_samples["gpu_ms"] = column([](const StepPhases& x) { return x.gpu_ms; });
+    }
   }
   // One entry per sequence of the pass (batch 1: one); all share the lockstep step time.
   nlohmann::json sequences = nlohmann::json::array();

@@ -70,6 +70,30 @@ TEST(RunCli, CpuRunWritesNullForTheBandwidthItDidNotMeasure) {
   expect_schema_valid(out);
 }
 
+// CPU phase timing has host phases only: no GPU time (CUDA events), neither as a summary nor as
+// per-token samples (the backend's -1 placeholder must not reach the document or the plots).
+TEST(RunCli, CpuPhaseTimingWritesNoGpuTime) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  const auto r = run_decodebench(tiny({"--phase-timing", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["runs"].size(), 2u);  // "cpu", then "cpu+phases"
+  EXPECT_EQ(doc["runs"][1]["label"], "cpu+phases");
+  const auto& results = doc["runs"][1]["results"];
+  ASSERT_TRUE(results["phases"].is_object()) << results["phases"];
+  EXPECT_FALSE(results["phases"].contains("gpu_ms"));
+  const auto& samples = results["phase_samples"];
+  ASSERT_TRUE(samples.is_object()) << samples;
+  EXPECT_FALSE(samples.contains("gpu_ms")) << samples;
+  for (const char* name : {"h2d", "launch", "wait", "argmax", "total"}) {
+    ASSERT_TRUE(samples.contains(name)) << name;
+    EXPECT_EQ(samples[name].size(), 6u) << name;
+    for (const auto& v : samples[name]) EXPECT_GE(v.get<double>(), 0.0) << name;
+  }
+  expect_schema_valid(out);
+}
+
 // The summary's two byte counts differ only by the embedding table: tied (SmolLM2) it is the LM
 // head and read whole; untied a step reads one row of it, and the line says so.
 TEST(RunCli, SummaryExplainsBytesReadPerStep) {

@@ -238,6 +238,18 @@ class SyntheticResultTest(PlotTestCase):
         _, phases_h = png_info(out / "syn-phases.png")
         self.assertGreater(phases_h, latency_h)
 
+    def test_negative_gpu_time_samples_are_not_samples(self):
+        # Older builds wrote gpu_ms = -1 per token for CPU phase timing.
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import resultdoc
+        run_doc = synthetic_result()["runs"][1]
+        samples = run_doc["results"]["phase_samples"]
+        self.assertIn("gpu_ms", resultdoc.phase_samples(run_doc))
+        samples["gpu_ms"] = [-1.0] * len(samples["gpu_ms"])
+        got = resultdoc.phase_samples(run_doc)
+        self.assertNotIn("gpu_ms", got)
+        self.assertEqual(got["wait"], samples["wait"])
+
     def test_phase_medians_without_per_token_samples(self):
         doc = synthetic_result()
         for run_doc in doc["runs"]:
