@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -71,22 +72,35 @@ std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
     if (a == "-h" || a == "--help" || a == "--version") return unchanged;
   }
   std::vector<Axis> axes;
+  std::map<std::string, int> occurrences;  // of every sweep flag, swept or not
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const size_t eq = a.find('=');
     if (eq != std::string::npos && a.rfind("--", 0) == 0 && is_sweep_flag(a.substr(0, eq))) {
       const std::string flag = a.substr(0, eq);
       const std::string value = a.substr(eq + 1);
+      ++occurrences[flag];
       if (value.find(',') != std::string::npos) {
         axes.push_back({i, flag, true, split_list(flag, value)});
       }
       continue;
     }
     if (is_sweep_flag(a) && i + 1 < args.size()) {
+      ++occurrences[a];
       const std::string& value = args[i + 1];
       if (value.find(',') != std::string::npos)
         axes.push_back({i + 1, a, false, split_list(a, value)});
       ++i;  // the value is consumed either way
+    }
+  }
+  // A run takes a repeated flag's last value, so a list given next to another occurrence would
+  // label runs with values they did not use.
+  for (const Axis& axis : axes) {
+    if (occurrences[axis.flag] > 1) {
+      throw usage_error(axis.flag + " is given " + std::to_string(occurrences[axis.flag]) +
+                        " times and one of them is a list: give a swept flag once, with all "
+                        "its values (e.g. " +
+                        axis.flag + " 2,4,8)");
     }
   }
   if (axes.empty()) return unchanged;

@@ -47,8 +47,10 @@ struct SweepPoint {
 /// one varies fastest (`--layers 2,4 --dtype f16,bf16` → (2,f16) (2,bf16) (4,f16) (4,bf16)).
 /// Every other argument is kept as is. Returns one point equal to `args` when nothing is swept,
 /// when the first argument is a subcommand other than `run`, or when -h/--help/--version is
-/// present. A flag repeated with lists is swept once per occurrence.
-/// Throws decodebench::Error (exit 2) naming the flag when a list has an empty element.
+/// present.
+/// Throws decodebench::Error (exit 2) naming the flag when a list has an empty element, or when a
+/// swept flag is also given elsewhere on the line (a run would take the last value, not the
+/// label's).
 std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args);
 
 /// "layers=2 dtype=f16" from a point's values ("" when nothing was swept).

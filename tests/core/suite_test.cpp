@@ -55,6 +55,20 @@ TEST(Sweep, ThreeAxesAndTheInlineForm) {
   EXPECT_EQ(sweep_label(points[4].values), "tokens=16 seed=2");
 }
 
+// A run takes a repeated flag's last value: a list next to another occurrence of its flag would
+// label runs with values they did not use (--layers 2,4 --layers 3 ran layers 3 twice).
+TEST(Sweep, SweptFlagGivenTwiceIsAUsageError) {
+  for (const Args& args : std::vector<Args>{{"--layers", "2,4", "--layers", "3"},
+                                            {"--layers", "3", "--layers=2,4"},
+                                            {"--layers=2,4", "--tokens", "8", "--layers", "1,5"}}) {
+    expect_usage_error([&] { expand_sweep(args); },
+                       {"--layers is given 2 times", "--layers 2,4,8"});
+  }
+  // Repeats without a list are CLI11's business (last value wins), and other flags may repeat.
+  EXPECT_EQ(expand_sweep({"--layers", "2", "--layers", "3"}).size(), 1u);
+  EXPECT_EQ(expand_sweep({"--layers", "2,4", "--dtype", "f16", "--dtype", "bf16"}).size(), 2u);
+}
+
 TEST(Sweep, CommaValuesOfOtherFlagsAreLeftAlone) {
   for (const Args& args : std::vector<Args>{{"--prompt-ids", "1,2,3", "--tokens", "4"},
                                             {"--model", "a,b.gguf"},
