@@ -192,5 +192,50 @@ class PerformanceDoc(unittest.TestCase):
         self.assertEqual(script(no_runs, "--stdout").returncode, 2)
 
 
+class CommittedFiguresTest(unittest.TestCase):
+    """The figures the repository quotes agree with the result files they come from, so that a
+    regenerated result file cannot leave a stale table or README paragraph behind."""
+
+    RESULTS = ROOT / "docs" / "results"
+
+    def load(self, name: str) -> dict:
+        return json.loads((self.RESULTS / name).read_text(encoding="utf-8"))
+
+    def test_performance_table_is_generated_from_the_result_files(self):
+        proc = script(self.RESULTS / "roofline-h200.json",
+                      self.RESULTS / "smollm2-135m-q4_1-h200.json", "--check")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    def readme_paragraph(self, start: str) -> str:
+        text = (ROOT / "README.md").read_text(encoding="utf-8")
+        i = text.index(start)
+        return text[i:text.index("\n\n", i)]
+
+    def test_readme_roofline_paragraph(self):
+        suite = self.load("roofline-h200.json")
+        para = " ".join(self.readme_paragraph("The roofline suite (").split())
+        self.assertIn(f"commit {suite['tool']['git_sha'][:7]}", para)
+        for res in suite["results"]:
+            tok_s = res["runs"][0]["results"]["stats"]["tokens_per_s"]
+            self.assertRegex(para, rf"\b{round(tok_s)}\b", res["model"].get("file_type"))
+
+    def test_readme_gguf_row(self):
+        doc = self.load("smollm2-135m-q4_1-h200.json")
+        runs = {r["label"]: r for r in doc["runs"]}
+        intro = " ".join(self.readme_paragraph("Measured on an NVIDIA H200").split())
+        self.assertIn(f"GGUF row at commit {doc['tool']['git_sha'][:7]}", intro)
+        row = self.readme_paragraph("| SmolLM2-135M-Instruct Q4_1 (GGUF) |").splitlines()[0]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        graph = runs["graph"]
+        self.assertEqual(cells[1], str(round(runs["eager"]["results"]["stats"]["tokens_per_s"])))
+        self.assertEqual(cells[2], str(round(graph["results"]["stats"]["tokens_per_s"])))
+        self.assertEqual(cells[3],
+                         f"{round(graph['results']['stats']['tpot_ns']['median'] / 1e3)} µs")
+        roof = graph["roofline"]
+        self.assertTrue(cells[4].startswith(
+            f"{round(roof['achieved_gbps'])} GB/s = {roof['efficiency'] * 100:.1f}% of "
+            f"{round(roof['measured_gbps'])} GB/s"), cells[4])
+
+
 if __name__ == "__main__":
     unittest.main()
