@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "app/commands/bench_kernels.hpp"
 #include "app/commands/compare.hpp"
@@ -74,8 +75,14 @@ int main_entry(int argc, char** argv) {
     return exit_code;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "decodebench: error: %s\nRun 'decodebench --help' for the flags.\n",
-                 e.what());
+    // Point at the help that lists the flags in question: the subcommand's own, if one was named.
+    std::string help = "decodebench";
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return s->parsed(); })) {
+      help += " " + sub->get_name();
+      break;
+    }
+    std::fprintf(stderr, "decodebench: error: %s\nRun '%s --help' for the flags.\n", e.what(),
+                 help.c_str());
     return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
     std::fprintf(stderr, "decodebench: error: %s\n", e.what());

@@ -141,7 +141,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
 
   const std::string out = "Output";
   app.add_option("--json", o.json_path, "Write the result JSON to PATH ('-' = stdout)")->group(out);
-  app.add_flag("-q,--quiet", f.quiet, "Print nothing but errors")->group(out);
+  app.add_flag("-q,--quiet", f.quiet, "Print nothing but warnings and errors (stderr)")->group(out);
   app.add_flag("-v,--verbose", f.verbose, "Print progress and error details")->group(out);
 }
 

@@ -306,7 +306,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       const auto c = metric_series(cand, *metric);
       if (!b && !c) {
         report.notes.push_back(base.label + ": " + metric->name +
-                               " not measured in either file (phase metrics need --phase-timing)");
+                               " not measured in either file (phase metrics need --phase-timing; " +
+                               "gpu_ms, CUDA-event time, also the CUDA backend)");
         continue;
       }
       if (!b || !c) {
@@ -357,7 +358,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     if (!any) {
       throw usage_error("metric " + std::string(metric->name) +
                         ": no matched run has it in both files (phase metrics need runs with "
-                        "--phase-timing)");
+                        "--phase-timing; gpu_ms, CUDA-event time, also the CUDA backend)");
     }
   }
   return report;

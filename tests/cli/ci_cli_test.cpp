@@ -345,6 +345,7 @@ TEST_F(CompareCli, DataAndUsageErrorsExitTwo) {
       run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", "gpu_ms"});
   EXPECT_EQ(phases.exit_code, 2);
   EXPECT_TRUE(contains(phases.err, "--phase-timing")) << phases.err;
+  EXPECT_TRUE(contains(phases.err, "also the CUDA backend")) << phases.err;
 }
 
 TEST_F(CompareCli, HelpDocumentsTheRule) {

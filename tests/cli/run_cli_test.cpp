@@ -282,6 +282,21 @@ TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {
   EXPECT_EQ(r.out, "") << "quiet prints nothing on stdout";
 }
 
+// A parse error names the help that lists the flags in question.
+TEST(RunCli, UsageErrorPointsAtTheRightHelp) {
+  const auto root = run_decodebench({"--tokens", "x"});
+  EXPECT_EQ(root.exit_code, 2);
+  EXPECT_NE(root.err.find("Run 'decodebench --help' for the flags."), std::string::npos)
+      << root.err;
+  const auto inspect = run_decodebench({"inspect"});
+  EXPECT_EQ(inspect.exit_code, 2);
+  EXPECT_NE(inspect.err.find("Run 'decodebench inspect --help' for the flags."), std::string::npos)
+      << inspect.err;
+  const auto compare = run_decodebench({"compare", "a.json", "b.json", "--format", "html"});
+  EXPECT_EQ(compare.exit_code, 2);
+  EXPECT_NE(compare.err.find("Run 'decodebench compare --help'"), std::string::npos) << compare.err;
+}
+
 TEST(RunCli, VersionAndHelp) {
   const auto v = run_decodebench({"--version"});
   EXPECT_EQ(v.exit_code, 0);
