@@ -234,6 +234,30 @@ def tokens_per_s(run: dict):
     return value if _is_number(value) else None
 
 
+def run_batch(run: dict) -> int:
+    """runs[].batch (else key.batch, else 1: documents from before batched decode)."""
+    for value in (run.get("batch"), _get(run, "key", "batch")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    return 1
+
+
+def step_ns(run: dict):
+    """Median step time (ns) of a run (at batch M a step decodes one token of each sequence), or
+    None."""
+    value = tpot_summary(run).get("median")
+    return value if _is_number(value) and value > 0 else None
+
+
+def aggregate_tokens_per_s(run: dict):
+    """results.stats.aggregate_tokens_per_s, else batch / median step time; None without it."""
+    value = _get(run, "results", "stats", "aggregate_tokens_per_s")
+    if _is_number(value) and value > 0:
+        return float(value)
+    step = step_ns(run)
+    return run_batch(run) * 1e9 / step if step else None
+
+
 def tpot_summary(run: dict) -> dict:
     """results.stats.tpot_ns, or an empty dict."""
     value = _get(run, "results", "stats", "tpot_ns")

@@ -357,6 +357,28 @@ class SyntheticResultTest(PlotTestCase):
 class BatchScalingTest(PlotTestCase):
     """Sweeps over --batch: a scaling plot besides the per-entry plots."""
 
+    def test_results_readme_of_a_batched_run(self):
+        # A sample of a batched run is one lockstep step (one token of each of M sequences):
+        # the table says so and adds the batch and the aggregate tokens/s.
+        doc = batched_result(4)
+        path = write_json(self.tmp / "b4.json", doc)
+        proc = run(README, path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("| run | batch M | aggregate tokens/s | tokens/s per sequence | "
+                      "step median (µs) |", proc.stdout)
+        self.assertIn("of weights read per step", proc.stdout)
+        self.assertNotIn("TPOT median", proc.stdout)
+        stats = doc["runs"][0]["results"]["stats"]
+        row = [c.strip() for c in next(line for line in proc.stdout.splitlines()
+                                       if line.startswith("| eager |")).strip("|").split("|")]
+        self.assertEqual(row[1], "4")
+        self.assertEqual(row[2], f"{4e9 / stats['tpot_ns']['median']:,.1f}")
+        self.assertEqual(row[3], f"{stats['tokens_per_s']:,.1f}")
+        # batch 1: the per-token table as before
+        proc = run(README, write_json(self.tmp / "b1.json", synthetic_result()))
+        self.assertIn("| run | tokens/s | TPOT median (µs) |", proc.stdout)
+        self.assertIn("of weights read per token", proc.stdout)
+
     def test_batch_fixture_matches_the_schema(self):
         path = write_json(self.tmp / "sweep.json", batch_suite([1, 4]))
         proc = run(VALIDATE, path)
