@@ -83,16 +83,22 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
       const auto& stats = run["results"]["stats"];
       const auto& tpot = stats["tpot_ns"];
       const double median = tpot["median"].get<double>();
-      const double noise =
-          median > 0
-              ? (tpot["median_ci95"][1].get<double>() - tpot["median_ci95"][0].get<double>()) /
-                    2.0 / median * 100.0
-              : 0.0;
-      fmt::print(out, "{:>3}  {:<13} {:>10.1f} µs {:>6.1f}% {:>10.1f}  {:<8} {}\n", e.index + 1,
+      // Noise: the half-width of the median's 95% CI relative to the median ("-" below 6 steps,
+      // where there is no such interval).
+      const auto& ci = tpot["median_ci95"];
+      const std::string noise =
+          median > 0 && ci.is_array()
+              ? fmt::format("{:.1f}%",
+                            (ci[1].get<double>() - ci[0].get<double>()) / 2.0 / median * 100.0)
+              : "-";
+      fmt::print(out, "{:>3}  {:<13} {:>10.1f} µs {:>7} {:>10.1f}  {:<8} {}\n", e.index + 1,
                  run["label"].get<std::string>(), median / 1000.0, noise,
                  stats["tokens_per_s"].get<double>(), status, e.label);
     }
   }
+  fmt::print(out,
+             "noise: half-width of the median step's 95% confidence interval, relative to the "
+             "median ('-' below 6 timed steps)\n");
 }
 
 // Runs a suite definition: validation of every configuration, the runs, the report, the document.

@@ -67,7 +67,9 @@ nlohmann::json to_json(const Summary& s) {
           {"min", s.min},
           {"max", s.max},
           {"stddev", s.stddev},
-          {"median_ci95", {s.median_ci_low, s.median_ci_high}}};
+          {"median_ci95", s.count >= kMinSamplesForMedianCi
+                              ? nlohmann::json::array({s.median_ci_low, s.median_ci_high})
+                              : nlohmann::json(nullptr)}};
 }
 
 }  // namespace decodebench

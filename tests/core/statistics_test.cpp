@@ -51,6 +51,23 @@ TEST(Statistics, SingleValueAndEmpty) {
   EXPECT_EQ(e.count, 0);
 }
 
+// Below 6 samples no interval of order statistics covers 95% of the median's distribution
+// ([min, max]: 1 − 2^(1−n), 93.75% at n = 5), so the JSON has null there; from 6 on [min, max]
+// covers 96.9% and the interval is written.
+TEST(Statistics, MedianCiIsNullBelowSixSamples) {
+  const std::vector<double> five = {5, 1, 4, 2, 3};
+  const Summary s5 = summarize(five);
+  EXPECT_EQ(s5.median_ci_low, 1);  // kept for the conservative median_noise()
+  EXPECT_EQ(s5.median_ci_high, 5);
+  EXPECT_NEAR(s5.median_noise(), (5.0 - 1.0) / 2.0 / 3.0, 1e-12);
+  EXPECT_TRUE(to_json(s5)["median_ci95"].is_null());
+  const std::vector<double> six = {6, 1, 5, 2, 4, 3};
+  const auto j6 = to_json(summarize(six));
+  ASSERT_TRUE(j6["median_ci95"].is_array()) << j6;
+  EXPECT_EQ(j6["median_ci95"][0], 1);
+  EXPECT_EQ(j6["median_ci95"][1], 6);
+}
+
 TEST(Statistics, JsonHasEveryField) {
   const std::vector<double> v = {1, 2, 3};
   const auto j = to_json(summarize(v));
