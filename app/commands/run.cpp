@@ -117,7 +117,15 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       ->group(stopping);
   app.add_option("--max-noise", o.max_noise,
                  "Repeat rounds until the median TPOT's relative noise (95% CI half-width / "
-                 "median) is at most PCT percent, or --max-time is spent (0 = off, the default)")
+                 "median) is at most PCT percent (5 or 5%), or --max-time is spent (0 = off, "
+                 "the default)")
+      // "5%" as compare --threshold takes it: the sign is dropped before the number is read.
+      ->transform(
+          [](std::string v) {
+            if (!v.empty() && v.back() == '%') v.pop_back();
+            return v;
+          },
+          "", "percent")
       ->group(stopping);
   app.add_option("--max-time", o.max_time, "Time budget of the repetition in seconds (default 30)")
       ->group(stopping);

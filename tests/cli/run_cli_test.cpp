@@ -263,6 +263,12 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   const auto bad = run_decodebench(tiny({"--max-noise", "150"}));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--max-noise"), std::string::npos) << bad.err;
+  // "5%" reads as 5 (as compare --threshold takes percentages); "x%" is still an error.
+  const auto pct = run_decodebench(
+      tiny({"--max-noise", "5%", "--max-time", "0.3", "--json", "-", "-q", "--tokens", "2"}));
+  ASSERT_EQ(pct.exit_code, 0) << pct.err;
+  EXPECT_EQ(nlohmann::json::parse(pct.out)["config"]["max_noise_pct"]["value"], 5.0);
+  EXPECT_EQ(run_decodebench(tiny({"--max-noise", "x%"})).exit_code, 2);
 }
 
 TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
