@@ -167,20 +167,23 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     use_cuda = true;
   } else if (config.backend == BackendKind::kAuto && cuda) {
     use_cuda = cuda->available(&why_not);
-    if (!use_cuda) warn("no usable CUDA device (" + why_not + "); using the cpu backend");
   }
-  const bool want_reference = use_cuda && config.verify_tokens > 0;
-  if (!use_cuda && config.verify_tokens > 0) {
-    warn(
-        "--verify compares a GPU with the CPU reference; on the cpu backend "
-        "it has nothing to compare and was skipped");
-  }
+  // Checked before the fallback warning, which would announce a cpu run that never happens.
   if (!use_cuda && (config.graph == GraphMode::kOn || config.graph == GraphMode::kBoth)) {
     const std::string what = std::string("--graph ") + graph_mode_name(config.graph);
     if (config.backend == BackendKind::kCpu) throw usage_error(what + " needs the cuda backend");
     // backend auto without a GPU: a missing resource, not a usage error.
     throw resource_error(what + " needs a CUDA device: " +
                          (cuda ? why_not : std::string("this build has no CUDA backend")));
+  }
+  if (config.backend == BackendKind::kAuto && cuda && !use_cuda) {
+    warn("no usable CUDA device (" + why_not + "); using the cpu backend");
+  }
+  const bool want_reference = use_cuda && config.verify_tokens > 0;
+  if (!use_cuda && config.verify_tokens > 0) {
+    warn(
+        "--verify compares a GPU with the CPU reference; on the cpu backend "
+        "it has nothing to compare and was skipped");
   }
 
   // Model.

@@ -276,6 +276,8 @@ TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
   if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("--graph on needs a CUDA device"), std::string::npos) << r.err;
+  // No "using the cpu backend" announcement for a run that does not happen.
+  EXPECT_EQ(r.err.find("using the cpu backend"), std::string::npos) << r.err;
 }
 
 TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {
