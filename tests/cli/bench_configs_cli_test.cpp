@@ -28,6 +28,16 @@ TEST(BenchConfigs, EverySuiteFileResolves) {
   }
 }
 
+// docs/ci.md lists the bundled suites: a new suite file needs its row there.
+TEST(BenchConfigs, EverySuiteFileIsListedInTheCiGuide) {
+  const std::string guide = read_file(source_dir() / "docs/ci.md");
+  for (const auto& e : std::filesystem::directory_iterator(source_dir() / "bench-configs/suites")) {
+    if (e.path().extension() != ".json") continue;
+    const std::string row = "| `" + e.path().filename().string() + "` |";
+    EXPECT_NE(guide.find(row), std::string::npos) << "docs/ci.md has no row " << row;
+  }
+}
+
 TEST(BenchConfigs, RooflineSuiteCoversTheIssue9Table) {
   const CommandResult r = run_decodebench(
       {"suite", (source_dir() / "bench-configs/suites/h200-roofline.json").string(), "--list"});
