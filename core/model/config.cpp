@@ -14,6 +14,19 @@ void require(bool ok, const std::string& rule) {
 }  // namespace
 
 void validate(const ModelConfig& c) {
+  // Upper bounds first: they keep every size product below int64 (and every per-layer loop
+  // short) before anything multiplies them; each is far above any published model.
+  const auto at_most = [](const char* name, int64_t value, int64_t limit) {
+    require(value <= limit, std::string(name) + " must be <= " + std::to_string(limit) + " (got " +
+                                std::to_string(value) + ")");
+  };
+  at_most("layers", c.n_layers, kMaxLayers);
+  at_most("hidden", c.hidden, kMaxWidth);
+  at_most("heads", c.n_heads, kMaxHeads);
+  at_most("kv-heads", c.n_kv_heads, kMaxHeads);
+  at_most("head-dim", c.head_dim, kMaxHeadDim);
+  at_most("ffn", c.ffn, kMaxWidth);
+  at_most("context length", c.context_length, kMaxContext);
   require(c.n_layers > 0, "layers must be > 0 (got " + std::to_string(c.n_layers) + ")");
   require(c.hidden > 0, "hidden must be > 0 (got " + std::to_string(c.hidden) + ")");
   require(c.n_heads > 0, "heads must be > 0 (got " + std::to_string(c.n_heads) + ")");
@@ -32,8 +45,8 @@ void validate(const ModelConfig& c) {
   require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
   require(c.context_length > 0,
           "context length must be > 0 (got " + std::to_string(c.context_length) + ")");
-  require(c.rope_theta > 0.0, "rope-theta must be > 0");
-  require(c.rms_eps > 0.0, "rms-eps must be > 0");
+  require(c.rope_theta > 0.0 && std::isfinite(c.rope_theta), "rope-theta must be finite and > 0");
+  require(c.rms_eps > 0.0 && std::isfinite(c.rms_eps), "rms-eps must be finite and > 0");
   require(c.rope_freq_divisors.empty() ||
               static_cast<int64_t>(c.rope_freq_divisors.size()) == c.rope_dim / 2,
           "rope_freqs must hold rope_dim/2 values");

@@ -39,8 +39,17 @@ struct ModelConfig {
   [[nodiscard]] int64_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-/// Checks the shape rules (positive sizes, hidden % heads, heads % kv_heads, even head_dim,
-/// vocab >= 2, rope_dim even and <= head_dim, eps > 0, theta > 0).
+/// Upper bounds of validate(), far above published models (Llama 3.1 405B: 126 layers, hidden
+/// 16,384, ffn 53,248, 128 heads of 128): with them no size product of the model (weights, KV
+/// cache) overflows int64.
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxWidth = int64_t{1} << 22;  ///< hidden and ffn
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxContext = int64_t{1} << 24;
+
+/// Checks the shape rules (positive sizes below the bounds above, heads % kv_heads, even head_dim,
+/// 2 <= vocab < 2^31, rope_dim even and <= head_dim, eps and theta finite and > 0).
 /// Throws decodebench::Error (exit 2) naming the first broken rule.
 void validate(const ModelConfig& config);
 

@@ -1,5 +1,6 @@
 #include "core/model/gguf_model.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -199,7 +200,9 @@ Model load_gguf_model(const std::string& path) {
   if (!eps)
     throw usage_error(path + ": missing metadata key '" + a + "attention.layer_norm_rms_epsilon'");
   c.rms_eps = *eps;
-  c.context_length = require_uint(r, a + "context_length");
+  // Only a limit on prompt + tokens here: a file that claims more than we can address is
+  // decoded within kMaxContext rather than refused.
+  c.context_length = std::min(require_uint(r, a + "context_length"), kMaxContext);
   const auto scaling = r.get_string(a + "rope.scaling.type");
   const double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
   if ((scaling && *scaling != "none" &&

@@ -185,6 +185,16 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--batch", "257"}, "--batch must be in [1, 256]"},
       {{"--batch", "2", "--graph", "on", "--backend", "cpu"}, "--graph on needs the cuda backend"},
       {{"--weight-layout", "blocked"}, "--weight-layout"},
+      // Sizes whose products would overflow int64 (a crash in the weight builder, a loop over
+      // 10^11 layers) are refused before anything is computed from them.
+      {{"--ffn", "2305843009213693952"}, "ffn must be <= 4194304"},
+      {{"--head-dim", "4611686018427387904"}, "head-dim must be <= 4096"},
+      {{"--hidden", "4611686018427387904", "--head-dim", "64"}, "hidden must be <= 4194304"},
+      {{"--layers", "99999999999"}, "layers must be <= 4096"},
+      {{"--kv-heads", "2048", "--heads", "2048", "--head-dim", "64"}, "heads must be <= 1024"},
+      {{"--context", "100000000"}, "context length must be <= 16777216"},
+      {{"--rms-eps", "inf"}, "rms-eps must be finite"},
+      {{"--rope-theta", "inf"}, "rope-theta must be finite"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
