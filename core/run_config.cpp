@@ -1,6 +1,7 @@
 #include "core/run_config.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -332,15 +333,20 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
         kNames, kValues);
   }
   c.min_time_s = r.get<double>("min_time_s", o.min_time, nullptr, 0.0);
-  if (c.min_time_s < 0) throw usage_error("--min-time must be >= 0 seconds");
+  // Written so that NaN fails too (every comparison with NaN is false).
+  if (!(c.min_time_s >= 0 && std::isfinite(c.min_time_s))) {
+    throw usage_error("--min-time must be a finite number of seconds >= 0");
+  }
   const double noise_pct = r.get<double>("max_noise_pct", o.max_noise, nullptr, 0.0);
-  if (noise_pct < 0 || noise_pct >= 100) {
+  if (!(noise_pct >= 0 && noise_pct < 100)) {
     throw usage_error("--max-noise must be a percentage in [0, 100) (got " +
                       std::to_string(noise_pct) + ")");
   }
   c.max_noise = noise_pct / 100.0;
   c.max_time_s = r.get<double>("max_time_s", o.max_time, nullptr, 30.0);
-  if (c.max_time_s <= 0) throw usage_error("--max-time must be > 0 seconds");
+  if (!(c.max_time_s > 0 && std::isfinite(c.max_time_s))) {
+    throw usage_error("--max-time must be a finite number of seconds > 0");
+  }
   c.verify_argmax = r.get<bool>("verify_argmax", o.verify_argmax, nullptr, false);
   c.verify_tokens = r.get<int64_t>("verify", o.verify, nullptr, 0);
   if (c.verify_tokens < 0) throw usage_error("--verify must be >= 0");

@@ -127,7 +127,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
           },
           "", "percent")
       ->group(stopping);
-  app.add_option("--max-time", o.max_time, "Time budget of the repetition in seconds (default 30)")
+  app.add_option("--max-time", o.max_time, "Wall-clock budget of the repetition in seconds (default 30)")
       ->group(stopping);
 
   const std::string verify = "Verification";

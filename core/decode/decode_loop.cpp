@@ -97,24 +97,34 @@ LogitsCheck compare_logits(const std::vector<float>& got, const std::vector<floa
 
 // After round `round`: records the round in r.stopping and says whether the pass is done (the
 // rule that stopped it is then in r.stopping.rule).
-bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int64_t timed_ns) {
+// `wall_ns`: since the pass's first timed step.
+bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int64_t timed_ns,
+                         int64_t wall_ns) {
   r.stopping.rounds = round + 1;
   r.stopping.timed_s = static_cast<double>(timed_ns) * 1e-9;
-  std::vector<double> samples(r.samples_ns.begin(), r.samples_ns.end());
-  r.stopping.median_noise = summarize(samples).median_noise();
-  if (r.stopped_at_end_of_generation) {
-    r.stopping.rule = "eos";
+  const auto noise = [&] {
+    std::vector<double> samples(r.samples_ns.begin(), r.samples_ns.end());
+    return summarize(samples).median_noise();
+  };
+  const auto done = [&](const char* rule) {
+    r.stopping.rule = rule;
+    if (spec.max_noise <= 0) r.stopping.median_noise = noise();  // else current
     return true;
-  }
+  };
+  // Sorting every sample after every round costs O(n log n) a round: only the noise rule needs
+  // it before the pass ends.
+  if (spec.max_noise > 0) r.stopping.median_noise = noise();
+  if (r.stopped_at_end_of_generation) return done("eos");
   const bool time_ok = r.stopping.timed_s >= spec.min_time_s;
-  const bool noise_ok = spec.max_noise <= 0 || r.stopping.median_noise <= spec.max_noise;
+  // Below kMinSamplesForMedianCi samples there is no 95% interval to judge the noise by.
+  const bool noise_ok =
+      spec.max_noise <= 0 || (static_cast<int64_t>(r.samples_ns.size()) >= kMinSamplesForMedianCi &&
+                              r.stopping.median_noise <= spec.max_noise);
   if (time_ok && noise_ok) {
-    r.stopping.rule = spec.max_noise > 0 ? "noise" : (spec.min_time_s > 0 ? "min_time" : "tokens");
-    return true;
+    return done(spec.max_noise > 0 ? "noise" : (spec.min_time_s > 0 ? "min_time" : "tokens"));
   }
-  if (r.stopping.timed_s >= std::max(spec.max_time_s, spec.min_time_s)) {
-    r.stopping.rule = "time_budget";
-    return true;
+  if (time_ok && static_cast<double>(wall_ns) * 1e-9 >= spec.max_time_s) {
+    return done("time_budget");
   }
   return false;
 }
@@ -185,7 +195,9 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
       }
       tokens.swap(next);
     }
-    if (round_finishes_pass(r, spec, round, timed_ns)) break;
+    if (round_finishes_pass(r, spec, round, timed_ns,
+                            ns_between(wall0, std::chrono::steady_clock::now())))
+      break;
   }
   r.ids = r.sequence_ids.front();
   r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());
@@ -243,7 +255,9 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         break;
       }
     }
-    if (round_finishes_pass(r, spec, round, timed_ns)) break;
+    if (round_finishes_pass(r, spec, round, timed_ns,
+                            ns_between(wall0, std::chrono::steady_clock::now())))
+      break;
   }
   r.sequence_ids = {r.ids};
   r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());

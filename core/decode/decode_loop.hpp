@@ -37,9 +37,12 @@ struct PassSpec {
   /// time has accumulated, s (0 = one round).
   double min_time_s = 0;
   /// Repeat rounds until the relative noise of the median TPOT (half-width of its 95% CI divided
-  /// by the median, Summary::median_noise) is at most this fraction (0 = off) ...
+  /// by the median, Summary::median_noise; judged from kMinSamplesForMedianCi samples on) is at
+  /// most this fraction (0 = off) ...
   double max_noise = 0;
-  /// ... or until this much timed time has accumulated (the budget of the repetition), s.
+  /// ... or until the pass has run this long, wall clock from its first timed step, s (the
+  /// budget of the repetition; untimed work between steps counts, so the budget bounds the
+  /// run), and at least min_time_s of steps are timed.
   double max_time_s = 30;
   /// Called after every timed step with (steps done, steps planned in this round); may be empty.
   std::function<void(int64_t, int64_t)> on_step;

@@ -1,6 +1,7 @@
 // End-to-end runs of the decodebench binary: exit codes, messages, JSON validity and atomic writes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -279,6 +280,38 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   ASSERT_EQ(pct.exit_code, 0) << pct.err;
   EXPECT_EQ(nlohmann::json::parse(pct.out)["config"]["max_noise_pct"]["value"], 5.0);
   EXPECT_EQ(run_decodebench(tiny({"--max-noise", "x%"})).exit_code, 2);
+  // NaN passes no comparison, so it used to pass the checks and hang the repetition.
+  for (const char* flag : {"--max-noise", "--min-time", "--max-time"}) {
+    const auto nan = run_decodebench(tiny({flag, "nan"}));
+    EXPECT_EQ(nan.exit_code, 2) << flag << ": " << nan.err;
+    EXPECT_NE(nan.err.find(flag), std::string::npos) << nan.err;
+  }
+}
+
+// The budget is wall clock: steps of a few µs with per-round work between them used to run for
+// many times the budget (--max-time 4 took 58 s), since only timed step time counted.
+TEST(RunCli, MaxTimeBoundsTheWallClockOfTheRepetition) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_decodebench(
+      tiny({"--tokens", "2", "--max-noise", "0.001", "--max-time", "1", "--json", "-", "-q"}));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto st = nlohmann::json::parse(r.out)["runs"][0]["results"]["stopping"];
+  EXPECT_EQ(st["rule"], "time_budget");
+  EXPECT_LT(seconds, 6.0) << "a 1 s budget (one pass, plus model set-up)";
+}
+
+// One sample has no spread to judge: the noise rule needs 6 (a 95% interval of the median).
+TEST(RunCli, NoiseRuleNeedsSixSamples) {
+  const auto r = run_decodebench(
+      tiny({"--tokens", "1", "--max-noise", "50", "--max-time", "5", "--json", "-", "-q"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& res = doc["runs"][0]["results"];
+  EXPECT_EQ(res["stopping"]["rule"], "noise");
+  EXPECT_GE(res["samples_ns"].size(), 6u);
+  EXPECT_TRUE(res["stats"]["tpot_ns"]["median_ci95"].is_array());
 }
 
 TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
