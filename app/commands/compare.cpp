@@ -50,7 +50,10 @@ void run_compare(const CompareFlags& f, int* exit_code) {
   options.threshold_pct = parse_threshold_percent(f.threshold);
   options.alpha = f.alpha;
   if (!f.metrics.empty()) options.metrics = f.metrics;
-  if (!f.output.empty()) check_destination(f.output, "--output");
+  if (!f.output.empty()) {
+    check_destination(f.output, "--output");
+    check_not_an_input(f.output, "--output", {f.baseline, f.candidate});
+  }
   const LoadedRuns baseline = load_runs_file(f.baseline);
   const LoadedRuns candidate = load_runs_file(f.candidate);
   const CompareReport report = compare_runs(baseline, candidate, options);

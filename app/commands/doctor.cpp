@@ -15,7 +15,8 @@ namespace {
 
 CudaProvider& require_gpu(const std::string& command) {
   CudaProvider* cuda = cuda_provider();
-  if (!cuda) throw resource_error(command + ": this build has no CUDA backend (built without nvcc)");
+  if (!cuda)
+    throw resource_error(command + ": this build has no CUDA backend (built without nvcc)");
   std::string why;
   if (!cuda->available(&why)) throw resource_error(command + ": " + why);
   return *cuda;
@@ -44,8 +45,8 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
   } else {
     fmt::print(out, "NVML     unavailable ({})\n", text(n, "reason"));
   }
-  fmt::print(out, "\n{:<14} {:<13} {:<10} {:<7} {}\n", "capture mode", "fault", "outcome",
-             "tokens", "failed call / error");
+  fmt::print(out, "\n{:<14} {:<13} {:<10} {:<7} {}\n", "capture mode", "fault", "outcome", "tokens",
+             "failed call / error");
   for (const auto& row : r["matrix"]) {
     std::string detail;
     if (!row.value("failed_call", std::string()).empty()) {
@@ -53,9 +54,8 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
     } else if (row.contains("error") && row["outcome"] != "captured") {
       detail = text(row, "error");
     }
-    const std::string tokens = row.contains("tokens_match")
-                                   ? (row["tokens_match"].get<bool>() ? "same" : "DIFFER")
-                                   : "-";
+    const std::string tokens =
+        row.contains("tokens_match") ? (row["tokens_match"].get<bool>() ? "same" : "DIFFER") : "-";
     fmt::print(out, "{:<14} {:<13} {:<10} {:<7} {}\n", text(row, "capture_mode"),
                text(row, "fault"), text(row, "outcome"), tokens, detail);
   }

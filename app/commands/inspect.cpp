@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,13 +24,30 @@ struct InspectOptions {
 };
 
 void run_inspect(const InspectOptions& opt) {
+  std::error_code ignored;
   // Fail on a bad destination before reading a possibly large file.
   if (!opt.json_path.empty()) check_json_destination(opt.json_path);
   if (opt.dump.empty() != opt.dump_out.empty()) {
     throw usage_error("--dump NAME and --dump-out PATH go together");
   }
   if (!opt.dump_out.empty()) check_destination(opt.dump_out, "--dump-out");
+  if (!opt.json_path.empty() && !opt.dump_out.empty() &&
+      (opt.json_path == opt.dump_out ||
+       std::filesystem::equivalent(opt.json_path, opt.dump_out, ignored))) {
+    throw usage_error("--json and --dump-out name the same destination ('" + opt.json_path +
+                      "'); give each its own");
+  }
+  check_not_an_input(opt.json_path, "--json", {opt.file});
+  check_not_an_input(opt.dump_out, "--dump-out", {opt.file});
   const gguf::Reader reader(opt.file);
+  // The dump is decoded before anything is written, so a tensor that cannot be dequantized
+  // leaves an existing --json file as it was.
+  std::string bytes;
+  if (!opt.dump.empty()) {
+    const std::vector<float> values = gguf::dequantize_tensor(reader, opt.dump);
+    bytes.resize(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  }
   // With `--json -` (or `--dump-out -`) stdout carries only that output, so it stays parseable.
   if (opt.json_path != "-" && opt.dump_out != "-") {
     const std::string report = gguf::inspect_report(reader);
@@ -37,12 +55,7 @@ void run_inspect(const InspectOptions& opt) {
     std::fflush(stdout);
   }
   if (!opt.json_path.empty()) write_json_file(opt.json_path, gguf::inspect_json(reader));
-  if (!opt.dump.empty()) {
-    const std::vector<float> values = gguf::dequantize_tensor(reader, opt.dump);
-    std::string bytes(values.size() * sizeof(float), '\0');
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    write_text_file(opt.dump_out, bytes, "--dump-out");
-  }
+  if (!opt.dump.empty()) write_text_file(opt.dump_out, bytes, "--dump-out");
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
           },
           "", "percent")
       ->group(stopping);
-  app.add_option("--max-time", o.max_time, "Wall-clock budget of the repetition in seconds (default 30)")
+  app.add_option("--max-time", o.max_time,
+                 "Wall-clock budget of the repetition in seconds (default 30)")
       ->group(stopping);
 
   const std::string verify = "Verification";
@@ -176,7 +177,10 @@ int run_command(RunFlags& f) {
   bind_flags(f);
   const int hw = std::max(1u, std::thread::hardware_concurrency());
   const RunConfig config = resolve_run_config(f.options, static_cast<int>(hw));
-  if (!config.json_path.empty()) check_json_destination(config.json_path);
+  if (!config.json_path.empty()) {
+    check_json_destination(config.json_path);
+    check_not_an_input(config.json_path, "--json", {config.model_path});
+  }
   // With --json - the report goes to stderr so that stdout holds only the JSON document.
   FILE* report_stream = config.json_path == "-" ? stderr : stdout;
   ProgressFn progress;

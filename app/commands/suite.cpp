@@ -104,7 +104,10 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
 // Runs a suite definition: validation of every configuration, the runs, the report, the document.
 int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
                   const std::string& json_path, bool quiet, bool verbose) {
-  if (!json_path.empty()) check_json_destination(json_path);
+  if (!json_path.empty()) {
+    check_json_destination(json_path);
+    check_not_an_input(json_path, "--json", {suite.source});
+  }
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<PreparedRun> runs = prepare_suite(suite, parse, hw);
   FILE* out = json_path == "-" ? stderr : stdout;

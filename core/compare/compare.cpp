@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/result/json_file.hpp"
 #include "core/runner.hpp"
 #include "core/suite/suite.hpp"
 
@@ -241,14 +242,11 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
 }
 
 LoadedRuns load_runs_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(path + ": cannot open (missing or unreadable)");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_regular_file(path, "result file");
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw usage_error(path + ": not valid JSON (" + e.what() + ")");
   }
   return load_runs(doc, path);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/result/json_file.hpp"
 
 namespace decodebench {
 
@@ -75,11 +76,10 @@ nlohmann::json load_preset(const std::string& name_or_path) {
   const bool looks_like_path =
       name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (looks_like_path) {
-    std::ifstream in(name_or_path);
-    if (!in) throw usage_error("--preset: cannot read preset file '" + name_or_path + "'");
+    const std::string text = read_regular_file(name_or_path, "--preset file");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(in);
+      j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       throw usage_error("--preset: '" + name_or_path + "' is not valid JSON: " + e.what());
     }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -47,6 +48,37 @@ void check_destination(const std::string& path, const std::string& flag) {
 }
 
 void check_json_destination(const std::string& path) { check_destination(path, "--json"); }
+
+void check_not_an_input(const std::string& path, const std::string& flag,
+                        const std::vector<std::string>& inputs) {
+  if (path == "-" || path.empty()) return;
+  for (const std::string& input : inputs) {
+    if (input.empty() || input == "-") continue;
+    std::error_code ec;
+    if (path == input || std::filesystem::equivalent(path, input, ec)) {
+      throw usage_error(flag + ": '" + path + "' is also an input of this command ('" + input +
+                        "'); writing it would replace what is being read");
+    }
+  }
+}
+
+std::string read_regular_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    throw usage_error(path + ": cannot open the " + what + " (missing or unreadable)");
+  }
+  if (!std::filesystem::is_regular_file(st)) {
+    throw usage_error(path + ": the " + what + " is not a regular file" +
+                      (std::filesystem::is_directory(st) ? " (a folder)" : ""));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw usage_error(path + ": cannot open the " + what + " (unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw usage_error(path + ": error reading the " + what);
+  return text.str();
+}
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
   if (path == "-") {

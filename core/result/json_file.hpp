@@ -1,8 +1,10 @@
-// Writing result files so that a failed run never leaves a half-written file behind.
+// Writing result files so that a failed run never leaves a half-written file behind, and reading
+// input files safely.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace decodebench {
 
@@ -23,5 +25,16 @@ void check_json_destination(const std::string& path);
 
 /// check_json_destination() with `flag` naming the option in the messages.
 void check_destination(const std::string& path, const std::string& flag);
+
+/// Throws decodebench::Error (exit 2) when the output `path` of option `flag` is the same file as
+/// one of `inputs` (same path or a link to it; "-" and inputs that do not exist never match), so
+/// that an output never replaces a file the command reads.
+void check_not_an_input(const std::string& path, const std::string& flag,
+                        const std::vector<std::string>& inputs);
+
+/// The whole content of the regular file `path`; `what` names it in messages ("suite file").
+/// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder, a FIFO or another
+/// non-regular file (checked before opening, so a FIFO cannot block the read).
+std::string read_regular_file(const std::string& path, const std::string& what);
 
 }  // namespace decodebench

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/result/json_file.hpp"
 
 namespace decodebench {
 
@@ -241,14 +242,11 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
 }
 
 SuiteDefinition load_suite_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(path + ": cannot open the suite file (missing or unreadable)");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_regular_file(path, "suite file");
   nlohmann::ordered_json doc;
   try {
-    doc = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+    doc = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw usage_error(path + ": not valid JSON (" + e.what() + ")");
   }
   return parse_suite(doc, path);
