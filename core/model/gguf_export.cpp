@@ -1,5 +1,7 @@
 #include "core/model/gguf_export.hpp"
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "core/gguf/reader.hpp"
 #include "core/gguf/writer.hpp"
@@ -112,6 +114,18 @@ void write_synthetic_gguf(const Model& model, const GgufExportInfo& info, const 
     }
     return static_cast<uint32_t>(v);
   };
+  // GGUF stores these as f32: a value that rounds to 0, a subnormal or inf would write a file
+  // that no loader (ours included) accepts.
+  const auto f32 = [](double v, const char* what) {
+    const auto f = static_cast<float>(v);
+    if (!std::isnormal(f) || f < 0) {
+      throw usage_error(std::string(what) + " (" + std::to_string(v) +
+                        ") is not a positive normal f32, as GGUF stores it");
+    }
+    return f;
+  };
+  const float rope_theta = f32(c.rope_theta, "rope-theta");
+  const float rms_eps = f32(c.rms_eps, "rms-eps");
 
   gguf::Writer w;
   w.add_string("general.architecture", arch);
@@ -132,8 +146,8 @@ void write_synthetic_gguf(const Model& model, const GgufExportInfo& info, const 
     w.add_uint32(a + "attention.value_length", u32(c.head_dim, "head dim"));
   }
   w.add_uint32(a + "rope.dimension_count", u32(c.rope_dim, "rope dims"));
-  w.add_float32(a + "rope.freq_base", static_cast<float>(c.rope_theta));
-  w.add_float32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_eps));
+  w.add_float32(a + "rope.freq_base", rope_theta);
+  w.add_float32(a + "attention.layer_norm_rms_epsilon", rms_eps);
   w.add_uint32(a + "vocab_size", u32(c.vocab, "vocab"));
 
   const FillerVocab vocab = filler_vocab(c.vocab);

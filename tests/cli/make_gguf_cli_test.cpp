@@ -103,6 +103,14 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_decodebench({"make-gguf", "--preset", "smollm2-135m"});
   EXPECT_EQ(r.exit_code, 2) << "--out is required: " << r.err;
+  // GGUF keeps these as f32: 1e-50 would be written as 0 and 1e300 as inf, files no loader takes.
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--rms-eps", "1e-50"}, {"--rope-theta", "1e300"}}) {
+    r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--layers", "1", "--vocab", "300",
+                         flag, value, "--out", file});
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find("not a positive normal f32"), std::string::npos) << r.err;
+  }
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
