@@ -66,6 +66,18 @@ int main_entry(int argc, char** argv) {
   try {
     // A comma list in a sweep flag (--layers 2,4 --dtype f16,bf16) runs the cartesian product.
     const std::vector<std::string> args(argv + 1, argv + argc);
+    // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a.empty()) {
+        throw usage_error((i > 0 ? args[i - 1] + ": empty value" : "empty argument") +
+                          " (give a value, or leave the option out)");
+      }
+      if (a.starts_with("--") && a.ends_with("=")) {
+        throw usage_error(a.substr(0, a.size() - 1) + ": empty value (give a value, or leave " +
+                          "the option out)");
+      }
+    }
     const std::vector<SweepPoint> sweep = expand_sweep(args);
     if (sweep.size() > 1) return sweep_command(sweep, args);
     app.parse(argc, argv);

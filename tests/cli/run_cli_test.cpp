@@ -196,6 +196,10 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--context", "100000000"}, "context length must be <= 16777216"},
       {{"--rms-eps", "inf"}, "rms-eps must be finite"},
       {{"--rope-theta", "inf"}, "rope-theta must be finite"},
+      // An empty value is not "not given" (it ran the preset's value, or wrote no JSON).
+      {{"--layers", ""}, "--layers: empty value"},
+      {{"--json", ""}, "--json: empty value"},
+      {{"--layers="}, "--layers: empty value"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
