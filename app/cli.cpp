@@ -3,9 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "app/commands/bench_kernels.hpp"
 #include "app/commands/compare.hpp"
@@ -76,6 +79,30 @@ int main_entry(int argc, char** argv) {
       if (a.starts_with("--") && a.ends_with("=")) {
         throw usage_error(a.substr(0, a.size() - 1) + ": empty value (give a value, or leave " +
                           "the option out)");
+      }
+    }
+    // Integers beyond int64 are read as INT64_MAX by the conversion (--seed 2^64-1 ran seed
+    // 2^63-1): any all-digit value, or list element, must fit.
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::string_view rest = args[i];
+      if (const size_t eq = rest.find('='); rest.starts_with("--") && eq != rest.npos) {
+        rest = rest.substr(eq + 1);
+      }
+      while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
+        const std::string_view digits = item.starts_with('-') ? item.substr(1) : item;
+        if (digits.empty() || digits.find_first_not_of("0123456789") != digits.npos) continue;
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+        if (ec == std::errc::result_out_of_range) {
+          throw usage_error(
+              std::string(i > 0 && !args[i].starts_with("--") ? args[i - 1] + ": " : "") +
+              std::string(item) + " is out of range (integers are at most " +
+              std::to_string(INT64_MAX) + ")");
+        }
+        (void)end;
       }
     }
     const std::vector<SweepPoint> sweep = expand_sweep(args);

@@ -200,6 +200,9 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--layers", ""}, "--layers: empty value"},
       {{"--json", ""}, "--json: empty value"},
       {{"--layers="}, "--layers: empty value"},
+      // Beyond int64: the conversion used to clamp to INT64_MAX silently.
+      {{"--seed", "18446744073709551615"}, "--seed: 18446744073709551615 is out of range"},
+      {{"--seed=1,99999999999999999999"}, "99999999999999999999 is out of range"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
