@@ -124,6 +124,12 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
       out.push_back(id);
     } else if (unk_ >= 0) {
       out.push_back(unk_);  // a byte without a token: only in a broken vocabulary
+    } else {
+      // Dropping it would decode a different prompt than the one the result records.
+      throw usage_error(
+          "the prompt holds text this vocabulary cannot encode (a byte without a token, and no "
+          "unknown token; byte-level BPE vocabularies need all 256 byte tokens, this one has " +
+          std::to_string(tokens_.size()) + " tokens)");
     }
   }
 }

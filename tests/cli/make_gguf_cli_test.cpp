@@ -114,6 +114,20 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// The filler vocabulary of a small --vocab lacks most byte tokens: a prompt it cannot encode is
+// refused instead of decoding with the missing characters dropped.
+TEST(MakeGgufCli, PromptOutsideASmallVocabularyIsRefused) {
+  TempDir dir;
+  const std::string file = (dir / "v.gguf").string();
+  auto r = run_decodebench({"make-gguf", "-q", "--preset", "smollm2-135m", "--layers", "1",
+                            "--vocab", "100", "--out", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_decodebench({"--model", file, "--backend", "cpu", "--prompt", "h\xc3\xa9llo~ZZ",
+                       "--tokens", "2", "--warmup", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot encode"), std::string::npos) << r.err;
+}
+
 TEST(MakeGgufCli, InspectDumpWritesTheDequantizedValues) {
   TempDir dir;
   const std::string file = (dir / "m.gguf").string();
