@@ -261,6 +261,10 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   c.warmup = r.get<int64_t>("warmup", o.warmup, nullptr, 4);
   if (c.warmup < 0)
     throw usage_error("--warmup must be >= 0 (got " + std::to_string(c.warmup) + ")");
+  c.warmup_time_s = r.get<double>("warmup_time_s", o.warmup_time, nullptr, 0.0);
+  if (!(c.warmup_time_s >= 0 && c.warmup_time_s <= 600)) {
+    throw usage_error("--warmup-time must be a number of seconds in [0, 600]");
+  }
   c.ignore_eos = r.get<bool>("ignore_eos", o.ignore_eos, nullptr, false);
   c.stateless = r.get<bool>("stateless", o.stateless, nullptr, false);
   c.batch = r.get<int64_t>("batch", o.batch, nullptr, 1);

@@ -51,6 +51,7 @@ struct RunOptions {
   std::optional<std::string> prompt;      ///< text (GGUF models)
   std::optional<int64_t> tokens;
   std::optional<int64_t> warmup;
+  std::optional<double> warmup_time;  ///< s
   std::optional<bool> ignore_eos;
   std::optional<bool> stateless;
   std::optional<int64_t> batch;  ///< sequences decoded in lockstep
@@ -98,6 +99,10 @@ struct RunConfig {
   std::string prompt_text;          ///< text prompt (GGUF models with a tokenizer)
   int64_t tokens = 0;               ///< decode steps timed
   int64_t warmup = 0;               ///< untimed decode steps before timing
+  /// Warm up for at least this long as well, s (the steps cycle over the warm-up positions): a
+  /// GPU runs its first few hundred ms of load at other clocks than later (H200: ~0.35-0.5 s in,
+  /// docs/performance.md round 12). 0 = steps only.
+  double warmup_time_s = 0;
   bool ignore_eos = false;
   bool stateless = false;
   /// Sequences decoded in lockstep (1..kMaxBatch), each with its own prompt, position and KV

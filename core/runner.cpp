@@ -1,6 +1,7 @@
 #include "core/runner.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,13 @@
 namespace decodebench {
 
 namespace {
+
+// "0.5 s" (shortest form of the number).
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s << " s";
+  return out.str();
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -305,6 +313,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       spec.start_pos = prompt_len;
       spec.tokens = config.tokens;
       spec.warmup = config.warmup;
+      spec.warmup_time_s = config.warmup_time_s;
       spec.stateless = config.stateless;
       spec.phase_timing = with_phases == 1;
       if (stop_at_eog) {
@@ -326,8 +335,11 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         spec.verify_tokens = config.verify_tokens;
         spec.reference = reference.get();
       }
-      say(spec.label + ": " + std::to_string(config.warmup) + " warm-up + " +
-          std::to_string(config.tokens) + " timed decode steps" +
+      say(spec.label + ": " + std::to_string(config.warmup) + " warm-up" +
+          (config.warmup_time_s > 0
+               ? " (or more, for " + seconds_text(config.warmup_time_s) + ")"
+               : std::string()) +
+          " + " + std::to_string(config.tokens) + " timed decode steps" +
           (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
       if (mode == ExecMode::kGraph && !pass.exec.captured) {

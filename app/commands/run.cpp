@@ -60,6 +60,11 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
   app.add_option("--tokens", o.tokens, "Decode steps timed (default 64)")->group(decode);
   app.add_option("--warmup", o.warmup, "Untimed decode steps before timing (default 4)")
       ->group(decode);
+  app.add_option("--warmup-time", o.warmup_time,
+                 "Warm up for at least S seconds as well (the steps cycle over the warm-up "
+                 "positions): a GPU's first ~0.5 s of load can run at other clocks than later "
+                 "(default 0)")
+      ->group(decode);
   f.ignore_eos = app.add_flag("--ignore-eos")
                      ->description("Do not stop at an end-of-generation token")
                      ->group(decode);

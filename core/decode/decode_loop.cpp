@@ -97,6 +97,14 @@ LogitsCheck compare_logits(const std::vector<float>& got, const std::vector<floa
 
 // After round `round`: records the round in r.stopping and says whether the pass is done (the
 // rule that stopped it is then in r.stopping.rule).
+// Whether the warm-up goes on after `done` steps begun at `t0`.
+bool warming_up(const PassSpec& spec, int64_t done, std::chrono::steady_clock::time_point t0) {
+  if (done < spec.warmup) return true;
+  return spec.warmup_time_s > 0 &&
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+             spec.warmup_time_s;
+}
+
 // `wall_ns`: since the pass's first timed step.
 bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int64_t timed_ns,
                          int64_t wall_ns) {
@@ -145,8 +153,10 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   std::vector<int32_t> tokens = spec.first_tokens, next(n), ref_next(n);
   std::vector<int64_t> positions(n);
 
-  for (int64_t i = 0; i < spec.warmup; ++i) {
-    std::fill(positions.begin(), positions.end(), pos_of(i));
+  const int64_t cycle = std::max<int64_t>({spec.warmup, spec.tokens, 1});
+  const auto warm0 = std::chrono::steady_clock::now();
+  for (; warming_up(spec, r.warmup_steps, warm0); ++r.warmup_steps) {
+    std::fill(positions.begin(), positions.end(), pos_of(r.warmup_steps % cycle));
     backend.step_batch(tokens, positions, next, nullptr);
     tokens.swap(next);
   }
@@ -214,7 +224,11 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   const auto pos_of = [&](int64_t i) { return spec.stateless ? 0 : spec.start_pos + i; };
 
   int32_t token = spec.first_token;
-  for (int64_t i = 0; i < spec.warmup; ++i) token = backend.step(token, pos_of(i), nullptr);
+  const int64_t cycle = std::max<int64_t>({spec.warmup, spec.tokens, 1});
+  const auto warm0 = std::chrono::steady_clock::now();
+  for (; warming_up(spec, r.warmup_steps, warm0); ++r.warmup_steps) {
+    token = backend.step(token, pos_of(r.warmup_steps % cycle), nullptr);
+  }
 
   std::vector<float> logits, ref_logits;
   const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;

@@ -16,10 +16,13 @@ namespace decodebench {
 struct PassSpec {
   std::string label;  ///< "eager", "graph", "cpu", ...
   ExecMode mode = ExecMode::kEager;
-  int32_t first_token = 0;    ///< token fed to the first step (the prefill's argmax)
-  int64_t start_pos = 0;      ///< position of the first step (the prompt length)
-  int64_t tokens = 0;         ///< timed steps
-  int64_t warmup = 0;         ///< untimed steps before timing, from the same start
+  int32_t first_token = 0;  ///< token fed to the first step (the prefill's argmax)
+  int64_t start_pos = 0;    ///< position of the first step (the prompt length)
+  int64_t tokens = 0;       ///< timed steps
+  int64_t warmup = 0;       ///< untimed steps before timing, from the same start
+  /// ... and at least this long, s: more steps, at positions cycling over the first
+  /// max(warmup, tokens) of the pass (all within the capacity the pass needs anyway).
+  double warmup_time_s = 0;
   bool stateless = false;     ///< every step at position 0 (debug: isolates KV/position bugs)
   bool phase_timing = false;  ///< ask the backend for per-phase times
   std::function<bool(int32_t)> is_end_of_generation;  ///< batch 1: stop early when true (or empty)
@@ -95,6 +98,7 @@ struct PassResult {
   std::vector<int64_t> samples_ns;
   std::vector<StepPhases> phases;  ///< per timed step when phase timing was on
   int64_t wall_ns = 0;             ///< whole timed loop
+  int64_t warmup_steps = 0;        ///< untimed steps run (spec.warmup, more with warmup_time_s)
   bool stopped_at_end_of_generation = false;
   int64_t argmax_checked = 0;
   std::vector<ArgmaxMismatch> argmax_mismatches;

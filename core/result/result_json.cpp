@@ -195,7 +195,7 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
           {"results",
            {{"tokens", p.pass.ids},
             {"timed_steps", p.pass.samples_ns.size()},
-            {"warmup_steps", p.pass.spec.warmup},
+            {"warmup_steps", p.pass.warmup_steps},
             {"start_position", p.pass.spec.start_pos},
             {"stateless", p.pass.spec.stateless},
             {"stopped_at_end_of_generation", p.pass.stopped_at_end_of_generation},

@@ -309,6 +309,29 @@ TEST(RunCli, MaxTimeBoundsTheWallClockOfTheRepetition) {
   EXPECT_LT(seconds, 6.0) << "a 1 s budget (one pass, plus model set-up)";
 }
 
+// --warmup-time warms up for at least that long (a GPU's clock transient in its first ~0.5 s of
+// load, docs/performance.md round 12), cycling over the warm-up positions: more warm-up steps,
+// recorded, and the same tokens, since the timed steps rewrite those KV entries.
+TEST(RunCli, WarmupTimeAddsStepsAndKeepsTheTokens) {
+  const auto plain = run_decodebench(tiny({"--warmup", "1", "--json", "-", "-q"}));
+  const auto timed =
+      run_decodebench(tiny({"--warmup", "1", "--warmup-time", "0.2", "--json", "-", "-q"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(timed.exit_code, 0) << timed.err;
+  const auto a = nlohmann::json::parse(plain.out);
+  const auto b = nlohmann::json::parse(timed.out);
+  EXPECT_EQ(a["runs"][0]["results"]["warmup_steps"], 1);
+  EXPECT_GT(b["runs"][0]["results"]["warmup_steps"].get<int64_t>(), 6)
+      << "0.2 s of steps of a ~1 ms model, cycling over max(warmup, tokens) = 6 positions";
+  EXPECT_EQ(b["config"]["warmup_time_s"]["value"], 0.2);
+  EXPECT_EQ(a["runs"][0]["results"]["tokens"], b["runs"][0]["results"]["tokens"]);
+  for (const char* bad : {"-1", "nan", "601"}) {
+    const auto r = run_decodebench(tiny({"--warmup-time", bad}));
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--warmup-time"), std::string::npos) << r.err;
+  }
+}
+
 // One sample has no spread to judge: the noise rule needs 6 (a 95% interval of the median).
 TEST(RunCli, NoiseRuleNeedsSixSamples) {
   const auto r = run_decodebench(
