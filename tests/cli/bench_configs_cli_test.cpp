@@ -47,7 +47,7 @@ TEST(BenchConfigs, RooflineSuiteCoversTheIssue9Table) {
   const std::string smol = "decodebench --preset smollm2-135m --dtype ";
   const std::string run =
       " --backend cuda --graph on --batch 1 --prompt-tokens 128 --warmup 16 --warmup-time 1 "
-      "--tokens 128\n";
+      "--tokens 128 --min-time 3\n";
   size_t at = 0;
   for (const std::string& line : {qwen + "f16", qwen + "bf16", qwen + "q8_0", qwen + "q4_k_m",
                                   qwen + "q4_0", smol + "q4_1", smol + "f16"}) {
