@@ -143,7 +143,11 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
     print_summary(outcome, out);
     print_batch_scaling(outcome.document, out);  // runs that differ in --batch only
   }
-  if (!json_path.empty()) write_json_file(json_path, outcome.document);
+  if (!json_path.empty()) {
+    write_json_file(json_path, outcome.document);
+    if (!quiet && json_path != "-")
+      std::fprintf(stderr, "decodebench: wrote %s\n", json_path.c_str());
+  }
   return static_cast<int>(outcome.exit_code);
 }
 

@@ -47,6 +47,7 @@ TEST(SweepCli, TwoByTwoSweepRunsInFlagOrderIntoOneSuiteDocument) {
       with(kTinyShape, {"--layers", "1,2", "--dtype", "f16,bf16", "--json", out.string()}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(contains(r.out, "suite sweep: 4 configuration(s), 4 ok, 0 failed")) << r.out;
+  EXPECT_TRUE(contains(r.err, "decodebench: wrote " + out.string())) << r.err;  // as a single run
   const auto doc = nlohmann::json::parse(read_file(out));
   EXPECT_EQ(doc["schema_version"], "1.0");
   EXPECT_EQ(doc["suite"]["name"], "sweep");
