@@ -274,9 +274,12 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   }
   if (synthetic && c.prompt_tokens + std::max(c.tokens, c.warmup) > c.shape.context_length &&
       !c.stateless) {
-    throw usage_error("prompt (" + std::to_string(c.prompt_tokens) + ") + tokens (" +
-                      std::to_string(std::max(c.tokens, c.warmup)) +
-                      ") exceed the context limit of " + std::to_string(c.shape.context_length) +
+    // Warm-up and timed steps start at the same position, so the larger count needs the room.
+    const std::string steps = c.warmup > c.tokens
+                                  ? "warm-up steps (" + std::to_string(c.warmup) + ")"
+                                  : "tokens (" + std::to_string(c.tokens) + ")";
+    throw usage_error("prompt (" + std::to_string(c.prompt_tokens) + ") + " + steps +
+                      " exceed the context limit of " + std::to_string(c.shape.context_length) +
                       " positions (--context to raise it)");
   }
 

@@ -173,6 +173,8 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--preset", "nope"}, "known presets"},
       {{"--dtype", "f8"}, "--dtype"},
       {{"--context", "8", "--prompt-tokens", "6", "--tokens", "4"}, "context limit"},
+      {{"--context", "8", "--prompt-tokens", "6", "--warmup", "5"},
+       "prompt (6) + warm-up steps (5) exceed the context limit of 8"},
       {{"--prompt-ids", "1,a"}, "--prompt-ids"},
       {{"--tokens", "0"}, "--tokens"},
       {{"--backend", "cpu", "--graph", "on"}, "cuda"},
