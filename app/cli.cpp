@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,52 @@
 #endif
 
 namespace decodebench::app {
+
+namespace {
+
+// Integer options: CLI11 reads a value beyond int64 as INT64_MAX (--seed 2^64-1 ran seed
+// 2^63-1), so their values, and the elements of their sweep lists, are range-checked here.
+constexpr std::string_view kIntegerOptions[] = {
+    "--layers", "--hidden",        "--heads",   "--kv-heads", "--head-dim",
+    "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
+    "--warmup", "--prompt-tokens", "--batch",   "--threads",  "--verify"};
+
+// Checks made on argv before CLI11 sees it. Throws decodebench::Error (exit 2).
+void check_raw_values(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
+    if (a.empty()) {
+      throw usage_error((i > 0 ? args[i - 1] + ": empty value" : "empty argument") +
+                        " (give a value, or leave the option out)");
+    }
+    const size_t eq = a.find('=');
+    const bool inline_form = a.starts_with("--") && eq != std::string::npos;
+    if (inline_form && eq + 1 == a.size()) {  // "--layers=" (not "--prompt=2+2=")
+      throw usage_error(a.substr(0, eq) + ": empty value (give a value, or leave the option out)");
+    }
+    const std::string flag = inline_form ? a.substr(0, eq) : (i > 0 ? args[i - 1] : "");
+    if (std::find(std::begin(kIntegerOptions), std::end(kIntegerOptions), flag) ==
+        std::end(kIntegerOptions)) {
+      continue;
+    }
+    if (!inline_form && a.starts_with("--")) continue;  // a flag after a flag without a value
+    std::string_view rest = inline_form ? std::string_view(a).substr(eq + 1) : a;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
+      int64_t value = 0;
+      const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
+      if (result.ec == std::errc::result_out_of_range) {
+        throw usage_error(flag + ": " + std::string(item) + " is out of range (at most " +
+                          std::to_string(INT64_MAX) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace
 
 namespace {
 constexpr const char* kExitCodes =
@@ -69,42 +116,7 @@ int main_entry(int argc, char** argv) {
   try {
     // A comma list in a sweep flag (--layers 2,4 --dtype f16,bf16) runs the cartesian product.
     const std::vector<std::string> args(argv + 1, argv + argc);
-    // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
-    for (size_t i = 0; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      if (a.empty()) {
-        throw usage_error((i > 0 ? args[i - 1] + ": empty value" : "empty argument") +
-                          " (give a value, or leave the option out)");
-      }
-      if (a.starts_with("--") && a.ends_with("=")) {
-        throw usage_error(a.substr(0, a.size() - 1) + ": empty value (give a value, or leave " +
-                          "the option out)");
-      }
-    }
-    // Integers beyond int64 are read as INT64_MAX by the conversion (--seed 2^64-1 ran seed
-    // 2^63-1): any all-digit value, or list element, must fit.
-    for (size_t i = 0; i < args.size(); ++i) {
-      std::string_view rest = args[i];
-      if (const size_t eq = rest.find('='); rest.starts_with("--") && eq != rest.npos) {
-        rest = rest.substr(eq + 1);
-      }
-      while (!rest.empty()) {
-        const size_t comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
-        const std::string_view digits = item.starts_with('-') ? item.substr(1) : item;
-        if (digits.empty() || digits.find_first_not_of("0123456789") != digits.npos) continue;
-        int64_t value = 0;
-        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-        if (ec == std::errc::result_out_of_range) {
-          throw usage_error(
-              std::string(i > 0 && !args[i].starts_with("--") ? args[i - 1] + ": " : "") +
-              std::string(item) + " is out of range (integers are at most " +
-              std::to_string(INT64_MAX) + ")");
-        }
-        (void)end;
-      }
-    }
+    check_raw_values(args);
     const std::vector<SweepPoint> sweep = expand_sweep(args);
     if (sweep.size() > 1) return sweep_command(sweep, args);
     app.parse(argc, argv);

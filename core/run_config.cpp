@@ -341,8 +341,9 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   }
   c.min_time_s = r.get<double>("min_time_s", o.min_time, nullptr, 0.0);
   // Written so that NaN fails too (every comparison with NaN is false).
-  if (!(c.min_time_s >= 0 && std::isfinite(c.min_time_s))) {
-    throw usage_error("--min-time must be a finite number of seconds >= 0");
+  // An hour at most: beyond it a typo (1e20) would look like a hang.
+  if (!(c.min_time_s >= 0 && c.min_time_s <= 3600)) {
+    throw usage_error("--min-time must be a number of seconds in [0, 3600]");
   }
   const double noise_pct = r.get<double>("max_noise_pct", o.max_noise, nullptr, 0.0);
   if (!(noise_pct >= 0 && noise_pct < 100)) {
@@ -351,8 +352,8 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   }
   c.max_noise = noise_pct / 100.0;
   c.max_time_s = r.get<double>("max_time_s", o.max_time, nullptr, 30.0);
-  if (!(c.max_time_s > 0 && std::isfinite(c.max_time_s))) {
-    throw usage_error("--max-time must be a finite number of seconds > 0");
+  if (!(c.max_time_s > 0 && c.max_time_s <= 3600)) {
+    throw usage_error("--max-time must be a number of seconds in (0, 3600]");
   }
   c.verify_argmax = r.get<bool>("verify_argmax", o.verify_argmax, nullptr, false);
   c.verify_tokens = r.get<int64_t>("verify", o.verify, nullptr, 0);

@@ -204,7 +204,7 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--layers="}, "--layers: empty value"},
       // Beyond int64: the conversion used to clamp to INT64_MAX silently.
       {{"--seed", "18446744073709551615"}, "--seed: 18446744073709551615 is out of range"},
-      {{"--seed=1,99999999999999999999"}, "99999999999999999999 is out of range"},
+      {{"--seed=1,99999999999999999999"}, "--seed: 99999999999999999999 is out of range"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};
@@ -363,6 +363,26 @@ TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {
     EXPECT_EQ(r.err, "");
   }
   EXPECT_EQ(r.out, "") << "quiet prints nothing on stdout";
+}
+
+// The argv checks concern option values only: a prompt may end in '=' or hold long digit runs,
+// and float options take any number CLI11 can read.
+TEST(RunCli, RawValueChecksLeaveTextAndFloatsAlone) {
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"--prompt=2+2="}, {"--prompt", "pi 3,14159265358979323846264338"}}) {
+    const auto r = run_decodebench(tiny(extra));
+    EXPECT_EQ(r.err.find("empty value"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("out of range"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("tokenizer"), std::string::npos) << r.err;  // synthetic: no tokenizer
+  }
+  const auto big = run_decodebench(tiny({"--rope-theta", "100000000000000000000", "-q"}));
+  EXPECT_EQ(big.exit_code, 0) << big.err;
+  // A time that would look like a hang is refused.
+  const auto forever = run_decodebench(tiny({"--min-time", "100000000000000000000"}));
+  EXPECT_EQ(forever.exit_code, 2) << forever.err;
+  EXPECT_NE(forever.err.find("--min-time must be a number of seconds in [0, 3600]"),
+            std::string::npos)
+      << forever.err;
 }
 
 // A parse error names the help that lists the flags in question.
