@@ -242,7 +242,7 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
 }
 
 LoadedRuns load_runs_file(const std::string& path) {
-  const std::string text = read_regular_file(path, "result file");
+  const std::string text = read_input_file(path, "result file");
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

@@ -76,7 +76,7 @@ nlohmann::json load_preset(const std::string& name_or_path) {
   const bool looks_like_path =
       name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (looks_like_path) {
-    const std::string text = read_regular_file(name_or_path, "--preset file");
+    const std::string text = read_input_file(name_or_path, "--preset file");
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text);

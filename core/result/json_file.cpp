@@ -1,6 +1,7 @@
 #include "core/result/json_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,22 +63,37 @@ void check_not_an_input(const std::string& path, const std::string& flag,
   }
 }
 
-std::string read_regular_file(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) {
-    throw usage_error(path + ": cannot open the " + what + " (missing or unreadable)");
+std::string read_input_file(const std::string& path, const std::string& what) {
+  // O_NONBLOCK: opening a FIFO that has no writer must not block. Pipes with a writer (process
+  // substitution, /dev/stdin) read normally once the flag is cleared; one without a writer reads
+  // as empty.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    throw usage_error(path + ": cannot open the " + what + " (" + std::strerror(errno) + ")");
   }
-  if (!std::filesystem::is_regular_file(st)) {
-    throw usage_error(path + ": the " + what + " is not a regular file" +
-                      (std::filesystem::is_directory(st) ? " (a folder)" : ""));
+  std::string text;
+  struct stat st {};
+  const bool ok_type = ::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (ok_type && flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0) {
+    char buf[1 << 16];
+    while (true) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        text.append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        if (n < 0) {
+          const int err = errno;
+          ::close(fd);
+          throw usage_error(path + ": error reading the " + what + " (" + std::strerror(err) + ")");
+        }
+        break;
+      }
+    }
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw usage_error(path + ": cannot open the " + what + " (unreadable)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw usage_error(path + ": error reading the " + what);
-  return text.str();
+  ::close(fd);
+  if (!ok_type) throw usage_error(path + ": the " + what + " is a folder, not a file");
+  return text;
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {

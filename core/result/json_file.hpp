@@ -32,9 +32,10 @@ void check_destination(const std::string& path, const std::string& flag);
 void check_not_an_input(const std::string& path, const std::string& flag,
                         const std::vector<std::string>& inputs);
 
-/// The whole content of the regular file `path`; `what` names it in messages ("suite file").
-/// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder, a FIFO or another
-/// non-regular file (checked before opening, so a FIFO cannot block the read).
-std::string read_regular_file(const std::string& path, const std::string& what);
+/// The whole content of the input file `path`: a regular file, or a pipe such as a process
+/// substitution (`<(cmd)`) or /dev/stdin; `what` names it in messages ("suite file"). A FIFO
+/// without a writer reads as empty instead of blocking.
+/// Throws decodebench::Error (exit 2) when it is missing, unreadable or a folder.
+std::string read_input_file(const std::string& path, const std::string& what);
 
 }  // namespace decodebench

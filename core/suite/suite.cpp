@@ -242,7 +242,7 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
 }
 
 SuiteDefinition load_suite_file(const std::string& path) {
-  const std::string text = read_regular_file(path, "suite file");
+  const std::string text = read_input_file(path, "suite file");
   nlohmann::ordered_json doc;
   try {
     doc = nlohmann::ordered_json::parse(text);

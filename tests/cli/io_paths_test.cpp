@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/support.hpp"
@@ -68,22 +69,30 @@ TEST_F(IoPaths, OutOfRangeNumbersAreInputErrors) {
                      "suite");
 }
 
-// Folders and FIFOs are refused by type before they are opened (a FIFO would block the read).
-TEST_F(IoPaths, FoldersAndFifosAreNotInputFiles) {
+// A folder is refused; a FIFO without a writer reads as empty (a JSON error, not a hang); a pipe
+// with a writer, as a process substitution <(cat a.json) gives, is read.
+TEST_F(IoPaths, FoldersFifosAndPipes) {
   const std::string folder = dir_.path().string();
-  expect_usage_error(run_decodebench(tiny({"--preset", folder + "/"})), "not a regular file",
+  expect_usage_error(run_decodebench(tiny({"--preset", folder + "/"})), "is a folder",
                      "--preset folder");
-  expect_usage_error(run_decodebench({"compare", folder, result_.string()}), "not a regular file",
+  expect_usage_error(run_decodebench({"compare", folder, result_.string()}), "is a folder",
                      "compare folder");
   const auto fifo = dir_ / "fifo.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const int kTimeout = 30;
   expect_usage_error(run_decodebench({"compare", fifo.string(), result_.string()}, kTimeout),
-                     "not a regular file", "compare fifo");
+                     "not valid JSON", "compare fifo");
   expect_usage_error(run_decodebench({"suite", fifo.string(), "--list"}, kTimeout),
-                     "not a regular file", "suite fifo");
-  expect_usage_error(run_decodebench(tiny({"--preset", fifo.string()}), kTimeout),
-                     "not a regular file", "--preset fifo");
+                     "not valid JSON", "suite fifo");
+  expect_usage_error(run_decodebench(tiny({"--preset", fifo.string()}), kTimeout), "not valid JSON",
+                     "--preset fifo");
+  // The writer blocks in open() until compare opens the FIFO for reading.
+  const std::string text = read_file(result_);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });
+  const auto piped = run_decodebench({"compare", fifo.string(), result_.string()}, kTimeout);
+  writer.join();
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("no regression"), std::string::npos) << piped.out;
 }
 
 // An output that is also an input of the same command is refused, and the input survives.
