@@ -254,13 +254,23 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
       throw usage_error("--prompt-tokens must be >= 1 (a decode step needs a previous token; got " +
                         std::to_string(c.prompt_tokens) + ")");
     }
+    if (c.prompt_tokens > kMaxContext) {
+      throw usage_error("--prompt-tokens must be <= " + std::to_string(kMaxContext) + " (got " +
+                        std::to_string(c.prompt_tokens) + ")");
+    }
   }
+  // Step counts share the context bound, so prompt + steps stays far below int64 (also with
+  // --stateless, which skips the context check).
   c.tokens = r.get<int64_t>("tokens", o.tokens, nullptr, 64);
-  if (c.tokens < 1)
-    throw usage_error("--tokens must be >= 1 (got " + std::to_string(c.tokens) + ")");
+  if (c.tokens < 1 || c.tokens > kMaxContext) {
+    throw usage_error("--tokens must be in [1, " + std::to_string(kMaxContext) + "] (got " +
+                      std::to_string(c.tokens) + ")");
+  }
   c.warmup = r.get<int64_t>("warmup", o.warmup, nullptr, 4);
-  if (c.warmup < 0)
-    throw usage_error("--warmup must be >= 0 (got " + std::to_string(c.warmup) + ")");
+  if (c.warmup < 0 || c.warmup > kMaxContext) {
+    throw usage_error("--warmup must be in [0, " + std::to_string(kMaxContext) + "] (got " +
+                      std::to_string(c.warmup) + ")");
+  }
   c.warmup_time_s = r.get<double>("warmup_time_s", o.warmup_time, nullptr, 0.0);
   if (!(c.warmup_time_s >= 0 && c.warmup_time_s <= 600)) {
     throw usage_error("--warmup-time must be a number of seconds in [0, 600]");

@@ -213,7 +213,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     }
     const int64_t work =
         host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity, config.batch) : 0;
-    check_host_memory(weights + work, "the synthetic model (weights " + std::to_string(weights) +
+    check_host_memory(saturating_sum(weights, work), "the synthetic model (weights " + std::to_string(weights) +
                                           " bytes + KV cache and workspace " +
                                           std::to_string(work) + " bytes)");
     say("generating synthetic weights (" + gb(weights) + ")");

@@ -96,7 +96,8 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
     if (t.present()) weights += static_cast<int64_t>(align_up(static_cast<size_t>(t.bytes())));
   });
   const ModelConfig& c = model.config;
-  const int64_t kv = 2 * c.n_layers * c.kv_dim() * max_positions * 4 * max_batch;
+  // Saturating: within the shape bounds this can pass 2^63 (then refused as too large).
+  const int64_t kv = saturating_product({2, c.n_layers, c.kv_dim(), max_positions, 4, max_batch});
   const int splits = attention_splits(max_positions);
   const int64_t scratch = attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4 +
                           static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1));
@@ -109,7 +110,7 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
         static_cast<int64_t>(argmax_scratch_bytes(c.vocab, max_batch)) +
         static_cast<int64_t>(gemm_x_split_bytes(max_batch, widest)) + batch_scratch_bytes(model);
   }
-  return weights + kv + workspace_floats(c) * 4 + scratch + batch + (1 << 20);
+  return saturating_sum(kv, weights + workspace_floats(c) * 4 + scratch + batch + (1 << 20));
 }
 
 CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)

@@ -36,10 +36,13 @@ void require_f32_vectors(const Model& model) {
 int64_t CpuBackend::workspace_bytes(const ModelConfig& c, int64_t max_positions,
                                     int64_t max_batch) {
   const int64_t slots = std::max<int64_t>(1, max_batch);
-  const int64_t kv = 2 * slots * c.n_layers * kv_floats_per_layer(c, max_positions);
+  // Saturating: within the shape bounds the KV term alone can pass 2^63 (the memory check then
+  // refuses INT64_MAX instead of a wrapped small number).
+  const int64_t kv =
+      saturating_product({2, slots, c.n_layers, kv_floats_per_layer(c, max_positions), 4});
   const int64_t work = 3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + slots * c.vocab +
                        max_positions * std::max<int64_t>(1, c.n_kv_heads);
-  return 4 * (kv + work);
+  return saturating_sum(kv, 4 * work);
 }
 
 CpuBackend::CpuBackend(const Model& model, int64_t max_positions, int threads, int64_t max_batch)

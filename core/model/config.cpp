@@ -13,6 +13,19 @@ void require(bool ok, const std::string& rule) {
 }
 }  // namespace
 
+int64_t saturating_product(std::initializer_list<int64_t> factors) {
+  int64_t p = 1;
+  for (const int64_t f : factors) {
+    if (__builtin_mul_overflow(p, f, &p)) return INT64_MAX;
+  }
+  return p;
+}
+
+int64_t saturating_sum(int64_t a, int64_t b) {
+  int64_t s = 0;
+  return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+}
+
 void validate(const ModelConfig& c) {
   // Upper bounds first: they keep every size product below int64 (and every per-layer loop
   // short) before anything multiplies them; each is far above any published model.

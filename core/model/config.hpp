@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ constexpr int64_t kMaxWidth = int64_t{1} << 22;  ///< hidden and ffn
 constexpr int64_t kMaxHeads = 1024;
 constexpr int64_t kMaxHeadDim = 4096;
 constexpr int64_t kMaxContext = int64_t{1} << 24;
+
+/// The product of `factors` (each >= 0), or INT64_MAX when it does not fit int64: for size
+/// estimates that a memory check then refuses (batch × layers × positions × KV width can pass
+/// 2^63 within the bounds above).
+int64_t saturating_product(std::initializer_list<int64_t> factors);
+/// a + b for a, b >= 0, or INT64_MAX when it does not fit.
+int64_t saturating_sum(int64_t a, int64_t b);
 
 /// Checks the shape rules (positive sizes below the bounds above, heads % kv_heads, even head_dim,
 /// 2 <= vocab < 2^31, rope_dim even and <= head_dim, eps and theta finite and > 0).

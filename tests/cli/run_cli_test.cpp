@@ -198,6 +198,12 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--context", "100000000"}, "context length must be <= 16777216"},
       {{"--rms-eps", "inf"}, "rms-eps must be finite"},
       {{"--rope-theta", "inf"}, "rope-theta must be finite"},
+      // Step counts are bounded like the context, and the KV-cache size is computed without
+      // wrapping: 256 sequences × 4096 layers × 2^24 positions × 16×4096 KV floats passed the
+      // memory check as a wrapped small number.
+      {{"--tokens", "9223372036854775807", "--stateless"}, "--tokens must be in [1, 16777216]"},
+      {{"--warmup", "16777217"}, "--warmup must be in [0, 16777216]"},
+      {{"--prompt-tokens", "16777217", "--stateless"}, "--prompt-tokens must be <= 16777216"},
       // An empty value is not "not given" (it ran the preset's value, or wrote no JSON).
       {{"--layers", ""}, "--layers: empty value"},
       {{"--json", ""}, "--json: empty value"},

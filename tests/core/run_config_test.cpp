@@ -204,5 +204,17 @@ TEST(RunConfig, PromptIdsParse) {
   EXPECT_THROW(parse_id_list("-1", "--prompt-ids"), Error);
 }
 
+// Size estimates saturate instead of wrapping: the KV cache of 256 sequences × 4096 layers ×
+// 2^25 positions × 2^22 KV floats is 2^70 bytes, which wrapped to a number a memory check passed.
+TEST(SizeMath, SaturatingProductAndSum) {
+  EXPECT_EQ(saturating_product({2, 3, 7}), 42);
+  EXPECT_EQ(saturating_product({}), 1);
+  EXPECT_EQ(saturating_product({2, 256, 4096, int64_t{1} << 25, int64_t{1} << 22, 4}), INT64_MAX);
+  EXPECT_EQ(saturating_product({int64_t{1} << 31, int64_t{1} << 31}), int64_t{1} << 62);
+  EXPECT_EQ(saturating_product({int64_t{1} << 32, int64_t{1} << 31}), INT64_MAX);
+  EXPECT_EQ(saturating_sum(INT64_MAX, 1), INT64_MAX);
+  EXPECT_EQ(saturating_sum(40, 2), 42);
+}
+
 }  // namespace
 }  // namespace decodebench
