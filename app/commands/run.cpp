@@ -184,7 +184,8 @@ int run_command(RunFlags& f) {
   const RunConfig config = resolve_run_config(f.options, static_cast<int>(hw));
   if (!config.json_path.empty()) {
     check_json_destination(config.json_path);
-    check_not_an_input(config.json_path, "--json", {config.model_path});
+    check_not_an_input(config.json_path, "--json",
+                       run_input_files(config.model_path, config.preset));
   }
   // With --json - the report goes to stderr so that stdout holds only the JSON document.
   FILE* report_stream = config.json_path == "-" ? stderr : stdout;

@@ -104,12 +104,20 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
 // Runs a suite definition: validation of every configuration, the runs, the report, the document.
 int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
                   const std::string& json_path, bool quiet, bool verbose) {
-  if (!json_path.empty()) {
-    check_json_destination(json_path);
-    check_not_an_input(json_path, "--json", {suite.source});
-  }
+  if (!json_path.empty()) check_json_destination(json_path);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<PreparedRun> runs = prepare_suite(suite, parse, hw);
+  if (!json_path.empty()) {
+    // The suite file (a sweep has none) and every configuration's model or preset file.
+    std::vector<std::string> inputs;
+    if (suite.source != kCommandLineSource) inputs.push_back(suite.source);
+    for (const PreparedRun& r : runs) {
+      for (const std::string& f : run_input_files(r.config.model_path, r.config.preset)) {
+        inputs.push_back(f);
+      }
+    }
+    check_not_an_input(json_path, "--json", inputs);
+  }
   FILE* out = json_path == "-" ? stderr : stdout;
   ProgressBar bar(!quiet);
   SuiteCallbacks callbacks;
@@ -202,7 +210,7 @@ int sweep_command(const std::vector<SweepPoint>& points, const std::vector<std::
   const std::string json_path = first.options.json_path.value_or("");
   SuiteDefinition suite;
   suite.name = "sweep";
-  suite.source = "command line";
+  suite.source = kCommandLineSource;
   suite.description = "decodebench";
   for (const auto& a : args) suite.description += " " + a;
   for (const auto& p : points) {

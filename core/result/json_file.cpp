@@ -63,6 +63,13 @@ void check_not_an_input(const std::string& path, const std::string& flag,
   }
 }
 
+std::vector<std::string> run_input_files(const std::string& model_path, const std::string& preset) {
+  std::vector<std::string> files;
+  if (!model_path.empty()) files.push_back(model_path);
+  if (preset.find('/') != std::string::npos || preset.ends_with(".json")) files.push_back(preset);
+  return files;
+}
+
 std::string read_input_file(const std::string& path, const std::string& what) {
   // O_NONBLOCK: opening a FIFO that has no writer must not block. Pipes with a writer (process
   // substitution, /dev/stdin) read normally once the flag is cleared; one without a writer reads

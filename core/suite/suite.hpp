@@ -20,10 +20,13 @@ struct SuiteConfiguration {
 };
 
 /// A suite: a name, a description and its configurations in run order.
+/// SuiteDefinition::source of a command-line sweep (it has no file).
+inline constexpr const char* kCommandLineSource = "command line";
+
 struct SuiteDefinition {
   std::string name;
   std::string description;
-  std::string source;  ///< the suite file, or "command line" for a sweep
+  std::string source;  ///< the suite file, or kCommandLineSource for a sweep
   std::vector<SuiteConfiguration> configurations;
 };
 

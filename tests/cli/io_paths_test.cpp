@@ -126,6 +126,20 @@ TEST_F(IoPaths, NoOutputReplacesAnInput) {
   expect_usage_error(run_decodebench({"suite", suite.string(), "--json", suite.string()}),
                      "is also an input", "suite --json");
   EXPECT_EQ(read_file(suite), suite_text);
+
+  // A sweep's configurations read the same model; a preset file is an input too.
+  expect_usage_error(run_decodebench({"--model", model_.string(), "--backend", "cpu", "--tokens",
+                                      "1,2", "--json", model_.string()}),
+                     "is also an input", "sweep --json");
+  EXPECT_EQ(read_file(model_), model_bytes);
+  const auto preset = dir_ / "p.json";
+  const std::string preset_text =
+      read_file(source_dir() / "bench-configs/presets/smollm2-135m.json");
+  write(preset, preset_text);
+  expect_usage_error(
+      run_decodebench(tiny({"--preset", preset.string(), "--json", preset.string()})),
+      "is also an input", "--preset file --json");
+  EXPECT_EQ(read_file(preset), preset_text);
 }
 
 // inspect: a dump that fails leaves an existing --json file as it was; JSON and dump cannot share
