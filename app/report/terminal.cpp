@@ -124,8 +124,12 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   for (const auto& p : r.passes) {
     const StoppingReport& st = p.pass.stopping;
     if (st.rule != "tokens" && st.rule != "eos") {
-      fmt::print(out, "stopping {}: {} after {} rounds ({:.2f} s timed), median noise {:.2f}%\n",
-                 p.pass.spec.label, st.rule, st.rounds, st.timed_s, 100.0 * st.median_noise);
+      const std::string noise =
+          static_cast<int64_t>(p.pass.samples_ns.size()) >= kMinSamplesForMedianCi
+              ? fmt::format("{:.2f}%", 100.0 * st.median_noise)
+              : std::string("n/a (fewer than 6 steps)");
+      fmt::print(out, "stopping {}: {} after {} rounds ({:.2f} s timed), median noise {}\n",
+                 p.pass.spec.label, st.rule, st.rounds, st.timed_s, noise);
     }
   }
   for (const auto& p : r.passes) {

@@ -350,6 +350,14 @@ TEST(RunCli, NoiseRuleNeedsSixSamples) {
   EXPECT_EQ(res["stopping"]["rule"], "noise");
   EXPECT_GE(res["samples_ns"].size(), 6u);
   EXPECT_TRUE(res["stats"]["tpot_ns"]["median_ci95"].is_array());
+  EXPECT_TRUE(res["stopping"]["median_noise"].is_number());
+  // Two samples: neither an interval nor a noise figure.
+  const auto two =
+      run_decodebench(tiny({"--tokens", "2", "--min-time", "0.000001", "--json", "-", "-q"}));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto doc2 = nlohmann::json::parse(two.out);
+  EXPECT_TRUE(doc2["runs"][0]["results"]["stopping"]["median_noise"].is_null())
+      << doc2["runs"][0]["results"]["stopping"];
 }
 
 TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
