@@ -43,9 +43,9 @@ struct PassSpec {
   /// by the median, Summary::median_noise; judged from kMinSamplesForMedianCi samples on) is at
   /// most this fraction (0 = off) ...
   double max_noise = 0;
-  /// ... or until the pass has run this long, wall clock from its first timed step, s (the
-  /// budget of the repetition; untimed work between steps counts, so the budget bounds the
-  /// run), and at least min_time_s of steps are timed.
+  /// ... or until the repetition has run this long, wall clock from the end of the first round,
+  /// s (untimed work between steps counts, so the budget bounds the run; the first round's
+  /// verification does not), and at least min_time_s of steps are timed.
   double max_time_s = 30;
   /// Called after every timed step with (steps done, steps planned in this round); may be empty.
   std::function<void(int64_t, int64_t)> on_step;
