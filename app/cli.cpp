@@ -72,9 +72,6 @@ void check_raw_values(const std::vector<std::string>& args) {
   }
 }
 
-}  // namespace
-
-namespace {
 constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
     "2 usage or input error · 3 insufficient resources (no CUDA device, memory) · "
@@ -128,10 +125,8 @@ int main_entry(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // Point at the help that lists the flags in question: the subcommand's own, if one was named.
     std::string help = "decodebench";
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App* s) { return s->parsed(); })) {
-      help += " " + sub->get_name();
-      break;
-    }
+    const auto named = app.get_subcommands([](CLI::App* s) { return s->parsed(); });
+    if (!named.empty()) help += " " + named.front()->get_name();
     std::fprintf(stderr, "decodebench: error: %s\nRun '%s --help' for the flags.\n", e.what(),
                  help.c_str());
     return static_cast<int>(ExitCode::kUsage);

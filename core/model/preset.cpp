@@ -69,13 +69,15 @@ nlohmann::json checked(const std::string& name, nlohmann::json j) {
 
 }  // namespace
 
+bool preset_names_a_file(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+}
+
 nlohmann::json load_preset(const std::string& name_or_path) {
   for (const auto& p : embedded_presets()) {
     if (name_or_path == p.name) return checked(p.name, nlohmann::json::parse(p.json));
   }
-  const bool looks_like_path =
-      name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
-  if (looks_like_path) {
+  if (preset_names_a_file(name_or_path)) {
     const std::string text = read_input_file(name_or_path, "--preset file");
     nlohmann::json j;
     try {

@@ -25,4 +25,8 @@ std::vector<std::string> preset_names();
 /// (layers, hidden, heads, ffn, vocab).
 nlohmann::json load_preset(const std::string& name_or_path);
 
+/// Whether --preset NAME names a preset file rather than an embedded preset: it holds a "/" or
+/// ends in ".json" (load_preset reads such a name from disk).
+bool preset_names_a_file(const std::string& name_or_path);
+
 }  // namespace decodebench

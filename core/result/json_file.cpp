@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/model/preset.hpp"
 
 namespace decodebench {
 
@@ -66,7 +66,7 @@ void check_not_an_input(const std::string& path, const std::string& flag,
 std::vector<std::string> run_input_files(const std::string& model_path, const std::string& preset) {
   std::vector<std::string> files;
   if (!model_path.empty()) files.push_back(model_path);
-  if (preset.find('/') != std::string::npos || preset.ends_with(".json")) files.push_back(preset);
+  if (preset_names_a_file(preset)) files.push_back(preset);
   return files;
 }
 
@@ -74,33 +74,33 @@ std::string read_input_file(const std::string& path, const std::string& what) {
   // O_NONBLOCK: opening a FIFO that has no writer must not block. Pipes with a writer (process
   // substitution, /dev/stdin) read normally once the flag is cleared; one without a writer reads
   // as empty.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    throw usage_error(path + ": cannot open the " + what + " (" + std::strerror(errno) + ")");
-  }
-  std::string text;
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  const auto fail = [&](const std::string& problem) {
+    return usage_error(path + ": " + problem + " the " + what + " (" + std::strerror(errno) + ")");
+  };
+  if (f.fd < 0) throw fail("cannot open");
   struct stat st {};
-  const bool ok_type = ::fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode);
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (ok_type && flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0) {
-    char buf[1 << 16];
-    while (true) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n > 0) {
-        text.append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        if (n < 0) {
-          const int err = errno;
-          ::close(fd);
-          throw usage_error(path + ": error reading the " + what + " (" + std::strerror(err) + ")");
-        }
-        break;
-      }
+  if (::fstat(f.fd, &st) != 0) throw fail("cannot read");
+  if (S_ISDIR(st.st_mode)) throw usage_error(path + ": the " + what + " is a folder, not a file");
+  const int flags = ::fcntl(f.fd, F_GETFL);
+  if (flags < 0 || ::fcntl(f.fd, F_SETFL, flags & ~O_NONBLOCK) != 0) throw fail("cannot read");
+  std::string text;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return text;
+    } else if (errno != EINTR) {
+      throw fail("error reading");
     }
   }
-  ::close(fd);
-  if (!ok_type) throw usage_error(path + ": the " + what + " is a folder, not a file");
-  return text;
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {

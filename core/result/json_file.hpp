@@ -32,8 +32,8 @@ void check_destination(const std::string& path, const std::string& flag);
 void check_not_an_input(const std::string& path, const std::string& flag,
                         const std::vector<std::string>& inputs);
 
-/// The files a run reads, for check_not_an_input: `model_path` and `preset` when it names a file
-/// ("/" or ".json" in it, as load_preset decides; an embedded preset's name is no file).
+/// The files a run reads, for check_not_an_input: `model_path`, and `preset` when it names a file
+/// (preset_names_a_file; an embedded preset's name is no file).
 std::vector<std::string> run_input_files(const std::string& model_path, const std::string& preset);
 
 /// The whole content of the input file `path`: a regular file, or a pipe such as a process
