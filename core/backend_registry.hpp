@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "core/model/model.hpp"
 #include "core/run_config.hpp"
+#include "core/telemetry.hpp"
 
 namespace decodebench {
 
@@ -55,6 +56,10 @@ class CudaProvider {
   virtual double measure_read_bandwidth_gbps() = 0;
   /// Streaming read bandwidth over a buffer of `bytes`, median of `iterations` reads, GB/s.
   virtual double measure_read_bandwidth_gbps(size_t bytes, int iterations) = 0;
+  /// Clock, energy and throttling readings of the device the backend runs on (the result's
+  /// per-round telemetry), or nullptr when the device's management library (NVML) is missing or
+  /// does not know it (`why` says why). Never throws.
+  virtual std::unique_ptr<GpuTelemetry> telemetry(std::string* why) = 0;
   /// The `decodebench doctor` report (see cuda/doctor.hpp); throws Error (exit 5) only when the
   /// context cannot run anything.
   virtual nlohmann::json doctor() = 0;

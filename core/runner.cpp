@@ -1,11 +1,11 @@
 #include "core/runner.hpp"
 
 #include <algorithm>
-#include <sstream>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "core/backend_registry.hpp"
@@ -14,6 +14,7 @@
 #include "core/model/gguf_model.hpp"
 #include "core/model/synthetic.hpp"
 #include "core/result/environment.hpp"
+#include "core/telemetry.hpp"
 
 namespace decodebench {
 
@@ -213,9 +214,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     }
     const int64_t work =
         host_workspace ? cpu::CpuBackend::workspace_bytes(config.shape, capacity, config.batch) : 0;
-    check_host_memory(saturating_sum(weights, work), "the synthetic model (weights " + std::to_string(weights) +
-                                          " bytes + KV cache and workspace " +
-                                          std::to_string(work) + " bytes)");
+    check_host_memory(saturating_sum(weights, work),
+                      "the synthetic model (weights " + std::to_string(weights) +
+                          " bytes + KV cache and workspace " + std::to_string(work) + " bytes)");
     say("generating synthetic weights (" + gb(weights) + ")");
     cpu::ThreadPool pool(std::max(threads, static_cast<int>(std::thread::hardware_concurrency())));
     model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
@@ -243,6 +244,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   const auto t_setup = Clock::now();
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Backend> reference;
+  std::unique_ptr<GpuTelemetry> telemetry;  // the CUDA device's, when it can be read
   if (use_cuda) {
     CudaBackendOptions options;
     options.max_positions = capacity;
@@ -255,6 +257,8 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     say("uploading weights to the GPU");
     backend = cuda->create(model, options);
     report.gpu_environment = cuda->environment();
+    report.telemetry_asked = true;
+    telemetry = cuda->telemetry(&report.telemetry_unavailable);
     if (want_reference) {
       reference = std::make_unique<cpu::CpuBackend>(model, capacity, threads, batch);
     }
@@ -331,14 +335,14 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         };
       }
       spec.keep_going = config.keep_going;
+      spec.telemetry = telemetry.get();
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;
         spec.reference = reference.get();
       }
       say(spec.label + ": " + std::to_string(config.warmup) + " warm-up" +
-          (config.warmup_time_s > 0
-               ? " (or more, for " + seconds_text(config.warmup_time_s) + ")"
-               : std::string()) +
+          (config.warmup_time_s > 0 ? " (or more, for " + seconds_text(config.warmup_time_s) + ")"
+                                    : std::string()) +
           " + " + std::to_string(config.tokens) + " timed decode steps" +
           (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
@@ -421,6 +425,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     for (const auto& p : report.passes) {
       const std::string w = slow_steps_warning(p.pass.spec.label, p.pass.samples_ns);
       if (!w.empty()) warn(w);
+      const std::string t = telemetry_warning(
+          p.pass.spec.label, summarize_telemetry(p.pass.telemetry, p.pass.spec.batch));
+      if (!t.empty()) warn(t);
     }
   }
   if (config.phase_timing) {

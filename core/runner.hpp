@@ -54,7 +54,11 @@ struct RunReport {
   nlohmann::json host_environment;
   nlohmann::json gpu_environment;        ///< before the passes; null for the CPU backend
   nlohmann::json gpu_environment_after;  ///< after the passes (clocks, throttling, temperature)
-  std::vector<int32_t> prompt_ids;       ///< the prompt (of sequence 0 when batched)
+  /// Per-round GPU telemetry (PassResult::telemetry): asked for on the CUDA backend; when the
+  /// device could not be read, why not.
+  bool telemetry_asked = false;
+  std::string telemetry_unavailable;
+  std::vector<int32_t> prompt_ids;  ///< the prompt (of sequence 0 when batched)
   /// The prompt of every sequence (config.batch entries, all of one length; entry 0 = prompt_ids)
   std::vector<std::vector<int32_t>> sequence_prompts;
   int64_t load_ns = 0;   ///< model load / generation

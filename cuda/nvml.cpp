@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace decodebench::cuda {
@@ -12,6 +13,10 @@ namespace {
 // The few NVML entry points used here (signatures from the NVML API reference).
 using nvmlReturn = int;
 using nvmlDevice = void*;
+struct ViolationTime {  // nvmlViolationTime_t
+  unsigned long long reference_time_us;
+  unsigned long long violation_time_ns;
+};
 struct Nvml {
   void* lib = nullptr;
   nvmlReturn (*init)() = nullptr;
@@ -25,6 +30,9 @@ struct Nvml {
   nvmlReturn (*temperature)(nvmlDevice, int, unsigned*) = nullptr;
   nvmlReturn (*power_limit)(nvmlDevice, unsigned*) = nullptr;
   nvmlReturn (*power)(nvmlDevice, unsigned*) = nullptr;
+  nvmlReturn (*energy)(nvmlDevice, unsigned long long*) = nullptr;
+  nvmlReturn (*violation)(nvmlDevice, int, ViolationTime*) = nullptr;
+  nvmlDevice dev = nullptr;
 };
 
 template <typename F>
@@ -34,15 +42,14 @@ void bind(void* lib, F& fn, const char* name) {
 
 constexpr int kClockSm = 1;
 constexpr int kClockMem = 2;
+constexpr int kPolicyPower = 0;    // NVML_PERF_POLICY_POWER
+constexpr int kPolicyThermal = 1;  // NVML_PERF_POLICY_THERMAL
 
-nlohmann::json unavailable() { return "unavailable"; }
-
-}  // namespace
-
-nlohmann::json nvml_snapshot(const char* pci_bus_id) {
-  Nvml n;
+/// Loads NVML and opens the device at `pci_bus_id`; "" on success, else why not (nothing is left
+/// loaded then).
+std::string open_nvml(Nvml& n, const char* pci_bus_id) {
   n.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!n.lib) return {{"available", false}, {"reason", "libnvidia-ml.so.1 not found"}};
+  if (!n.lib) return "libnvidia-ml.so.1 not found";
   bind(n.lib, n.init, "nvmlInit_v2");
   bind(n.lib, n.shutdown, "nvmlShutdown");
   bind(n.lib, n.by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2");
@@ -55,56 +62,124 @@ nlohmann::json nvml_snapshot(const char* pci_bus_id) {
   bind(n.lib, n.temperature, "nvmlDeviceGetTemperature");
   bind(n.lib, n.power_limit, "nvmlDeviceGetPowerManagementLimit");
   bind(n.lib, n.power, "nvmlDeviceGetPowerUsage");
-  nlohmann::json j;
-  nvmlDevice dev = nullptr;
-  if (!n.init || !n.by_bus_id || n.init() != 0) {
+  bind(n.lib, n.energy, "nvmlDeviceGetTotalEnergyConsumption");
+  bind(n.lib, n.violation, "nvmlDeviceGetViolationStatus");
+  if (!n.init || !n.shutdown || !n.by_bus_id || n.init() != 0) {
     dlclose(n.lib);
-    return {{"available", false}, {"reason", "nvmlInit failed"}};
+    n.lib = nullptr;
+    return "nvmlInit failed";
   }
-  if (n.by_bus_id(pci_bus_id, &dev) != 0) {
+  if (n.by_bus_id(pci_bus_id, &n.dev) != 0) {
     n.shutdown();
     dlclose(n.lib);
-    return {{"available", false}, {"reason", std::string("no NVML device at ") + pci_bus_id}};
+    n.lib = nullptr;
+    return std::string("no NVML device at ") + pci_bus_id;
   }
+  return "";
+}
+
+void close_nvml(Nvml& n) {
+  if (!n.lib) return;
+  n.shutdown();
+  dlclose(n.lib);
+  n.lib = nullptr;
+}
+
+/// The clock event reasons set in `reasons` (nvmlClocksEventReasons bits), by name.
+std::vector<std::string> reason_names(unsigned long long reasons) {
+  static const std::pair<unsigned long long, const char*> kNames[] = {
+      {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : kNames) {
+    if (reasons & bit) names.emplace_back(name);
+  }
+  return names;
+}
+
+nlohmann::json unavailable() { return "unavailable"; }
+
+/// Readings through an open Nvml, closed on destruction.
+class NvmlTelemetry final : public GpuTelemetry {
+ public:
+  explicit NvmlTelemetry(const Nvml& n) : n_(n) {}
+  ~NvmlTelemetry() override { close_nvml(n_); }
+  NvmlTelemetry(const NvmlTelemetry&) = delete;
+  NvmlTelemetry& operator=(const NvmlTelemetry&) = delete;
+
+  GpuReading read() override {
+    GpuReading r;
+    unsigned v = 0;
+    if (n_.clock && n_.clock(n_.dev, kClockSm, &v) == 0) r.sm_clock_mhz = v;
+    if (n_.clock && n_.clock(n_.dev, kClockMem, &v) == 0) r.mem_clock_mhz = v;
+    if (n_.temperature && n_.temperature(n_.dev, 0, &v) == 0) r.temperature_c = v;
+    unsigned long long e = 0;
+    if (n_.energy && n_.energy(n_.dev, &e) == 0) r.energy_mj = static_cast<int64_t>(e);
+    ViolationTime t{};
+    if (n_.violation && n_.violation(n_.dev, kPolicyPower, &t) == 0) {
+      r.power_violation_ns = static_cast<int64_t>(t.violation_time_ns);
+    }
+    if (n_.violation && n_.violation(n_.dev, kPolicyThermal, &t) == 0) {
+      r.thermal_violation_ns = static_cast<int64_t>(t.violation_time_ns);
+    }
+    unsigned long long reasons = 0;
+    if (n_.throttle && n_.throttle(n_.dev, &reasons) == 0) {
+      r.throttle_reasons = reason_names(reasons);
+      r.reasons_known = true;
+    }
+    return r;
+  }
+
+ private:
+  Nvml n_;
+};
+
+}  // namespace
+
+nlohmann::json nvml_snapshot(const char* pci_bus_id) {
+  Nvml n;
+  const std::string why = open_nvml(n, pci_bus_id);
+  if (!why.empty()) return {{"available", false}, {"reason", why}};
+  nlohmann::json j;
   j["available"] = true;
   unsigned v = 0;
   j["sm_clock_mhz"] =
-      n.clock && n.clock(dev, kClockSm, &v) == 0 ? nlohmann::json(v) : unavailable();
+      n.clock && n.clock(n.dev, kClockSm, &v) == 0 ? nlohmann::json(v) : unavailable();
   j["mem_clock_mhz"] =
-      n.clock && n.clock(dev, kClockMem, &v) == 0 ? nlohmann::json(v) : unavailable();
+      n.clock && n.clock(n.dev, kClockMem, &v) == 0 ? nlohmann::json(v) : unavailable();
   j["max_sm_clock_mhz"] =
-      n.max_clock && n.max_clock(dev, kClockSm, &v) == 0 ? nlohmann::json(v) : unavailable();
+      n.max_clock && n.max_clock(n.dev, kClockSm, &v) == 0 ? nlohmann::json(v) : unavailable();
   j["max_mem_clock_mhz"] =
-      n.max_clock && n.max_clock(dev, kClockMem, &v) == 0 ? nlohmann::json(v) : unavailable();
+      n.max_clock && n.max_clock(n.dev, kClockMem, &v) == 0 ? nlohmann::json(v) : unavailable();
   unsigned long long reasons = 0;
-  if (n.throttle && n.throttle(dev, &reasons) == 0) {
-    static const std::pair<unsigned long long, const char*> kNames[] = {
-        {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
-        {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
-        {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
-    std::vector<std::string> names;
-    for (const auto& [bit, name] : kNames) {
-      if (reasons & bit) names.emplace_back(name);
-    }
-    j["throttle_reasons"] = names;
-  } else {
-    j["throttle_reasons"] = unavailable();
-  }
+  j["throttle_reasons"] = n.throttle && n.throttle(n.dev, &reasons) == 0
+                              ? nlohmann::json(reason_names(reasons))
+                              : unavailable();
   int mode = 0, pending = 0;
-  j["persistence_mode"] = n.persistence && n.persistence(dev, &mode) == 0
+  j["persistence_mode"] = n.persistence && n.persistence(n.dev, &mode) == 0
                               ? nlohmann::json(mode != 0 ? "enabled" : "disabled")
                               : unavailable();
-  j["ecc"] = n.ecc && n.ecc(dev, &mode, &pending) == 0
+  j["ecc"] = n.ecc && n.ecc(n.dev, &mode, &pending) == 0
                  ? nlohmann::json(mode != 0 ? "enabled" : "disabled")
                  : unavailable();
   j["temperature_c"] =
-      n.temperature && n.temperature(dev, 0, &v) == 0 ? nlohmann::json(v) : unavailable();
+      n.temperature && n.temperature(n.dev, 0, &v) == 0 ? nlohmann::json(v) : unavailable();
   j["power_limit_w"] =
-      n.power_limit && n.power_limit(dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
-  j["power_w"] = n.power && n.power(dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
-  n.shutdown();
-  dlclose(n.lib);
+      n.power_limit && n.power_limit(n.dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
+  j["power_w"] = n.power && n.power(n.dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
+  close_nvml(n);
   return j;
+}
+
+std::unique_ptr<GpuTelemetry> nvml_telemetry(const char* pci_bus_id, std::string* why) {
+  Nvml n;
+  std::string reason = open_nvml(n, pci_bus_id);
+  if (!reason.empty()) {
+    if (why) *why = reason;
+    return nullptr;
+  }
+  return std::make_unique<NvmlTelemetry>(n);
 }
 
 }  // namespace decodebench::cuda

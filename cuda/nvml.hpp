@@ -2,7 +2,11 @@
 // on the driver's libnvidia-ml and still runs (reporting "unavailable") where it is missing.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/telemetry.hpp"
 
 namespace decodebench::cuda {
 
@@ -11,5 +15,10 @@ namespace decodebench::cuda {
 /// at PCI bus id `pci_bus_id`. When NVML cannot be loaded or queried: {available: false, reason}.
 /// Fields NVML refuses are "unavailable".
 nlohmann::json nvml_snapshot(const char* pci_bus_id);
+
+/// Readings of the GPU at PCI bus id `pci_bus_id` (clocks, temperature, energy counter, power and
+/// thermal violation times, clock event reasons), NVML kept loaded for the object's life. Returns
+/// nullptr when NVML cannot be loaded or does not know the device (`why`, if given, says why).
+std::unique_ptr<GpuTelemetry> nvml_telemetry(const char* pci_bus_id, std::string* why);
 
 }  // namespace decodebench::cuda

@@ -1,5 +1,7 @@
 #include "cuda/provider.hpp"
 
+#include <cuda_runtime_api.h>
+
 #include <memory>
 
 #include "core/backend_registry.hpp"
@@ -8,6 +10,7 @@
 #include "cuda/device_info.hpp"
 #include "cuda/doctor.hpp"
 #include "cuda/kernels/bandwidth.cuh"
+#include "cuda/nvml.hpp"
 
 namespace decodebench::cuda {
 
@@ -34,6 +37,15 @@ class Provider final : public CudaProvider {
   }
 
   nlohmann::json doctor() override { return run_doctor(); }
+
+  std::unique_ptr<GpuTelemetry> telemetry(std::string* why) override {
+    char bus[32] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess) {
+      if (why) *why = "cudaDeviceGetPCIBusId failed";
+      return nullptr;
+    }
+    return nvml_telemetry(bus, why);
+  }
 };
 
 }  // namespace

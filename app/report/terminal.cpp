@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
+
+#include "core/telemetry.hpp"
 
 namespace decodebench::app {
 
@@ -41,6 +44,36 @@ std::string one_line(std::string text, size_t max_chars) {
   }
   if (text.size() > max_chars) text = text.substr(0, max_chars) + "…";
   return text;
+}
+
+/// "SM 1980 MHz · memory 3201 MHz · 412 W mean · 1.53 J/token · 42–60 °C · below application
+/// clocks 0.0 ms (power), 0.0 ms (thermal)": a pass's telemetry on one line (ranges over the
+/// rounds' ends; parts the device did not report are left out).
+std::string telemetry_text(const TelemetrySummary& t) {
+  const auto range = [](int64_t lo, int64_t hi, const char* unit) {
+    return lo == hi ? fmt::format("{} {}", lo, unit) : fmt::format("{}–{} {}", lo, hi, unit);
+  };
+  std::vector<std::string> parts;
+  if (t.sm_clock_max_mhz >= 0)
+    parts.push_back("SM " + range(t.sm_clock_min_mhz, t.sm_clock_max_mhz, "MHz"));
+  if (t.mem_clock_max_mhz >= 0) {
+    parts.push_back("memory " + range(t.mem_clock_min_mhz, t.mem_clock_max_mhz, "MHz"));
+  }
+  if (t.mean_power_w >= 0) parts.push_back(fmt::format("{:.0f} W mean", t.mean_power_w));
+  if (t.joules_per_token >= 0) parts.push_back(fmt::format("{:.3g} J/token", t.joules_per_token));
+  if (t.temperature_max_c >= 0) {
+    parts.push_back(range(t.temperature_min_c, t.temperature_max_c, "°C"));
+  }
+  if (t.power_throttled_ms >= 0 || t.thermal_throttled_ms >= 0) {
+    const auto ms = [](double v) {
+      return v < 0 ? std::string("n/a") : fmt::format("{:.1f} ms", v);
+    };
+    parts.push_back("below application clocks " + ms(t.power_throttled_ms) + " (power), " +
+                    ms(t.thermal_throttled_ms) + " (thermal)");
+  }
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : " · ") + part;
+  return text.empty() ? "no readings" : text;
 }
 
 std::string nvml_field(const nlohmann::json& gpu, const char* key) {
@@ -131,6 +164,14 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
       fmt::print(out, "stopping {}: {} after {} rounds ({:.2f} s timed), median noise {}\n",
                  p.pass.spec.label, st.rule, st.rounds, st.timed_s, noise);
     }
+  }
+  if (r.telemetry_asked && !r.telemetry_unavailable.empty()) {
+    fmt::print(out, "gpu      telemetry unavailable: {}\n", r.telemetry_unavailable);
+  }
+  for (const auto& p : r.passes) {
+    if (p.pass.telemetry.empty()) continue;
+    fmt::print(out, "gpu      {}: {}\n", p.pass.spec.label,
+               telemetry_text(summarize_telemetry(p.pass.telemetry, p.pass.spec.batch)));
   }
   for (const auto& p : r.passes) {
     if (p.phases.empty()) continue;

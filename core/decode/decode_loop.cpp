@@ -113,6 +113,36 @@ int64_t repeat_wall_ns(int64_t round, std::chrono::steady_clock::time_point& rep
   return ns_between(rep0, now);
 }
 
+// Per-round telemetry (PassSpec::telemetry): a reading before the first timed round, then one
+// after each round, whose differences RoundTelemetry records with the round's step times.
+class RoundMeter {
+ public:
+  explicit RoundMeter(GpuTelemetry* source) : source_(source) {
+    if (source_ != nullptr) begin_ = source_->read();
+    t_ = std::chrono::steady_clock::now();
+  }
+  // Call when a round begins: its first step will be r.samples_ns[first].
+  void start_round(size_t first) { first_ = first; }
+  // Call when round `round` ends (before round_finishes_pass).
+  void end_round(PassResult& r, int64_t round) {
+    if (source_ == nullptr) return;
+    const GpuReading now = source_->read();
+    const auto t = std::chrono::steady_clock::now();
+    const std::vector<int64_t> steps(r.samples_ns.begin() + static_cast<std::ptrdiff_t>(first_),
+                                     r.samples_ns.end());
+    r.telemetry.push_back(
+        round_telemetry(round, steps, static_cast<double>(ns_between(t_, t)) * 1e-9, begin_, now));
+    begin_ = now;
+    t_ = t;
+  }
+
+ private:
+  GpuTelemetry* source_;
+  GpuReading begin_;
+  std::chrono::steady_clock::time_point t_;
+  size_t first_ = 0;
+};
+
 // `wall_ns`: the repetition's wall time (repeat_wall_ns).
 bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int64_t timed_ns,
                          int64_t wall_ns) {
@@ -174,11 +204,13 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   r.sequence_ids.assign(n, {});
   for (auto& ids : r.sequence_ids) ids.reserve(static_cast<size_t>(spec.tokens + 1));
   r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
+  RoundMeter meter(spec.telemetry);  // its first reading, before the timed steps
   const auto wall0 = std::chrono::steady_clock::now();
   auto rep0 = wall0;  // end of round 0 (repeat_wall_ns)
   int64_t timed_ns = 0;
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;
+    meter.start_round(r.samples_ns.size());
     tokens = spec.first_tokens;
     if (first_round) {
       for (size_t s = 0; s < n; ++s) r.sequence_ids[s].push_back(tokens[s]);
@@ -214,6 +246,7 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
       }
       tokens.swap(next);
     }
+    meter.end_round(r, round);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }
   r.ids = r.sequence_ids.front();
@@ -241,11 +274,13 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
   r.ids.reserve(static_cast<size_t>(spec.tokens + 1));
   r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
+  RoundMeter meter(spec.telemetry);  // its first reading, before the timed steps
   const auto wall0 = std::chrono::steady_clock::now();
   auto rep0 = wall0;  // end of round 0 (repeat_wall_ns)
   int64_t timed_ns = 0;
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;
+    meter.start_round(r.samples_ns.size());
     token = spec.first_token;
     if (first_round) r.ids.push_back(token);
     int64_t i = 0;
@@ -277,6 +312,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         break;
       }
     }
+    meter.end_round(r, round);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }
   r.sequence_ids = {r.ids};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/telemetry.hpp"
 
 namespace decodebench {
 
@@ -49,6 +50,9 @@ struct PassSpec {
   double max_time_s = 30;
   /// Called after every timed step with (steps done, steps planned in this round); may be empty.
   std::function<void(int64_t, int64_t)> on_step;
+  /// Read before the first timed round and after each round (outside the timed steps) into
+  /// PassResult::telemetry; null: no telemetry.
+  GpuTelemetry* telemetry = nullptr;
 };
 
 /// Why a pass stopped taking samples.
@@ -104,6 +108,7 @@ struct PassResult {
   std::vector<ArgmaxMismatch> argmax_mismatches;
   std::vector<LogitsCheck> logits_checks;
   StoppingReport stopping;
+  std::vector<RoundTelemetry> telemetry;  ///< per timed round when spec.telemetry was set
 };
 
 /// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed

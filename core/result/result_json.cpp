@@ -3,6 +3,7 @@
 
 #include "build_info.hpp"
 #include "core/runner.hpp"
+#include "core/telemetry.hpp"
 
 namespace decodebench {
 
@@ -148,6 +149,43 @@ nlohmann::json verification_json(const PassResult& p) {
       {"argmax_checked", p.argmax_checked}, {"argmax_mismatches", mismatches}, {"logits", logits}};
 }
 
+/// -1 (not reported) as null.
+nlohmann::json known(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+nlohmann::json known(int64_t v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+/// results.telemetry: null when not asked for (CPU backend), {available: false, reason} when the
+/// device could not be read, else the rounds and their totals.
+nlohmann::json telemetry_json(const RunReport& r, const PassResult& p) {
+  if (!r.telemetry_asked) return nullptr;
+  if (!r.telemetry_unavailable.empty()) {
+    return {{"available", false}, {"reason", r.telemetry_unavailable}};
+  }
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const RoundTelemetry& t : p.telemetry) {
+    rounds.push_back({{"round", t.round},
+                      {"steps", t.steps},
+                      {"wall_s", t.wall_s},
+                      {"median_step_us", t.median_step_us},
+                      {"sm_clock_mhz", known(t.sm_clock_mhz)},
+                      {"mem_clock_mhz", known(t.mem_clock_mhz)},
+                      {"temperature_c", known(t.temperature_c)},
+                      {"energy_j", known(t.energy_j)},
+                      {"mean_power_w", known(t.mean_power_w)},
+                      {"power_throttled_ms", known(t.power_throttled_ms)},
+                      {"thermal_throttled_ms", known(t.thermal_throttled_ms)},
+                      {"throttle_reasons", t.reasons_known ? nlohmann::json(t.throttle_reasons)
+                                                           : nlohmann::json(nullptr)}});
+  }
+  const TelemetrySummary s = summarize_telemetry(p.telemetry, p.spec.batch);
+  return {{"available", true},
+          {"rounds", rounds},
+          {"energy_j", known(s.energy_j)},
+          {"mean_power_w", known(s.mean_power_w)},
+          {"joules_per_token", known(s.joules_per_token)},
+          {"power_throttled_ms", known(s.power_throttled_ms)},
+          {"thermal_throttled_ms", known(s.thermal_throttled_ms)}};
+}
+
 nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
   nlohmann::json phases = nullptr;
   nlohmann::json phase_samples = nullptr;
@@ -216,7 +254,8 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
           {"aggregate_tokens_per_s", p.aggregate_tokens_per_s}}},
         {"sequences", sequences},
         {"phases", phases},
-        {"phase_samples", phase_samples}}},
+        {"phase_samples", phase_samples},
+        {"telemetry", telemetry_json(r, p.pass)}}},
       {"verification", verification_json(p.pass)},
       {"roofline", roofline}};
 }

@@ -263,6 +263,39 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
   }
 }
 
+// Every timed round of a CUDA run carries the GPU's readings (NVML): as many records as rounds,
+// each with the round's steps, its SM clock at the end and the energy over it; the terminal sums
+// them up per pass. Where NVML cannot be read the record says why and the test is skipped.
+TEST(Backend, RunRecordHasPerRoundGpuTelemetry) {
+  DB_REQUIRE_CUDA();
+  decodebench::testing::TempDir dir;
+  const auto json = dir.path() / "telemetry.json";
+  const auto r = decodebench::testing::run_decodebench(
+      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "1024",
+       "--prompt-tokens", "4", "--tokens", "32", "--min-time", "0.05", "--json", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
+  const auto& run0 = doc["runs"][0];
+  const auto& t = run0["results"]["telemetry"];
+  ASSERT_TRUE(t.is_object()) << run0["results"].dump().substr(0, 400);
+  if (t["available"] == false) GTEST_SKIP() << "NVML: " << t["reason"];
+  const int64_t rounds = run0["results"]["stopping"]["rounds"];
+  ASSERT_EQ(static_cast<int64_t>(t["rounds"].size()), rounds);
+  int64_t steps = 0;
+  for (const auto& round : t["rounds"]) {
+    EXPECT_EQ(round["steps"], 32) << round.dump();
+    EXPECT_GT(round["wall_s"].get<double>(), 0.0) << round.dump();
+    EXPECT_GT(round["sm_clock_mhz"].get<int64_t>(), 0) << round.dump();
+    if (!round["energy_j"].is_null()) {
+      EXPECT_GE(round["energy_j"].get<double>(), 0.0);
+    }
+    steps += round["steps"].get<int64_t>();
+  }
+  EXPECT_EQ(steps, run0["results"]["timed_steps"].get<int64_t>());
+  const std::string label = run0["label"];
+  EXPECT_NE(r.out.find("gpu      " + label + ": SM "), std::string::npos) << r.out;
+}
+
 // Unfused: separate Q, K, V, gate and up matrices, each tiled on its own.
 TEST(Backend, TiledWeightsUnfused) {
   DB_REQUIRE_CUDA();

@@ -1,0 +1,118 @@
+#include "core/telemetry.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "core/stats/statistics.hpp"
+
+namespace decodebench {
+
+namespace {
+
+/// after − before of a cumulative counter, or -1 when either is unknown or it went backwards.
+int64_t counter_delta(int64_t before, int64_t after) {
+  return before < 0 || after < 0 || after < before ? -1 : after - before;
+}
+
+}  // namespace
+
+RoundTelemetry round_telemetry(int64_t round, const std::vector<int64_t>& step_ns, double wall_s,
+                               const GpuReading& before, const GpuReading& after) {
+  RoundTelemetry t;
+  t.round = round;
+  t.steps = static_cast<int64_t>(step_ns.size());
+  t.wall_s = wall_s;
+  if (!step_ns.empty()) {
+    const std::vector<double> s(step_ns.begin(), step_ns.end());
+    t.median_step_us = summarize(s).median / 1e3;
+  }
+  t.sm_clock_mhz = after.sm_clock_mhz;
+  t.mem_clock_mhz = after.mem_clock_mhz;
+  t.temperature_c = after.temperature_c;
+  const int64_t energy = counter_delta(before.energy_mj, after.energy_mj);
+  if (energy >= 0) {
+    t.energy_j = static_cast<double>(energy) / 1e3;
+    if (wall_s > 0) t.mean_power_w = t.energy_j / wall_s;
+  }
+  const int64_t power = counter_delta(before.power_violation_ns, after.power_violation_ns);
+  if (power >= 0) t.power_throttled_ms = static_cast<double>(power) / 1e6;
+  const int64_t thermal = counter_delta(before.thermal_violation_ns, after.thermal_violation_ns);
+  if (thermal >= 0) t.thermal_throttled_ms = static_cast<double>(thermal) / 1e6;
+  t.reasons_known = after.reasons_known;
+  for (const std::string& r : after.throttle_reasons) {
+    if (r != "gpu_idle") t.throttle_reasons.push_back(r);
+  }
+  return t;
+}
+
+TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, int64_t sequences) {
+  TelemetrySummary s;
+  s.rounds = static_cast<int64_t>(rounds.size());
+  if (rounds.empty()) return s;
+  double energy = 0, power_ms = 0, thermal_ms = 0;
+  bool energy_known = true, power_known = true, thermal_known = true;
+  int64_t tokens = 0;
+  std::set<std::string> reasons;
+  const auto range = [](int64_t v, int64_t& lo, int64_t& hi) {
+    if (v < 0) return;
+    lo = lo < 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  };
+  for (const RoundTelemetry& r : rounds) {
+    s.wall_s += r.wall_s;
+    tokens += r.steps * sequences;
+    energy_known = energy_known && r.energy_j >= 0;
+    energy += r.energy_j;
+    power_known = power_known && r.power_throttled_ms >= 0;
+    power_ms += r.power_throttled_ms;
+    thermal_known = thermal_known && r.thermal_throttled_ms >= 0;
+    thermal_ms += r.thermal_throttled_ms;
+    range(r.sm_clock_mhz, s.sm_clock_min_mhz, s.sm_clock_max_mhz);
+    range(r.mem_clock_mhz, s.mem_clock_min_mhz, s.mem_clock_max_mhz);
+    range(r.temperature_c, s.temperature_min_c, s.temperature_max_c);
+    reasons.insert(r.throttle_reasons.begin(), r.throttle_reasons.end());
+  }
+  if (energy_known) {
+    s.energy_j = energy;
+    if (s.wall_s > 0) s.mean_power_w = energy / s.wall_s;
+    if (tokens > 0) s.joules_per_token = energy / static_cast<double>(tokens);
+  }
+  if (power_known) s.power_throttled_ms = power_ms;
+  if (thermal_known) s.thermal_throttled_ms = thermal_ms;
+  s.throttle_reasons.assign(reasons.begin(), reasons.end());
+  return s;
+}
+
+std::string telemetry_warning(const std::string& label, const TelemetrySummary& s) {
+  const auto ms = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f ms", v);
+    return std::string(buf);
+  };
+  std::vector<std::string> clauses;
+  std::string held;
+  if (s.power_throttled_ms > 0) held = ms(s.power_throttled_ms) + " by its power limit";
+  if (s.thermal_throttled_ms > 0) {
+    held += (held.empty() ? "" : " and ") + ms(s.thermal_throttled_ms) + " by temperature";
+  }
+  if (!held.empty()) clauses.push_back("was held below its application clocks for " + held);
+  static const std::set<std::string> kLimiting = {"sw_power_cap", "hw_slowdown", "sw_thermal",
+                                                  "hw_thermal", "hw_power_brake"};
+  std::string limiting;
+  for (const std::string& r : s.throttle_reasons) {
+    if (kLimiting.count(r)) limiting += (limiting.empty() ? "" : ", ") + r;
+  }
+  if (!limiting.empty()) clauses.push_back("reported " + limiting + " at a round's end");
+  if (s.sm_clock_min_mhz > 0 &&
+      static_cast<double>(s.sm_clock_min_mhz) < 0.98 * static_cast<double>(s.sm_clock_max_mhz)) {
+    clauses.push_back("ran its SM clock at " + std::to_string(s.sm_clock_min_mhz) + "–" +
+                      std::to_string(s.sm_clock_max_mhz) + " MHz at the rounds' ends");
+  }
+  if (clauses.empty()) return "";
+  std::string text = label + ": during the timed rounds the GPU ";
+  for (size_t i = 0; i < clauses.size(); ++i) text += (i == 0 ? "" : "; it ") + clauses[i];
+  return text + "; the step times include the GPU's own slowdown (runs[].results.telemetry)";
+}
+
+}  // namespace decodebench

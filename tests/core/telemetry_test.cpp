@@ -1,0 +1,210 @@
+// Per-round GPU telemetry without a GPU: round records from two readings (hand-computed), the
+// pass totals and the warning, the decode loop reading a scripted source before the first round
+// and after each one (batch 1 and batched), and the result JSON's telemetry object.
+#include "core/telemetry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/cpu/cpu_backend.hpp"
+#include "core/cpu/thread_pool.hpp"
+#include "core/decode/decode_loop.hpp"
+#include "core/model/synthetic.hpp"
+#include "core/run_config.hpp"
+#include "core/runner.hpp"
+#include "tests/support/model_configs.hpp"
+
+namespace decodebench {
+namespace {
+
+GpuReading reading(int64_t energy_mj, int64_t power_ns, int64_t thermal_ns, int64_t sm_mhz) {
+  GpuReading r;
+  r.sm_clock_mhz = sm_mhz;
+  r.mem_clock_mhz = 3201;
+  r.temperature_c = 50;
+  r.energy_mj = energy_mj;
+  r.power_violation_ns = power_ns;
+  r.thermal_violation_ns = thermal_ns;
+  r.reasons_known = true;
+  return r;
+}
+
+TEST(Telemetry, RoundRecordFromTwoReadings) {
+  GpuReading before = reading(1'000, 5'000'000, 0, 1980);
+  GpuReading after = reading(3'500, 7'000'000, 0, 1755);
+  after.throttle_reasons = {"gpu_idle", "sw_power_cap"};
+  // Step times 4, 1, 3, 2 µs: median 2.5 µs; 2.5 J over 0.5 s: 5 W; 2 ms held by power.
+  const RoundTelemetry t = round_telemetry(3, {4000, 1000, 3000, 2000}, 0.5, before, after);
+  EXPECT_EQ(t.round, 3);
+  EXPECT_EQ(t.steps, 4);
+  EXPECT_DOUBLE_EQ(t.wall_s, 0.5);
+  EXPECT_DOUBLE_EQ(t.median_step_us, 2.5);
+  EXPECT_EQ(t.sm_clock_mhz, 1755);  // the round's end
+  EXPECT_EQ(t.mem_clock_mhz, 3201);
+  EXPECT_EQ(t.temperature_c, 50);
+  EXPECT_DOUBLE_EQ(t.energy_j, 2.5);
+  EXPECT_DOUBLE_EQ(t.mean_power_w, 5.0);
+  EXPECT_DOUBLE_EQ(t.power_throttled_ms, 2.0);
+  EXPECT_DOUBLE_EQ(t.thermal_throttled_ms, 0.0);
+  EXPECT_TRUE(t.reasons_known);
+  EXPECT_EQ(t.throttle_reasons, std::vector<std::string>{"sw_power_cap"});  // gpu_idle left out
+}
+
+TEST(Telemetry, MissingOrBackwardCountersAreUnknown) {
+  GpuReading before = reading(5'000, -1, 10, -1);
+  GpuReading after = reading(4'000, 100, -1, -1);  // energy went backwards: a driver reload
+  after.reasons_known = false;
+  const RoundTelemetry t = round_telemetry(0, {}, 0.25, before, after);
+  EXPECT_EQ(t.steps, 0);
+  EXPECT_DOUBLE_EQ(t.median_step_us, 0.0);
+  EXPECT_EQ(t.sm_clock_mhz, -1);
+  EXPECT_DOUBLE_EQ(t.energy_j, -1);
+  EXPECT_DOUBLE_EQ(t.mean_power_w, -1);
+  EXPECT_DOUBLE_EQ(t.power_throttled_ms, -1);
+  EXPECT_DOUBLE_EQ(t.thermal_throttled_ms, -1);
+  EXPECT_FALSE(t.reasons_known);
+}
+
+TEST(Telemetry, PassTotalsRangesAndWarning) {
+  const GpuReading a = reading(0, 0, 0, 1980), b = reading(2'000, 0, 0, 1980),
+                   c = reading(5'000, 0, 0, 1980);
+  std::vector<RoundTelemetry> rounds = {round_telemetry(0, {1000, 1000}, 1.0, a, b),
+                                        round_telemetry(1, {1000, 1000}, 1.0, b, c)};
+  rounds[1].temperature_c = 61;
+  // 5 J over 2 s and 4 steps of 3 sequences.
+  TelemetrySummary s = summarize_telemetry(rounds, 3);
+  EXPECT_EQ(s.rounds, 2);
+  EXPECT_DOUBLE_EQ(s.wall_s, 2.0);
+  EXPECT_DOUBLE_EQ(s.energy_j, 5.0);
+  EXPECT_DOUBLE_EQ(s.mean_power_w, 2.5);
+  EXPECT_DOUBLE_EQ(s.joules_per_token, 5.0 / 12.0);
+  EXPECT_EQ(s.sm_clock_min_mhz, 1980);
+  EXPECT_EQ(s.sm_clock_max_mhz, 1980);
+  EXPECT_EQ(s.temperature_min_c, 50);
+  EXPECT_EQ(s.temperature_max_c, 61);
+  EXPECT_DOUBLE_EQ(s.power_throttled_ms, 0.0);
+  EXPECT_EQ(telemetry_warning("graph", s), "") << "steady clocks, no throttling";
+
+  // Throttled by power for 3.5 ms in round 1, a limiting reason, the SM clock down 10%.
+  rounds[1].power_throttled_ms = 3.5;
+  rounds[1].throttle_reasons = {"sw_power_cap"};
+  rounds[1].sm_clock_mhz = 1782;
+  s = summarize_telemetry(rounds, 1);
+  EXPECT_DOUBLE_EQ(s.joules_per_token, 5.0 / 4.0);
+  EXPECT_EQ(s.sm_clock_min_mhz, 1782);
+  const std::string w = telemetry_warning("graph", s);
+  EXPECT_NE(w.find("graph: during the timed rounds the GPU was held below its application clocks "
+                   "for 3.5 ms by its power limit"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("reported sw_power_cap at a round's end"), std::string::npos) << w;
+  EXPECT_NE(w.find("SM clock at 1782–1980 MHz"), std::string::npos) << w;
+
+  // One round without an energy reading: no energy total.
+  rounds[0].energy_j = -1;
+  EXPECT_DOUBLE_EQ(summarize_telemetry(rounds, 1).energy_j, -1);
+  EXPECT_DOUBLE_EQ(summarize_telemetry(rounds, 1).joules_per_token, -1);
+  EXPECT_EQ(summarize_telemetry({}, 1).rounds, 0);
+}
+
+/// Energy +100 mJ and power violation +1 ms per reading; counts its readings.
+class ScriptedTelemetry final : public GpuTelemetry {
+ public:
+  GpuReading read() override {
+    ++reads;
+    return reading(100 * reads, 1'000'000 * reads, 0, 1980);
+  }
+  int64_t reads = 0;
+};
+
+ModelConfig small_config() {
+  ModelConfig c = ::decodebench::testing::small_model_config(2, 64, 4, 2, 16, 96, 300);
+  c.rms_eps = 1e-5;
+  return c;
+}
+
+TEST(Telemetry, DecodeLoopReadsBeforeAndAfterEveryRound) {
+  cpu::ThreadPool pool(2);
+  const Model m = make_synthetic_model(small_config(), WeightType::kF32, 3, pool);
+  for (const int64_t batch : {1, 2}) {
+    cpu::CpuBackend b(m, 32, 2, batch);
+    std::vector<int32_t> firsts(static_cast<size_t>(batch));
+    if (batch > 1) b.prefill_batch(std::vector<std::vector<int32_t>>{{1, 2, 3}, {4, 5, 6}}, firsts);
+    PassSpec spec;
+    spec.label = "cpu";
+    spec.start_pos = 3;
+    spec.tokens = 3;
+    spec.batch = batch;
+    if (batch > 1) spec.first_tokens = firsts;
+    spec.min_time_s = 1e-3;  // a few rounds of 3 steps
+    ScriptedTelemetry source;
+    spec.telemetry = &source;
+    const PassResult r = run_pass(b, spec);
+    const std::string what = "batch " + std::to_string(batch);
+    ASSERT_GE(r.stopping.rounds, 1) << what;
+    ASSERT_EQ(static_cast<int64_t>(r.telemetry.size()), r.stopping.rounds) << what;
+    EXPECT_EQ(source.reads, r.stopping.rounds + 1) << what << ": one reading before the first";
+    int64_t steps = 0;
+    for (size_t i = 0; i < r.telemetry.size(); ++i) {
+      const RoundTelemetry& t = r.telemetry[i];
+      EXPECT_EQ(t.round, static_cast<int64_t>(i)) << what;
+      EXPECT_EQ(t.steps, 3) << what;
+      EXPECT_DOUBLE_EQ(t.energy_j, 0.1) << what;
+      EXPECT_DOUBLE_EQ(t.power_throttled_ms, 1.0) << what;
+      EXPECT_GT(t.wall_s, 0.0) << what;
+      EXPECT_GT(t.median_step_us, 0.0) << what;
+      steps += t.steps;
+    }
+    EXPECT_EQ(steps, static_cast<int64_t>(r.samples_ns.size())) << what;
+
+    spec.telemetry = nullptr;  // no source, no records
+    EXPECT_TRUE(run_pass(b, spec).telemetry.empty()) << what;
+  }
+}
+
+TEST(Telemetry, ResultJsonTelemetryObject) {
+  RunOptions o;
+  o.preset = "smollm2-135m";
+  o.layers = 1;
+  o.vocab = 256;
+  o.ffn = 128;
+  o.dtype = "f32";
+  o.tokens = 4;
+  o.warmup = 1;
+  o.prompt_tokens = 3;
+  o.backend = "cpu";
+  o.threads = 1;
+  RunReport r = execute_run(resolve_run_config(o, 1));
+  EXPECT_TRUE(result_json(r)["runs"][0]["results"]["telemetry"].is_null()) << "CPU: not asked";
+
+  r.telemetry_asked = true;
+  r.telemetry_unavailable = "libnvidia-ml.so.1 not found";
+  nlohmann::json t = result_json(r)["runs"][0]["results"]["telemetry"];
+  EXPECT_EQ(t["available"], false);
+  EXPECT_EQ(t["reason"], "libnvidia-ml.so.1 not found");
+
+  r.telemetry_unavailable.clear();
+  GpuReading a = reading(0, 0, -1, 1980), b = reading(1'500, 0, -1, 1980);
+  b.throttle_reasons = {"gpu_idle"};
+  r.passes[0].pass.telemetry = {round_telemetry(0, {2000, 4000}, 0.75, a, b)};
+  t = result_json(r)["runs"][0]["results"]["telemetry"];
+  EXPECT_EQ(t["available"], true);
+  ASSERT_EQ(t["rounds"].size(), 1u);
+  const auto& round = t["rounds"][0];
+  EXPECT_EQ(round["steps"], 2);
+  EXPECT_DOUBLE_EQ(round["median_step_us"].get<double>(), 3.0);
+  EXPECT_EQ(round["sm_clock_mhz"], 1980);
+  EXPECT_DOUBLE_EQ(round["energy_j"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(round["mean_power_w"].get<double>(), 2.0);
+  EXPECT_TRUE(round["thermal_throttled_ms"].is_null()) << "not reported";
+  EXPECT_EQ(round["throttle_reasons"], nlohmann::json::array());
+  EXPECT_DOUBLE_EQ(t["energy_j"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(t["joules_per_token"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(t["power_throttled_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(t["thermal_throttled_ms"].is_null());
+}
+
+}  // namespace
+}  // namespace decodebench
