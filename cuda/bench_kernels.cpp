@@ -264,9 +264,9 @@ class GemvSection {
     };
     std::vector<Run> runs;
     if (all_variants) {
-      // The tiled kernel (5) reads only tiled weights on a split x: its runs follow below.
+      // The tiled kernels (5, 6) read only tiled weights on a split x: their runs follow below.
       for (const int v : gemv_variants(type)) {
-        if (v != 5) runs.push_back({v, false, false, ""});
+        if (v < 5) runs.push_back({v, false, false, ""});
       }
     } else {
       runs.push_back({0, false, false, ""});
@@ -304,6 +304,16 @@ class GemvSection {
         runs.push_back({5, true, true, "-presplit+pdl", 0, true});
         if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
           runs.push_back({5, false, true, "-probe-load", 1, true});
+        }
+        // The tiled-mma kernel (6: run only when forced, slower; docs/performance.md round 14).
+        const std::vector<int> vs = gemv_variants(type);
+        if (std::find(vs.begin(), vs.end(), 6) != vs.end() && (c.cols / 32) % 4 == 0) {
+          runs.push_back({6, false, true, "-presplit", 0, true});
+          runs.push_back({6, true, true, "-presplit+pdl", 0, true});
+          if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+            runs.push_back({6, false, true, "-probe-load", 1, true});
+            runs.push_back({6, false, true, "-probe-math", 2, true});
+          }
         }
       }
     }

@@ -390,8 +390,13 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
     p.x_split = x_split_.data();
   }
   const int variant = launch_gemv(p, stream_.get());
-  ++gemv_variant_counts_[static_cast<size_t>(variant) % gemv_variant_counts_.size()];
-  ++step_gemv_counts_[static_cast<size_t>(variant) % step_gemv_counts_.size()];
+  // A variant without a slot would be counted under another's name.
+  if (variant < 0 || static_cast<size_t>(variant) >= kGemvVariants) {
+    throw runtime_error("CUDA backend: GEMV variant " + std::to_string(variant) +
+                        " has no kernel-count slot");
+  }
+  ++gemv_variant_counts_[static_cast<size_t>(variant)];
+  ++step_gemv_counts_[static_cast<size_t>(variant)];
 }
 
 AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,

@@ -87,9 +87,11 @@ class CudaBackend final : public Backend {
   void logits_batch(int64_t seq, std::vector<float>& out) override;
   ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch) override;
 
+  /// GEMV kernel variants counted: 0 = scalar fallback, 1..6 = gemv_variant_name's.
+  static constexpr size_t kGemvVariants = 7;
   /// Batch-1 GEMVs enqueued so far (eager steps and graph captures), by the variant that ran
   /// (index = gemv_variants id; 0 = scalar fallback). Diagnostics and tests.
-  [[nodiscard]] const std::array<int64_t, 6>& gemv_variant_counts() const {
+  [[nodiscard]] const std::array<int64_t, kGemvVariants>& gemv_variant_counts() const {
     return gemv_variant_counts_;
   }
   /// GEMVs of the last batch-1 step enqueued, by kernel name; matrices uploaded tiled.
@@ -131,8 +133,8 @@ class CudaBackend final : public Backend {
   const Model& model_;
   const ModelConfig& c_;
   CudaBackendOptions options_;
-  std::array<int64_t, 6> gemv_variant_counts_{};
-  std::array<int64_t, 6> step_gemv_counts_{};  ///< the last enqueue_forward's, by variant
+  std::array<int64_t, kGemvVariants> gemv_variant_counts_{};
+  std::array<int64_t, kGemvVariants> step_gemv_counts_{};  ///< the last enqueue_forward's
   int64_t tiled_matrices_ = 0;
   int64_t max_positions_;
   std::string device_name_;

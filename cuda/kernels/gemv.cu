@@ -48,6 +48,7 @@ constexpr int kVariantDirect = 2;
 constexpr int kVariantMma = 3;
 constexpr int kVariantStream = 4;
 constexpr int kVariantTiled = 5;
+constexpr int kVariantTiledMma = 6;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -303,18 +304,19 @@ void check_params(const GemvParams& p) {
   }
   if (p.tiled) {
     if (!presplit) throw runtime_error("GEMV: tiled weights need a pre-split x (x_split)");
-    if (p.variant != 0 && p.variant != kVariantTiled) {
+    if (p.variant != 0 && p.variant != kVariantTiled && p.variant != kVariantTiledMma) {
       throw runtime_error(
-          "GEMV: tiled weights are read by the tiled kernel (variant 5) only, not " +
+          "GEMV: tiled weights are read by the tiled kernels (variants 5, 6) only, not " +
           std::string(gemv_variant_name(p.variant)));
     }
     if (!quant::tiled_layout_supported(p.type, p.cols)) {
       throw runtime_error("GEMV: " + std::string(tr.name) + " rows of " + std::to_string(p.cols) +
                           " columns have no tiled layout");
     }
-  } else if (p.variant == kVariantTiled) {
-    throw runtime_error(
-        "GEMV: the tiled kernel (variant 5) needs weights in the tiled layout (GemvParams::tiled)");
+  } else if (p.variant == kVariantTiled || p.variant == kVariantTiledMma) {
+    throw runtime_error("GEMV: the " + std::string(gemv_variant_name(p.variant)) +
+                        " kernel (variant " + std::to_string(p.variant) +
+                        ") needs weights in the tiled layout (GemvParams::tiled)");
   }
   if (p.input == GemvInput::kSwiGlu && p.x2 == nullptr && !presplit) {
     throw runtime_error("GEMV: SwiGLU input needs x2 (up)");
@@ -439,7 +441,11 @@ Choice choose(const GemvParams& p) {
                           std::string(weight_traits(p.type).name) + " " + std::to_string(p.rows) +
                           "x" + std::to_string(p.cols) + ")");
     }
-    v = kVariantTiled;
+    // The tiled-mma kernel only where asked for: it ran slower than the tiled kernel on every
+    // 7B shape (docs/performance.md, round 14). Rows it cannot walk fall back to the tiled one.
+    v = p.variant == kVariantTiledMma && gemv_impl::tiled_mma_supported(p.type, p.w, p.cols)
+            ? kVariantTiledMma
+            : kVariantTiled;
   } else if (p.x_split != nullptr) {
     // A pre-split x: the stream kernel where it applies (sm_90, aligned matrix end), else mma.
     const bool stream_ok =
@@ -450,7 +456,8 @@ Choice choose(const GemvParams& p) {
   }
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
-  if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream && v != kVariantTiled) {
+  if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream && v != kVariantTiled &&
+      v != kVariantTiledMma) {
     throw runtime_error(
         "GEMV: a pre-split x needs the stream or mma kernel (quantized types, cols " +
         std::to_string(p.cols) + ")");
@@ -482,6 +489,8 @@ Choice choose(const GemvParams& p) {
     c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms);
   } else if (v == kVariantTiled) {
     c.plan = gemv_impl::tiled_plan(p.type, p.rows, p.cols, sms);
+  } else if (v == kVariantTiledMma) {
+    c.plan = gemv_impl::tiled_mma_plan(p.type, p.rows, p.cols, sms);
   } else {
     c.plan = gemv_impl::mma_plan(p.type, p.rows, p.cols, p.x_split != nullptr, sms);
   }
@@ -490,11 +499,12 @@ Choice choose(const GemvParams& p) {
                         std::string(gemv_variant_name(v)));
   }
   c.info.variant = v;
-  c.info.kernel = v == kVariantDirect    ? "direct"
-                  : v == kVariantStream  ? "stream"
-                  : v == kVariantTiled   ? "tiled"
-                  : p.x_split != nullptr ? "mma-presplit"
-                                         : "mma";
+  c.info.kernel = v == kVariantDirect     ? "direct"
+                  : v == kVariantStream   ? "stream"
+                  : v == kVariantTiled    ? "tiled"
+                  : v == kVariantTiledMma ? "tiled-mma"
+                  : p.x_split != nullptr  ? "mma-presplit"
+                                          : "mma";
   c.info.staged = true;
   c.info.column_splits = c.plan.ksplit;
   c.info.rows_per_warp = c.plan.rows_per_warp;
@@ -655,6 +665,9 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 std::vector<int> gemv_variants(WeightType type) {
   if (weight_traits(type).name == nullptr) return {};
   if (is_float_type(type)) return {kVariantStaged, kVariantDirect};
+  if (gemv_impl::tiled_mma_supported(type, nullptr, 4096)) {
+    return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled, kVariantTiledMma};
+  }
   if (quant::tiled_code_pieces(type) > 0) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled};
   }
@@ -673,6 +686,8 @@ const char* gemv_variant_name(int variant) {
       return "stream";
     case kVariantTiled:
       return "tiled";
+    case kVariantTiledMma:
+      return "tiled-mma";
     default:
       return "?";
   }
@@ -719,7 +734,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
   const Choice c = choose(p);
   const dim3 grid(static_cast<unsigned>(c.info.grid));
   if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma ||
-      c.info.variant == kVariantStream || c.info.variant == kVariantTiled) {
+      c.info.variant == kVariantStream || c.info.variant == kVariantTiled ||
+      c.info.variant == kVariantTiledMma) {
     gemv_impl::KernelArgs a;
     a.w = static_cast<const uint8_t*>(p.w);
     a.rows = p.rows;
@@ -741,6 +757,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
       gemv_impl::stream_launch(p.type, a, c.plan, stream);
     } else if (c.info.variant == kVariantTiled) {
       gemv_impl::tiled_launch(p.type, a, c.plan, stream);
+    } else if (c.info.variant == kVariantTiledMma) {
+      gemv_impl::tiled_mma_launch(p.type, a, c.plan, stream);
     } else {
       gemv_impl::mma_launch(p.type, a, c.plan, stream);
     }

@@ -147,6 +147,13 @@ constexpr int64_t kTiledMaxTiles = int64_t{1} << 24;
 Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void tiled_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
+/// Tiled-mma kernel (Q4_0, Q4_1, Q8_0 in the tiled layout, on a pre-split x'; 16 rows per warp,
+/// the digit products on the int8 tensor cores, gemv_tiled_mma.cu). Requirements: those of
+/// tiled_supported and a multiple of 4 tiles per row.
+bool tiled_mma_supported(WeightType t, const void* w, int64_t cols);
+Plan tiled_mma_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+void tiled_mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
 void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
 

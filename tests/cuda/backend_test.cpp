@@ -230,6 +230,20 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
   }
 }
 
+// Every GEMV variant of every weight type has its own slot in the backend's per-variant counts
+// (a missing slot once counted variant 6 as "fallback"), and each has a name. Host-only.
+TEST(Backend, EveryGemvVariantHasACountSlotAndAName) {
+  for (int t = 0; t < 64; ++t) {  // every GGUF type id in use (BF16 is 30)
+    for (const int v : gemv_variants(static_cast<WeightType>(t))) {
+      EXPECT_GE(v, 1) << "type " << t;
+      EXPECT_LT(static_cast<size_t>(v), CudaBackend::kGemvVariants) << "type " << t;
+      EXPECT_STRNE(gemv_variant_name(v), "?") << v;
+    }
+  }
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_0).back(), 6);  // the largest id in use
+  EXPECT_EQ(CudaBackend::kGemvVariants, 7u);
+}
+
 // `--weight-layout` reaches the backend, and the result JSON and the terminal say which GEMV
 // kernels a step ran: a 1-layer Q8_0 model whose gate/up (8192×1024), down (1024×4096) and LM
 // head (8192×1024) are large enough for a pre-split x' and whose QKV and o are not (staged).

@@ -98,6 +98,12 @@ void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
   }
 }
 
+/// The kernel that reads tiled weights when variant 5 or 6 is asked for: the tiled-mma kernel
+/// walks rows in steps of 4 tiles (128 columns), other rows fall back to the tiled kernel.
+const char* tiled_kernel_name(int variant, int64_t cols) {
+  return variant == 6 && cols % 128 == 0 ? "tiled-mma" : "tiled";
+}
+
 /// Runs one GEMV and checks it. `x_offset`/`w_offset` (in floats / bytes) shift the input
 /// pointers off 16-byte alignment to exercise the fallback.
 void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool with_residual,
@@ -108,8 +114,8 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   const std::vector<float> bias = random_floats(static_cast<size_t>(rows), seed + 2);
   const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
 
-  // The tiled kernel (variant 5) reads the tiled layout, which only some row lengths have.
-  const bool tiled = variant == 5;
+  // The tiled kernels (variants 5, 6) read the tiled layout, which only some row lengths have.
+  const bool tiled = variant == 5 || variant == 6;
   if (tiled && !quant::tiled_layout_supported(t, cols)) {
     GemvParams p;
     p.type = t;
@@ -143,7 +149,7 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   p.residual = with_residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
   p.variant = variant;
   p.tiled = tiled;
-  // The stream and tiled kernels (variants 4, 5) read x pre-split.
+  // The stream and tiled kernels (variants 4, 5, 6) read x pre-split.
   const bool split = variant == 4 || tiled;
   DeviceBuffer d_split(split ? gemv_x_split_bytes(cols) : 16);
   if (split) {
@@ -153,7 +159,7 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   }
   const GemvLaunchInfo info = gemv_launch_info(p);
   if (tiled) {
-    EXPECT_STREQ(info.kernel, "tiled") << describe(t, rows, cols, info);
+    EXPECT_STREQ(info.kernel, tiled_kernel_name(variant, cols)) << describe(t, rows, cols, info);
   }
   if (variant == 4 && w_offset == 0 && rows * row_bytes(t, cols) % 16 == 0) {
     // The stream kernel must really run where its alignment rule holds (sm_90).
@@ -299,9 +305,9 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   const bool presplit =
       form == Form::kPreSplitPlain || form == Form::kPreSplitRms || form == Form::kPreSplitSwiGlu;
   if (presplit && !quant) return;  // pre-split x is for the quantized (mma) kernel
-  // The tiled kernel (variant 5): pre-split forms on tiled weights of the row lengths that have
-  // a tiled layout.
-  const bool tiled = variant == 5;
+  // The tiled kernels (variants 5, 6): pre-split forms on tiled weights of the row lengths that
+  // have a tiled layout.
+  const bool tiled = variant == 5 || variant == 6;
   if (tiled && (!presplit || !quant::tiled_layout_supported(t, cols))) return;
   const uint32_t seed = static_cast<uint32_t>(rows * 131 + cols * 7 + static_cast<int>(t));
   const Matrix m = make_matrix(t, rows, cols, seed);
@@ -350,7 +356,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   p.tiled = tiled;
   const GemvLaunchInfo info = gemv_launch_info(p);
   if (tiled) {
-    EXPECT_STREQ(info.kernel, "tiled");
+    EXPECT_STREQ(info.kernel, tiled_kernel_name(variant, cols));
   }
   launch_gemv(p, nullptr);
   testing::sync();
@@ -370,10 +376,10 @@ TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
   for (const int v : variants_of(t)) {
     for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
                          Form::kPreSplitSwiGlu}) {
-      // Pre-split x: the automatic choice, mma (3), stream (4) and tiled (5); stream and tiled
-      // need a split x.
+      // Pre-split x: the automatic choice, mma (3), stream (4) and the tiled kernels (5, 6);
+      // stream and tiled need a split x.
       const bool split_form = f >= Form::kPreSplitPlain;
-      if (split_form ? (v != 0 && v != 3 && v != 4 && v != 5) : (v == 4 || v == 5)) continue;
+      if (split_form ? (v != 0 && v < 3) : v >= 4) continue;
       check_fused(t, 100, kquant ? 768 : 576, f, false, v);  // SmolLM2 hidden
       check_fused(t, 257, 3584, f, true, v);                 // Qwen2.5-7B hidden, PDL
       check_fused(t, 40, kquant ? 4864 : 1536, f, false, v);
@@ -427,8 +433,8 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         const Matrix m = make_matrix(t, rows, cols, 7);
         const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
         const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
-        // The tiled kernel (variant 5) reads the tiled layout.
-        const bool tiled = variant == 5;
+        // The tiled kernels (variants 5, 6) read the tiled layout.
+        const bool tiled = variant >= 5;
         std::vector<uint8_t> wbytes = m.bytes;
         if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
         DeviceBuffer d_w = upload(wbytes);
@@ -564,16 +570,20 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
 /// A chain of dependent GEMVs launched with PDL: y1 = W1·x, y2 = W2·y1 + y1 (residual) ...: each
 /// kernel reads what the previous one wrote, so a missing dependency wait shows as wrong numbers.
 /// Run eagerly and as a captured graph (which must then equal the eager result bit for bit).
-// Also the tiled kernel, each GEMV's x' split by its own kernel just before it (as the decode
-// step runs them): both wait for their predecessor's output under PDL.
+// Also the tiled kernels (variant 5, and 6 where forced), each GEMV's x' split by its own kernel
+// just before it (as the decode step runs them): both wait for their predecessor's output under
+// PDL.
 TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   DB_REQUIRE_CUDA();
   const struct {
     WeightType t;
     bool tiled;
-  } cases[] = {{WeightType::kBF16, false}, {WeightType::kQ4_0, false}, {WeightType::kQ6_K, false},
-               {WeightType::kQ4_0, true},  {WeightType::kQ8_0, true},  {WeightType::kQ4_K, true}};
-  for (const auto& [t, tiled] : cases) {
+    int variant;
+  } cases[] = {
+      {WeightType::kBF16, false, 0}, {WeightType::kQ4_0, false, 0}, {WeightType::kQ6_K, false, 0},
+      {WeightType::kQ4_0, true, 5},  {WeightType::kQ8_0, true, 5},  {WeightType::kQ4_K, true, 5},
+      {WeightType::kQ4_0, true, 6},  {WeightType::kQ4_1, true, 6},  {WeightType::kQ8_0, true, 6}};
+  for (const auto& [t, tiled, variant] : cases) {
     const int64_t n = 1024;
     constexpr int kSteps = 6;
     std::vector<Matrix> ms;
@@ -585,7 +595,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
       dw.push_back(upload(bytes));
     }
     DeviceBuffer d_split(gemv_x_split_bytes(n));
-    const std::string what = std::string(weight_traits(t).name) + (tiled ? " tiled" : "");
+    const std::string what = std::string(weight_traits(t).name) +
+                             (tiled ? " " + std::string(gemv_variant_name(variant)) : "");
     const std::vector<float> x = random_floats(static_cast<size_t>(n), 300);
     DeviceBuffer d_a = upload(x);
     DeviceBuffer d_b(static_cast<size_t>(n) * 4);
@@ -610,7 +621,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
           launch_gemv_prepare_x(p.input, p.x, nullptr, p.norm_w, p.eps, n, d_split.get(), true, s);
           p.x_split = d_split.get();
           p.tiled = true;
-          EXPECT_STREQ(gemv_launch_info(p).kernel, "tiled") << what;
+          p.variant = variant;
+          EXPECT_STREQ(gemv_launch_info(p).kernel, gemv_variant_name(variant)) << what;
         }
         launch_gemv(p, s);
       }
@@ -734,7 +746,8 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
 // few long rows (several warps split the columns), many short rows (two tasks per CTA), the 7B
 // q/o shape, bias and a residual; the 7B QKV shape (4,608 rows: 4 column splits and 4-5 tasks per
 // CTA on 132 SMs, so batches cross tasks under a split; TiledPlan below) and 1200×18944 (2
-// splits of 19 passes).
+// splits of 19 passes). The same for the tiled-mma kernel (variant 6: 16-row tasks, so rows
+// not a multiple of 16 clamp the last task; steps of 4 tiles in groups of 32).
 TEST(Gemv, TiledKernelMatchesCpuReference) {
   DB_REQUIRE_CUDA();
   const struct {
@@ -749,6 +762,7 @@ TEST(Gemv, TiledKernelMatchesCpuReference) {
     for (const auto& s : shapes) {
       if (s.cols % weight_traits(t).block_elems != 0) continue;
       check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, /*variant=*/5);
+      if (t != WeightType::kQ4_K) check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, 6);
     }
   }
 }
@@ -870,10 +884,13 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
   EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4, 5}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_0), (std::vector<int>{1, 3, 4, 5, 6}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ8_0), (std::vector<int>{1, 3, 4, 5, 6}));
   EXPECT_EQ(gemv_variants(WeightType::kQ6_K), (std::vector<int>{1, 3, 4}));
   EXPECT_STREQ(gemv_variant_name(3), "mma");
   EXPECT_STREQ(gemv_variant_name(4), "stream");
   EXPECT_STREQ(gemv_variant_name(5), "tiled");
+  EXPECT_STREQ(gemv_variant_name(6), "tiled-mma");
   // The stream kernel only reads a pre-split x: forcing it without one is an error, not a
   // silent fallback.
   // (Never dereferenced: the variant check comes before any device work.)
@@ -902,9 +919,11 @@ TEST(Gemv, VariantsAndSplitSize) {
   refused("needs weights in the tiled layout");
   p.x_split = host;
   refused("needs weights in the tiled layout");
+  p.variant = 6;
+  refused("the tiled-mma kernel (variant 6) needs weights in the tiled layout");
   p.tiled = true;
   p.variant = 4;
-  refused("read by the tiled kernel (variant 5) only");
+  refused("read by the tiled kernels (variants 5, 6) only");
   p.x_split = nullptr;
   p.variant = 0;
   refused("tiled weights need a pre-split x");
@@ -917,6 +936,10 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.type = WeightType::kQ8_0;
   p.cols = int64_t{1} << 29;  // has a tiled layout, but past the kernel's 32-bit row offsets
   refused("takes rows of fewer than 536870912 columns");
+  p.type = WeightType::kQ4_K;  // the tiled-mma kernel has no Q4_K form
+  p.cols = 256;
+  p.variant = 6;
+  refused("variant 6 is not available for Q4_K");
   // mma layout (4 digit rows, 48 bytes of meta per tile), then one 3712-byte group per 32 tiles.
   EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3712));
   EXPECT_EQ(gemv_x_split_bytes(1056), static_cast<size_t>(4 * (1056 + 16) + 33 * 48 + 2 * 3712));
