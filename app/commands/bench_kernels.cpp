@@ -208,6 +208,12 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
                           "' (gemv, ops, layers, gemm)");
       }
     }
+    // Checked before any device work: the gemm section runs last, minutes into a run.
+    for (const int64_t b : f->batches) {
+      if (b < 1 || b > 256) {
+        throw usage_error("bench-kernels: --batches must be in 1..256, got " + std::to_string(b));
+      }
+    }
     if (!f->json_path.empty()) check_json_destination(f->json_path);
 #ifdef DECODEBENCH_HAVE_CUDA
     cuda::KernelBenchOptions o;

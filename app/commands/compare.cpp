@@ -49,7 +49,22 @@ void run_compare(const CompareFlags& f, int* exit_code) {
   CompareOptions options;
   options.threshold_pct = parse_threshold_percent(f.threshold);
   options.alpha = f.alpha;
-  if (!f.metrics.empty()) options.metrics = f.metrics;
+  // Split here, not by CLI11, whose delimiter drops empty pieces: "a,,b" is a typo to report.
+  std::vector<std::string> metrics;
+  for (const std::string& given : f.metrics) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = given.find(',', start);
+      const std::string name = given.substr(start, comma - start);
+      if (name.empty()) {
+        throw usage_error("--metric: an empty metric name in '" + given + "'");
+      }
+      metrics.push_back(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (!metrics.empty()) options.metrics = metrics;
   if (!f.output.empty()) {
     check_destination(f.output, "--output");
     check_not_an_input(f.output, "--output", {f.baseline, f.candidate});
@@ -94,7 +109,6 @@ void setup_compare(CLI::App& app, int* exit_code) {
       ->default_str("5%");
   cmd->add_option("--metric", f->metrics,
                   "Metric(s) to judge, repeated or comma-separated (default tpot_median)")
-      ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--alpha", f->alpha, "Significance level of the test (default 0.05)")
       ->default_str("0.05");

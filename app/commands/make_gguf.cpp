@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,7 +24,7 @@ struct MakeGgufFlags {
   RunOptions options;  // only the model fields are used
   std::string out;
   std::string name;
-  int64_t threads = 0;
+  std::optional<int64_t> threads;  ///< unset: all hardware threads
   bool quiet = false;
   CLI::Option* tied = nullptr;
   CLI::Option* untied = nullptr;
@@ -52,8 +53,8 @@ void run_make_gguf(MakeGgufFlags& f) {
   o.warmup = 0;
   o.backend = "cpu";
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (f.threads < 0 || f.threads > 1024) {
-    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(f.threads) + ")");
+  if (f.threads && (*f.threads < 1 || *f.threads > 1024)) {
+    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(*f.threads) + ")");
   }
   const RunConfig config = resolve_run_config(o, hw);
   check_destination(f.out, "--out");
@@ -74,7 +75,7 @@ void run_make_gguf(MakeGgufFlags& f) {
         gigabytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
     std::fflush(stdout);
   }
-  cpu::ThreadPool pool(f.threads > 0 ? static_cast<int>(f.threads) : hw);
+  cpu::ThreadPool pool(f.threads ? static_cast<int>(*f.threads) : hw);
   const Model model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
   write_synthetic_gguf(model, info, f.out);
   if (!f.quiet) {

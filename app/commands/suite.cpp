@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "app/commands/run.hpp"
 #include "app/report/batch_scaling.hpp"
 #include "app/report/progress.hpp"
+#include "app/report/text.hpp"
 #include "core/result/json_file.hpp"
 #include "core/suite/suite_runner.hpp"
 
@@ -38,19 +41,13 @@ struct SuiteFlags {
   std::string file;
   std::string json_path;
   std::string backend;
-  int64_t threads = 0;
+  std::optional<int64_t> threads;  ///< unset: each configuration's own
   bool list = false;
   bool quiet = false;
   bool verbose = false;
 };
 
 std::string seconds(int64_t ns) { return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9); }
-
-std::string one_line(std::string s, size_t max_chars) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  if (s.size() > max_chars) s = s.substr(0, max_chars - 3) + "...";
-  return s;
-}
 
 void print_summary(const SuiteOutcome& outcome, FILE* out) {
   const auto& doc = outcome.document;
@@ -76,7 +73,8 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
     if (!e.result_index) {
       fmt::print(out, "{:>3}  {:<13} {:>13} {:>7} {:>10}  {:<8} {}\n", e.index + 1, "-", "-", "-",
                  "-", status, e.label);
-      fmt::print(out, "     exit {}: {}\n", static_cast<int>(e.exit_code), one_line(e.error, 160));
+      fmt::print(out, "     exit {}: {}\n", static_cast<int>(e.exit_code),
+                 printable_line(e.error, 160));
       continue;
     }
     for (const auto& run : doc["results"][*e.result_index]["runs"]) {
@@ -141,7 +139,7 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
       fmt::print(out, "[{}/{}] ok ({})  {}\n", e.index + 1, total, seconds(e.wall_ns), e.label);
     } else {
       fmt::print(out, "[{}/{}] {} (exit {})  {}: {}\n", e.index + 1, total, e.status,
-                 static_cast<int>(e.exit_code), e.label, one_line(e.error, 200));
+                 static_cast<int>(e.exit_code), e.label, printable_line(e.error, 200));
     }
     std::fflush(out);
   };
@@ -160,10 +158,14 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
 }
 
 int run_suite_command(const SuiteFlags& f) {
+  // Checked once here, not as a failure of every configuration (0 once meant "not given").
+  if (f.threads && (*f.threads < 1 || *f.threads > 1024)) {
+    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(*f.threads) + ")");
+  }
   SuiteDefinition suite = load_suite_file(f.file);
   for (auto& c : suite.configurations) {
     if (!f.backend.empty()) c.args.insert(c.args.end(), {"--backend", f.backend});
-    if (f.threads > 0) c.args.insert(c.args.end(), {"--threads", std::to_string(f.threads)});
+    if (f.threads) c.args.insert(c.args.end(), {"--threads", std::to_string(*f.threads)});
   }
   const ParseRunArgsFn parse = [](const std::vector<std::string>& args) {
     return parse_run_args(args).options;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/report/text.hpp"
 #include "core/telemetry.hpp"
 
 namespace decodebench::app {
@@ -36,14 +37,6 @@ std::string ids_text(const std::vector<int32_t>& ids, size_t from, size_t count)
     s += (s.empty() ? "" : " ") + std::to_string(ids[i]);
   }
   return s;
-}
-
-std::string one_line(std::string text, size_t max_chars) {
-  for (char& ch : text) {
-    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
-  }
-  if (text.size() > max_chars) text = text.substr(0, max_chars) + "…";
-  return text;
 }
 
 /// "SM 1980 MHz · memory 3201 MHz · 412 W mean · 1.53 J/token · 42–60 °C · below application
@@ -259,7 +252,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     }
   }
   if (!r.generated_text.empty()) {
-    fmt::print(out, "text     {}\n", one_line(r.generated_text, 400));
+    fmt::print(out, "text     {}\n", printable_line(r.generated_text, 400));
   }
   if (!r.warnings.empty()) {
     fmt::print(out, "warnings {} (printed on stderr as they arose; listed in the JSON)\n",

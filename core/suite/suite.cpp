@@ -177,6 +177,17 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
                           ": key 'json' is not allowed (the suite writes one document: "
                           "decodebench suite FILE --json OUT)");
       }
+      if (k.name == "help" || k.name == "h" || k.name == "version") {
+        throw usage_error(where + ": key '" + raw_key +
+                          "' is not a run setting (a configuration holds the flags of one run)");
+      }
+      // prompt_tokens and prompt-tokens are one flag: a run would take the last one silently.
+      for (const Key& seen : keys) {
+        if (seen.name == k.name) {
+          throw usage_error(where + ": key '" + raw_key + "' names the flag --" + k.name +
+                            " a second time");
+        }
+      }
       const std::string flag = "--" + k.name;
       const auto add = [&](const nlohmann::ordered_json& v) {
         if (v.is_boolean()) {

@@ -665,6 +665,8 @@ void launch_with_attrs(const void* kernel, void** args, dim3 grid, dim3 block, s
 std::vector<int> gemv_variants(WeightType type) {
   if (weight_traits(type).name == nullptr) return {};
   if (is_float_type(type)) return {kVariantStaged, kVariantDirect};
+  // 4096 columns (128 tiles, a multiple of the tiled-mma kernel's 4-tile step): a shape every
+  // type with that kernel takes, so this asks only whether the type has it.
   if (gemv_impl::tiled_mma_supported(type, nullptr, 4096)) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled, kVariantTiledMma};
   }

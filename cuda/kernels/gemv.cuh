@@ -33,7 +33,9 @@ struct GemvParams {
   /// Kernel variant: 0 = automatic choice (what the backend uses); k > 0 forces variant k from
   /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
   /// kernel when the pointers or shape do not allow it; with x_split the stream kernel runs (the
-  /// mma kernel when forced, or where the stream kernel does not apply).
+  /// mma kernel when forced, or where the stream kernel does not apply); a forced 6 (tiled-mma)
+  /// on rows that are not a multiple of 128 columns runs 5 (tiled). GemvLaunchInfo::variant says
+  /// which ran.
   int variant = 0;
 
   // ---- fused forms (every kernel but the scalar fallback for unaligned pointers; swiglu_out:
@@ -129,10 +131,10 @@ bool gemv_tiled_supported(WeightType type, int64_t cols);
 /// Q4_1, Q8_0, Q4_K; weights in the tiled layout, GemvParams::tiled), 6 "tiled-mma" (Q4_0, Q4_1,
 /// Q8_0 in the tiled layout, the digit products on the int8 tensor cores; only when forced: it
 /// ran slower than 5, docs/performance.md round 14; rows not a multiple of 128 columns run 5).
-/// Automatic choice
-/// (from bench-kernels measurements on the H200): direct for the float types; for the quantized
-/// types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0 from 128 MB of weights with cols <=
-/// 8192; whenever x_split is given, stream where it applies, else mma; tiled weights always tiled.
+/// Automatic choice (from bench-kernels measurements on the H200): direct for the float types; for
+/// the quantized types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0 from 128 MB of
+/// weights with cols <= 8192; whenever x_split is given, stream where it applies, else mma; tiled
+/// weights always tiled.
 /// Forcing variant 4 without x_split, or 5 or 6 without tiled weights, throws (exit 1).
 std::vector<int> gemv_variants(WeightType type);
 

@@ -5,14 +5,15 @@
 // with its math skipped but about 60% with it: each lane multiplies its 2 rows' codes with the
 // three 7-bit digits of its own x' tile by dp4a (48 of a pass's ~125 instructions) and holds
 // that tile in 24+ registers (docs/performance.md, rounds 9 and 11). Here one mma.m16n8k32 does
-// the digit products of 16 rows × 8 codes × 8 digit columns, x' is shared by 16 rows instead of
-// 2, and a lane holds 4 x' words per step instead of 24.
+// the digit products of 16 rows × 8 codes × 8 digit columns and x' is shared by 16 rows instead
+// of 2.
 //
 // Outcome (round 14, H200): slower than the tiled kernel on every 7B shape, so only run when
-// forced (GemvParams::variant = 6; bench-kernels times it). With its loads skipped it still took
-// as long as the tiled kernel's loads alone (down, Q4_0: 14.3 µs against 12.3), its own loads
-// reached less (58% against 67% of the read bandwidth), and 16-row tasks leave the 18,944-row
-// gate/up GEMV too few tasks for 2 CTAs on every SM (docs/performance.md, round 14).
+// forced (GemvParams::variant = 6; bench-kernels times it). With its loads skipped it took longer
+// than the tiled kernel's loads alone (down, Q4_0: 14.3 µs against 12.3): over 80% of the MMAs'
+// products are with zeros. Its own loads reached less (58% against 67% of the read bandwidth),
+// and 16-row tasks leave the 18,944-row gate/up GEMV too few tasks for 2 CTAs on every SM
+// (docs/performance.md, round 14).
 //
 // Mapping. A warp owns 16 rows (a task) and walks them in steps of 4 tiles (128 columns): lane
 // (g = lane / 4, t = lane % 4) loads tile 4s + t of rows g and g + 8 straight into registers
@@ -110,9 +111,8 @@ __device__ __forceinline__ uint32_t ldg_u32(const void* p) {
   asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
   return v;
 }
-/// x' (written by an earlier kernel, read-only here, shared by every warp: L1-cached). __ldg, not
-/// volatile asm: the compiler may then schedule these loads among the MMAs, yet not above the PDL
-/// wait (a memory barrier to it).
+/// x' (written by an earlier kernel, read-only here, shared by every warp: L1-cached). CUDA 13's
+/// __ldg is volatile asm, so these loads stay after the PDL wait (also volatile asm).
 __device__ __forceinline__ uint4 ldg_x16(const int8_t* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }

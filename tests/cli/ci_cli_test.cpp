@@ -198,6 +198,16 @@ TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
   EXPECT_TRUE(contains(r.err, "configuration 2 of 2")) << r.err;
   EXPECT_TRUE(contains(r.err, "--layers")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
+  // --threads overrides every configuration's: 0 is an error (it was once read as "not given").
+  write(suite, R"({"name": "ok", "configurations": [
+      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4}]})");
+  for (const std::string threads : {"0", "-1"}) {
+    const auto t =
+        run_decodebench({"suite", suite.string(), "--threads", threads, "--json", out.string()});
+    EXPECT_EQ(t.exit_code, 2) << threads << ": " << t.err;
+    EXPECT_TRUE(contains(t.err, "--threads must be in [1, 1024] (got " + threads + ")")) << t.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
 }
 
 TEST(SuiteCli, BundledSuitesResolveInTheDocumentedOrder) {
@@ -342,6 +352,14 @@ TEST_F(CompareCli, DataAndUsageErrorsExitTwo) {
       run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", "speed"});
   EXPECT_EQ(metric.exit_code, 2);
   EXPECT_TRUE(contains(metric.err, "unknown metric 'speed'")) << metric.err;
+  // An empty piece of a list is a typo, not a shorter list.
+  for (const std::string list : {"tpot_median,,tokens_per_s", "tpot_median,", ","}) {
+    const auto empty =
+        run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", list});
+    EXPECT_EQ(empty.exit_code, 2) << list;
+    EXPECT_TRUE(contains(empty.err, "--metric: an empty metric name in '" + list + "'"))
+        << empty.err;
+  }
   const auto phases =
       run_decodebench({"compare", path("base.json"), path("base.json"), "--metric", "gpu_ms"});
   EXPECT_EQ(phases.exit_code, 2);

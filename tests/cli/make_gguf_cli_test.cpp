@@ -111,6 +111,14 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
     EXPECT_NE(r.err.find("not a positive normal f32"), std::string::npos) << r.err;
   }
+  // --threads: 0 or a negative count is an error, not "all threads" (leave the flag out for that).
+  for (const std::string threads : {"0", "-2", "1025"}) {
+    r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--layers", "1", "--vocab", "300",
+                         "--threads", threads, "--out", file});
+    EXPECT_EQ(r.exit_code, 2) << threads << ": " << r.err;
+    EXPECT_NE(r.err.find("--threads must be in [1, 1024] (got " + threads + ")"), std::string::npos)
+        << r.err;
+  }
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tests/support/support.hpp"
 
@@ -412,6 +414,30 @@ TEST(RunCli, UsageErrorPointsAtTheRightHelp) {
   const auto compare = run_decodebench({"compare", "a.json", "b.json", "--format", "html"});
   EXPECT_EQ(compare.exit_code, 2);
   EXPECT_NE(compare.err.find("Run 'decodebench compare --help'"), std::string::npos) << compare.err;
+}
+
+// bench-kernels checks every flag before it looks for a GPU, so a typo fails at once with exit 2
+// on any machine, not after minutes of timing (the gemm section, which reads --batches, runs
+// last) or as "no CUDA device" (exit 3).
+TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
+  const struct {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--batches", "0"}, "--batches must be in 1..256, got 0"},
+      {{"--batches", "1,300"}, "--batches must be in 1..256, got 300"},
+      {{"--iterations", "0"}, "--iterations must be >= 1"},
+      {{"--variants", "some"}, "--variants must be all or auto"},
+      {{"--sections", "gemv,attn"}, "unknown section 'attn'"},
+      {{"--shapes", "7b,12x"}, "'12x' is neither 7b, smollm2 nor ROWSxCOLS"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args{"bench-kernels"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = run_decodebench(args);
+    EXPECT_EQ(r.exit_code, 2) << c.message << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
 }
 
 TEST(RunCli, VersionAndHelp) {

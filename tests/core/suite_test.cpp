@@ -176,6 +176,15 @@ TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
   bad(R"({"name": "x", "configurations": [{"layers": [[2]]}]})", {"'layers'", "array"});
   bad(R"({"name": "x", "configurations": [{"layers": null}]})", {"'layers'", "null"});
   bad(R"({"name": "x", "configurations": [{}]})", {"configurations[0]"});
+  // A help flag would reach the run's parser as a request for help (CLI11's internal message).
+  bad(R"({"name": "x", "configurations": [{"tokens": 8, "help": true}]})",
+      {"configurations[0]", "key 'help' is not a run setting"});
+  bad(R"({"name": "x", "configurations": [{"version": true}]})", {"key 'version'"});
+  // One flag under two spellings: the run would take the last value without a word.
+  bad(R"({"name": "x", "configurations": [{"prompt_tokens": 4, "prompt-tokens": 5}]})",
+      {"configurations[0]", "key 'prompt-tokens' names the flag --prompt-tokens a second time"});
+  bad(R"({"name": "x", "configurations": [{"tokens": 4, "--tokens": [5, 6]}]})",
+      {"key '--tokens' names the flag --tokens a second time"});
   bad(R"([1, 2])", {"JSON object"});
 }
 

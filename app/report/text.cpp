@@ -1,0 +1,30 @@
+#include "app/report/text.hpp"
+
+#include <cstdio>
+
+namespace decodebench::app {
+
+std::string printable_line(std::string_view text, size_t max_bytes) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (ch == '\n' || ch == '\r' || ch == '\t') {
+      out += ' ';
+    } else if (b < 0x20 || b == 0x7F) {
+      char esc[5];
+      std::snprintf(esc, sizeof esc, "\\x%02x", b);
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  if (out.size() <= max_bytes) return out;
+  size_t cut = max_bytes;
+  // Back up over UTF-8 continuation bytes (10xxxxxx) so no character is split.
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  out.resize(cut);
+  return out + "…";
+}
+
+}  // namespace decodebench::app

@@ -1,0 +1,16 @@
+// Text from outside the program (generated tokens, error messages) made safe for one terminal line.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace decodebench::app {
+
+/// `text` on one line: newline, carriage return and tab become spaces; every other control byte
+/// (0x00-0x1F, 0x7F) becomes a visible escape such as "\x1b", so a model's output cannot move the
+/// cursor or recolour the terminal. Longer than `max_bytes` (of the escaped text): cut at the last
+/// UTF-8 character boundary that fits and "…" appended. Other bytes pass unchanged (UTF-8 or not).
+std::string printable_line(std::string_view text, size_t max_bytes);
+
+}  // namespace decodebench::app

@@ -1,0 +1,34 @@
+// app::printable_line: text from a model or an error message on one safe terminal line.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "app/report/text.hpp"
+
+namespace decodebench::app {
+namespace {
+
+TEST(PrintableLine, LineBreaksBecomeSpacesAndControlBytesEscapes) {
+  EXPECT_EQ(printable_line("a\nb\r\tc", 100), "a b  c");
+  // ESC [ 2 J would clear the screen; NUL, BEL and DEL would be invisible or beep.
+  EXPECT_EQ(printable_line(std::string("x\x1b[2Jy\x07z\x7f", 9) + std::string(1, '\0'), 100),
+            "x\\x1b[2Jy\\x07z\\x7f\\x00");
+  EXPECT_EQ(printable_line("Paris.", 100), "Paris.");
+}
+
+TEST(PrintableLine, CutsAtACharacterBoundary) {
+  EXPECT_EQ(printable_line("abcdef", 4), "abcd…");
+  EXPECT_EQ(printable_line("abcd", 4), "abcd");
+  // "é" is 2 bytes (C3 A9): a cut after byte 2 would split it.
+  EXPECT_EQ(printable_line("aéb", 2), "a…");
+  EXPECT_EQ(printable_line("aéb", 3), "aé…");
+  // "°" after "25": the escaped text counts, "\x01" is 4 bytes.
+  EXPECT_EQ(printable_line("\x01"
+                           "25°",
+                           6),
+            "\\x0125…");
+  EXPECT_EQ(printable_line("", 0), "");
+}
+
+}  // namespace
+}  // namespace decodebench::app
