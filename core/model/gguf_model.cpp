@@ -1,7 +1,9 @@
 #include "core/model/gguf_model.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -136,10 +138,20 @@ class Binder {
   GgufStorage& storage_;
 };
 
-int64_t require_uint(const gguf::Reader& r, const std::string& key) {
+uint64_t require_uint64(const gguf::Reader& r, const std::string& key) {
   const auto v = r.get_uint(key);
   if (!v) throw usage_error(r.path() + ": missing metadata key '" + key + "'");
-  return static_cast<int64_t>(*v);
+  return *v;
+}
+
+int64_t require_uint(const gguf::Reader& r, const std::string& key) {
+  const uint64_t v = require_uint64(r, key);
+  // A uint64 past INT64_MAX would turn negative and be reported as "must be > 0".
+  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw usage_error(r.path() + ": metadata key '" + key + "' is " + std::to_string(v) +
+                      ", too large for a model dimension");
+  }
+  return static_cast<int64_t>(v);
 }
 
 // A per-layer array must be uniform for decodebench's fixed-shape kernels.
@@ -202,7 +214,8 @@ Model load_gguf_model(const std::string& path) {
   c.rms_eps = *eps;
   // Only a limit on prompt + tokens here: a file that claims more than we can address is
   // decoded within kMaxContext rather than refused.
-  c.context_length = std::min(require_uint(r, a + "context_length"), kMaxContext);
+  c.context_length = static_cast<int64_t>(
+      std::min(require_uint64(r, a + "context_length"), static_cast<uint64_t>(kMaxContext)));
   const auto scaling = r.get_string(a + "rope.scaling.type");
   const double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
   if ((scaling && *scaling != "none" &&

@@ -281,6 +281,22 @@ TEST_P(ArchParity, CpuBackendMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Architectures, ArchParity, ::testing::Values("llama", "qwen2", "qwen3"),
                          [](const auto& info) { return info.param; });
 
+// A context length past INT64_MAX (a uint64 key) is decoded within kMaxContext like any other
+// length beyond it, not turned negative and refused as "must be > 0".
+TEST(RealModel, HugeContextLengthIsCappedNotRefused) {
+  DB_REQUIRE_PYTHON_GGUF();
+  testing::TempDir dir;
+  const std::string script = (source_dir() / "tests" / "fixtures" / "write_arch_gguf.py").string();
+  for (const std::string length : {"9223372036854775813", "4294967296", "300"}) {
+    const std::string path = (dir / ("ctx" + length + ".gguf")).string();
+    const auto w =
+        run_command({python(), script, path, "--arch", "llama", "--context-length", length});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    const Model model = load_gguf_model(path);
+    EXPECT_EQ(model.config.context_length, length == "300" ? 300 : kMaxContext) << length;
+  }
+}
+
 TEST(RealModel, ReferenceScriptRejectsMissingFileAndUnsupportedArchitecture) {
   DB_REQUIRE_PYTHON_GGUF();
   testing::TempDir dir;
