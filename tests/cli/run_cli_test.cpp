@@ -405,6 +405,12 @@ TEST(RunCli, RawValueChecksLeaveTextAndFloatsAlone) {
 TEST(RunCli, UsageErrorPointsAtTheRightHelp) {
   const auto root = run_decodebench({"--tokens", "x"});
   EXPECT_EQ(root.exit_code, 2);
+  // A value of the wrong type: the flag, the value and what it must be, not CLI11's wording.
+  EXPECT_NE(root.err.find("--tokens: 'x' is not an integer"), std::string::npos) << root.err;
+  const auto eps = run_decodebench({"run", "--rms-eps", "1e-6x"});
+  EXPECT_EQ(eps.exit_code, 2);
+  EXPECT_NE(eps.err.find("--rms-eps: '1e-6x' is not a number"), std::string::npos) << eps.err;
+  EXPECT_NE(eps.err.find("Run 'decodebench run --help'"), std::string::npos) << eps.err;
   EXPECT_NE(root.err.find("Run 'decodebench --help' for the flags."), std::string::npos)
       << root.err;
   const auto inspect = run_decodebench({"inspect"});
