@@ -158,6 +158,12 @@ std::vector<int32_t> parse_id_list(const std::string& text, const std::string& f
   return ids;
 }
 
+void check_thread_count(int64_t threads) {
+  if (threads < 1 || threads > 1024) {
+    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(threads) + ")");
+  }
+}
+
 RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   RunConfig c;
   if (o.model_path && o.preset) {
@@ -302,9 +308,7 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
                              kNames, kValues);
   }
   const int64_t threads = r.get<int64_t>("threads", o.threads, nullptr, hardware_threads);
-  if (threads < 1 || threads > 1024) {
-    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(threads) + ")");
-  }
+  check_thread_count(threads);
   c.threads = static_cast<int>(threads);
   {
     static const char* const kNames[] = {"auto", "on", "off", "both"};

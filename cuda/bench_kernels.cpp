@@ -306,8 +306,11 @@ class GemvSection {
           runs.push_back({5, false, true, "-probe-load", 1, true});
         }
         // The tiled-mma kernel (6: run only when forced, slower; docs/performance.md round 14).
-        const std::vector<int> vs = gemv_variants(type);
-        if (std::find(vs.begin(), vs.end(), 6) != vs.end() && (c.cols / 32) % 4 == 0) {
+        GemvParams m = p;
+        m.x_split = split.get();
+        m.tiled = true;
+        m.variant = 6;
+        if (gemv_launch_info(m).variant == 6) {  // else it would run the tiled kernel again
           runs.push_back({6, false, true, "-presplit", 0, true});
           runs.push_back({6, true, true, "-presplit+pdl", 0, true});
           if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {

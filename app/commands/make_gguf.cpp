@@ -53,9 +53,7 @@ void run_make_gguf(MakeGgufFlags& f) {
   o.warmup = 0;
   o.backend = "cpu";
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (f.threads && (*f.threads < 1 || *f.threads > 1024)) {
-    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(*f.threads) + ")");
-  }
+  if (f.threads) check_thread_count(*f.threads);
   const RunConfig config = resolve_run_config(o, hw);
   check_destination(f.out, "--out");
   if (f.out == "-") throw usage_error("--out: a GGUF file cannot go to stdout");

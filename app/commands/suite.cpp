@@ -15,6 +15,7 @@
 #include "app/report/progress.hpp"
 #include "app/report/text.hpp"
 #include "core/result/json_file.hpp"
+#include "core/run_config.hpp"
 #include "core/suite/suite_runner.hpp"
 
 namespace decodebench::app {
@@ -159,9 +160,7 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
 
 int run_suite_command(const SuiteFlags& f) {
   // Checked once here, not as a failure of every configuration (0 once meant "not given").
-  if (f.threads && (*f.threads < 1 || *f.threads > 1024)) {
-    throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(*f.threads) + ")");
-  }
+  if (f.threads) check_thread_count(*f.threads);
   SuiteDefinition suite = load_suite_file(f.file);
   for (auto& c : suite.configurations) {
     if (!f.backend.empty()) c.args.insert(c.args.end(), {"--backend", f.backend});

@@ -11,6 +11,7 @@ namespace decodebench::app {
 /// (0x00-0x1F, 0x7F) becomes a visible escape such as "\x1b", so a model's output cannot move the
 /// cursor or recolour the terminal. Longer than `max_bytes` (of the escaped text): cut at the last
 /// UTF-8 character boundary that fits and "…" appended. Other bytes pass unchanged (UTF-8 or not).
+/// Throws nothing but std::bad_alloc.
 std::string printable_line(std::string_view text, size_t max_bytes);
 
 }  // namespace decodebench::app

@@ -148,10 +148,17 @@ Plan tiled_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void tiled_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// Tiled-mma kernel (Q4_0, Q4_1, Q8_0 in the tiled layout, on a pre-split x'; 16 rows per warp,
-/// the digit products on the int8 tensor cores, gemv_tiled_mma.cu). Requirements: those of
-/// tiled_supported and a multiple of 4 tiles per row.
+/// the digit products on the int8 tensor cores (PTX ISA, mma.m16n8k32), gemv_tiled_mma.cu).
+/// Supported: the type has the kernel, tiled_supported(t, w, cols), and cols a multiple of 128
+/// (4 tiles of 32 columns per step). Host-only check.
 bool tiled_mma_supported(WeightType t, const void* w, int64_t cols);
+/// Launch shape for `rows` × `cols` on `sms` SMs: 256 threads, 1 KiB of shared memory, tasks of
+/// 16 rows per warp, column split from plan_column_split. Queries the kernel's occupancy (needs a
+/// device; CUDA errors throw CudaError).
 Plan tiled_mma_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+/// Enqueues y = W·x' on `stream` with plan `p` (PDL when a.pdl). Throws decodebench::Error
+/// (runtime, exit 1) for a plan whose column split does not divide the CTA's 8 warps or exceeds
+/// the row's steps; CUDA launch errors as CudaError.
 void tiled_mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).

@@ -426,10 +426,7 @@ TEST(RunCli, UsageErrorPointsAtTheRightHelp) {
 // on any machine, not after minutes of timing (the gemm section, which reads --batches, runs
 // last) or as "no CUDA device" (exit 3).
 TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
-  const struct {
-    std::vector<std::string> args;
-    std::string message;
-  } cases[] = {
+  const std::vector<BadInput> cases = {
       {{"--batches", "0"}, "--batches must be in 1..256, got 0"},
       {{"--batches", "1,300"}, "--batches must be in 1..256, got 300"},
       {{"--iterations", "0"}, "--iterations must be >= 1"},
@@ -441,8 +438,8 @@ TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
     std::vector<std::string> args{"bench-kernels"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     const auto r = run_decodebench(args);
-    EXPECT_EQ(r.exit_code, 2) << c.message << ": " << r.err;
-    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.exit_code, 2) << c.expect << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
   }
 }
 
