@@ -20,6 +20,11 @@ ExecReport Backend::set_exec_mode(ExecMode mode) {
   return ExecReport{};
 }
 
+double Backend::replayed_step_gpu_us(int32_t, int64_t, int replays) {
+  if (replays < 1) throw usage_error("replays must be >= 1, got " + std::to_string(replays));
+  return -1.0;  // no graph to replay
+}
+
 void Backend::step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
                          std::span<int32_t> next, StepPhases* phases) {
   if (tokens.size() != 1 || positions.size() != 1 || next.size() != 1) {
@@ -56,8 +61,8 @@ void Backend::prefill_batch(std::span<const std::vector<int32_t>> prompts,
 
 void Backend::logits_batch(int64_t seq, std::vector<float>& out) {
   if (seq != 0) {
-    throw usage_error("sequence " + std::to_string(seq) + " is outside the batch of the " +
-                      name() + " backend (batch 1)");
+    throw usage_error("sequence " + std::to_string(seq) + " is outside the batch of the " + name() +
+                      " backend (batch 1)");
   }
   logits(out);
 }

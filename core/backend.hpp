@@ -46,6 +46,10 @@ struct KernelMix {
   /// not tell (CPU).
   std::vector<std::pair<std::string, int64_t>> gemv_per_step;
   int64_t tiled_matrices = 0;  ///< matrices on the device in the tiled layout
+  /// Pre-split x' of the same step: standalone split kernels launched, and splits the attention
+  /// kernel wrote with its output for the o projection (no kernel of their own).
+  int64_t x_split_kernels = 0;
+  int64_t x_splits_in_attention = 0;
 };
 
 /// A model placed on a device with its KV cache and workspace preallocated.
@@ -83,6 +87,15 @@ class Backend {
   /// here (after warm-up) and, when capture fails, falls back to eager and says why in the report.
   /// The CPU backend supports eager only and throws a usage error for graph mode.
   virtual ExecReport set_exec_mode(ExecMode mode);
+
+  /// The GPU's own time for one batch-1 decode step, µs: the step at `pos` fed `token` (its
+  /// inputs copied once), its captured graph replayed `replays` times back to back with no host
+  /// synchronisation between replays, CUDA-event time ÷ replays. A step's time minus this is the
+  /// host's overhead per token (H2D copy, graph launch, D2H and synchronisation latency). Rewrites
+  /// the KV entries at `pos` as a step does (with the same token, the same values). Returns a
+  /// negative value when the backend cannot tell: the CPU backend, eager mode, no captured graph.
+  /// Throws decodebench::Error: exit 2 for replays < 1 or invalid token / pos (as `step`).
+  virtual double replayed_step_gpu_us(int32_t token, int64_t pos, int replays);
 
   // ---- batched decode (issue 8) -------------------------------------------------------------
   // A backend built for max_batch() = B > 1 holds B independent KV caches ("slots"). step_batch

@@ -25,6 +25,10 @@ struct CudaBackendOptions {
   /// gate/up GEMV (direct / staged kernels) or the down projection's input, RoPE with the KV
   /// append (fewer launches per layer).
   bool fused = true;
+  /// With `fused`: the attention kernel also writes the o projection's pre-split x' where that
+  /// GEMV runs on one (AttentionParams::x_split), instead of a split kernel before it. Off only
+  /// to compare both forms (tests: bit-identical logits).
+  bool attention_x_split = true;
   /// Programmatic dependent launch: a kernel starts (loads weights) while its predecessor ends.
   bool pdl = true;
   /// Batched products (step_batch): 0 = automatic (tensor-core kernel where it exists), 1 = one

@@ -40,6 +40,11 @@ struct PassReport {
   double aggregate_tokens_per_s = 0;
   std::map<std::string, Summary> phases;  ///< h2d, launch, wait, argmax, total (ns), gpu (ms)
   Roofline roofline;
+  /// Host overhead per token, µs: median TPOT − the GPU's own time of a step
+  /// (PassResult::gpu_step_us: its graph replayed back to back); empty when not measured (CPU,
+  /// eager and phase-timing passes, batches). Everything outside the GPU's work: the H2D copy of
+  /// the step's inputs, the graph launch, the D2H of the next token and the synchronisation.
+  std::optional<double> host_overhead_us;
 };
 
 /// Everything a run produced, for the terminal report and the result JSON.

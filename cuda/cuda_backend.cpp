@@ -384,10 +384,11 @@ bool CudaBackend::presplit(const GemvParams& p) const {
 
 void CudaBackend::enqueue_gemv(GemvParams p) {
   p.pdl = options_.pdl;
-  if (!p.swiglu_out && presplit(p)) {
+  if (p.x_split == nullptr && !p.swiglu_out && presplit(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
                           stream_.get());
     p.x_split = x_split_.data();
+    ++step_split_kernels_;
   }
   const int variant = launch_gemv(p, stream_.get());
   // A variant without a slot would be counted under another's name.
@@ -432,11 +433,15 @@ KernelMix CudaBackend::kernel_mix() const {
                                  step_gemv_counts_[v]);
   }
   m.tiled_matrices = tiled_matrices_;
+  m.x_split_kernels = step_split_kernels_;
+  m.x_splits_in_attention = step_attention_splits_;
   return m;
 }
 
 void CudaBackend::enqueue_forward() {
   step_gemv_counts_.fill(0);
+  step_split_kernels_ = 0;
+  step_attention_splits_ = 0;
   cudaStream_t s = stream_.get();
   const bool pdl = options_.pdl;
   const auto* in = d_inputs_.data<StepInputs>();
@@ -493,8 +498,17 @@ void CudaBackend::enqueue_forward() {
     ap.scratch = attn_scratch_.data<float>();
     ap.k_new = k;
     ap.v_new = v;
+    // The o projection on a pre-split x': attention writes the split with its output, where it
+    // can, saving a split kernel and a kernel boundary per layer.
+    GemvParams o = gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr);
+    if (options_.fused && options_.attention_x_split && presplit(o) &&
+        attention_writes_x_split(ap)) {
+      ap.x_split = x_split_.data();
+      o.x_split = x_split_.data();
+      ++step_attention_splits_;
+    }
     launch_attention(ap, s);
-    enqueue_gemv(gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr));
+    enqueue_gemv(o);
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add. The
     // direct and staged kernels compute SwiGLU themselves: every CTA of the down projection then
     // reads one vector instead of two and no exp (docs/performance.md, round 7). A pre-split x'
@@ -589,6 +603,28 @@ int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
       in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
       [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
   return *h_next_.data<int32_t>();
+}
+
+double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays) {
+  if (replays < 1) throw usage_error("replays must be >= 1, got " + std::to_string(replays));
+  check_step_inputs(token, pos, c_.vocab, max_positions_);
+  if (mode_ != ExecMode::kGraph || !graphs_ || !graphs_->full.valid()) return -1.0;
+  auto* in = h_inputs_.data<StepInputs>();
+  in->token = token;
+  in->pos = static_cast<int32_t>(pos);
+  in->seq_len = static_cast<int32_t>(pos + 1);
+  last_batch_ = 0;
+  cudaStream_t s = stream_.get();
+  DB_CUDA_CHECK(
+      cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
+  graphs_->full.launch(s);  // untimed: the first replay after a pause
+  DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
+  for (int i = 0; i < replays; ++i) graphs_->full.launch(s);
+  DB_CUDA_CHECK(cudaEventRecord(ev_stop_.get(), s));
+  DB_CUDA_CHECK(cudaStreamSynchronize(s));
+  float ms = 0;
+  DB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_.get(), ev_stop_.get()));
+  return 1e3 * static_cast<double>(ms) / replays;
 }
 
 void CudaBackend::logits(std::vector<float>& out) {

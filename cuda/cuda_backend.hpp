@@ -76,6 +76,7 @@ class CudaBackend final : public Backend {
   int32_t step(int32_t token, int64_t pos, StepPhases* phases) override;
   void logits(std::vector<float>& out) override;
   ExecReport set_exec_mode(ExecMode mode) override;
+  double replayed_step_gpu_us(int32_t token, int64_t pos, int replays) override;
 
   // Batched decode (CudaBackendOptions::max_batch slots; see core/backend.hpp). Each layer runs
   // one batched product per weight matrix (launch_gemm: tensor-core kernel, weights read once per
@@ -136,6 +137,8 @@ class CudaBackend final : public Backend {
   std::array<int64_t, kGemvVariants> gemv_variant_counts_{};
   std::array<int64_t, kGemvVariants> step_gemv_counts_{};  ///< the last enqueue_forward's
   int64_t tiled_matrices_ = 0;
+  int64_t step_split_kernels_ = 0;     ///< standalone x' splits of the last enqueue_forward
+  int64_t step_attention_splits_ = 0;  ///< x' splits the attention kernel wrote in it
   int64_t max_positions_;
   std::string device_name_;
 

@@ -119,8 +119,14 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     for (const auto& [name, n] : r.kernels.gemv_per_step) {
       mix += (mix.empty() ? "" : " · ") + fmt::format("{} {}", name, n);
     }
-    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout\n", mix,
-               r.kernels.tiled_matrices, r.kernels.tiled_matrices == 1 ? "x" : "ces");
+    const KernelMix& k = r.kernels;
+    const std::string splits =
+        k.x_split_kernels + k.x_splits_in_attention == 0
+            ? ""
+            : fmt::format(" · x' splits: {} kernel{}, {} in attention", k.x_split_kernels,
+                          k.x_split_kernels == 1 ? "" : "s", k.x_splits_in_attention);
+    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout{}\n", mix,
+               k.tiled_matrices, k.tiled_matrices == 1 ? "x" : "ces", splits);
   }
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
@@ -183,6 +189,14 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                  gpu->second.median * 1e3, gpu->second.mean * 1e3, gpu->second.p90 * 1e3,
                  gpu->second.p99 * 1e3, gpu->second.max * 1e3);
     }
+  }
+  for (const auto& p : r.passes) {
+    if (!p.host_overhead_us) continue;
+    fmt::print(out,
+               "host     {}: {:.1f} µs per token outside the GPU's work (median TPOT {:.1f} µs − "
+               "{:.1f} µs, the step's graph replayed {} times back to back at position {})\n",
+               p.pass.spec.label, *p.host_overhead_us, p.tpot_ns.median / 1e3, p.pass.gpu_step_us,
+               p.pass.spec.gpu_step_replays, p.pass.gpu_step_position);
   }
   for (const auto& [mode, ns] : r.phase_timing_overhead_ns) {
     fmt::print(out, "phase-timing overhead ({}): {:+.1f} µs per token (median with − without)\n",

@@ -317,6 +317,14 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   }
   r.sequence_ids = {r.ids};
   r.wall_ns = ns_between(wall0, std::chrono::steady_clock::now());
+  if (spec.gpu_step_replays > 0 && r.ids.size() > 1) {
+    // The middle timed step (its input is ids[m]): its context is the pass's typical one.
+    const int64_t m = static_cast<int64_t>(r.ids.size() - 2) / 2;
+    r.gpu_step_position = pos_of(m);
+    r.gpu_step_us = backend.replayed_step_gpu_us(r.ids[static_cast<size_t>(m)], r.gpu_step_position,
+                                                 spec.gpu_step_replays);
+    if (r.gpu_step_us < 0) r.gpu_step_position = -1;
+  }
   return r;
 }
 

@@ -53,6 +53,9 @@ struct PassSpec {
   /// Read before the first timed round and after each round (outside the timed steps) into
   /// PassResult::telemetry; null: no telemetry.
   GpuTelemetry* telemetry = nullptr;
+  /// > 0 (batch 1): after the timed rounds, the GPU's own time of the middle timed step,
+  /// Backend::replayed_step_gpu_us with this many replays, into PassResult::gpu_step_us.
+  int gpu_step_replays = 0;
 };
 
 /// Why a pass stopped taking samples.
@@ -109,6 +112,10 @@ struct PassResult {
   std::vector<LogitsCheck> logits_checks;
   StoppingReport stopping;
   std::vector<RoundTelemetry> telemetry;  ///< per timed round when spec.telemetry was set
+  /// The GPU's own time of one step (spec.gpu_step_replays), µs; < 0 when not measured or the
+  /// backend cannot tell (CPU, eager mode).
+  double gpu_step_us = -1.0;
+  int64_t gpu_step_position = -1;  ///< the position it was measured at
 };
 
 /// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed

@@ -91,12 +91,25 @@ nlohmann::json run_key(const RunReport& r, const PassReport& p) {
   return key;
 }
 
+/// results.host_overhead of a pass: null where not measured (PassReport::host_overhead_us).
+nlohmann::json host_overhead_json(const PassReport& p) {
+  if (!p.host_overhead_us) return nullptr;
+  return {{"host_us", *p.host_overhead_us},
+          {"gpu_step_us", p.pass.gpu_step_us},
+          {"tpot_us_median", p.tpot_ns.median / 1e3},
+          {"position", p.pass.gpu_step_position},
+          {"replays", p.pass.spec.gpu_step_replays}};
+}
+
 /// backend.kernels: null when the backend does not tell (CPU) or ran no batch-1 step.
 nlohmann::json kernels_json(const RunReport& r) {
   if (r.kernels.gemv_per_step.empty()) return nullptr;
   nlohmann::json gemv = nlohmann::json::object();
   for (const auto& [name, n] : r.kernels.gemv_per_step) gemv[name] = n;
-  return {{"gemv_per_step", gemv}, {"tiled_matrices", r.kernels.tiled_matrices}};
+  return {{"gemv_per_step", gemv},
+          {"tiled_matrices", r.kernels.tiled_matrices},
+          {"x_split_kernels", r.kernels.x_split_kernels},
+          {"x_splits_in_attention", r.kernels.x_splits_in_attention}};
 }
 
 nlohmann::json exec_json(const ExecReport& e, const std::string& label) {
@@ -255,6 +268,7 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
         {"sequences", sequences},
         {"phases", phases},
         {"phase_samples", phase_samples},
+        {"host_overhead", host_overhead_json(p)},
         {"telemetry", telemetry_json(r, p.pass)}}},
       {"verification", verification_json(p.pass)},
       {"roofline", roofline}};

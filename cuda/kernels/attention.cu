@@ -35,6 +35,7 @@
 #include "cuda/kernels/gemv_impl.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "cuda/kernels/rope_device.cuh"
+#include "cuda/kernels/x_split.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -103,6 +104,9 @@ struct AttnArgs {
   /// the others' shared memory, so no scratch and no combine kernel.
   int cluster;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
+  /// x_split.dig != nullptr: the writer of `out` also writes its digit split there (batch 1,
+  /// head_dim a multiple of 128, short-context form; AttentionParams::x_split).
+  gemv_impl::SplitOut x_split;
 };
 
 /// The arguments of sequence b: every per-sequence pointer moved to its slot.
@@ -148,6 +152,16 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
 /// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
 /// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
 /// warp shuffles never sit in divergent code.
+/// Unit i (4 columns) of the block's outputs, y, into the digit split of `out` when asked for.
+/// All 32 lanes of a warp call it with 32 consecutive units (128 columns of one head: head_dim is
+/// a multiple of 128), so the warp holds whole 32-column tiles, as split_128 needs.
+__device__ __forceinline__ void split_unit(const AttnArgs& a, int h0, int i, float4 y) {
+  if (a.x_split.dig == nullptr) return;  // uniform over the launch
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t c0 = static_cast<int64_t>(h0) * a.head_dim + 4 * (i - lane);
+  gemv_impl::split_128(y, c0, true, a.x_split.dig, a.x_split.stride, a.x_split.meta, a.x_split.so);
+}
+
 template <int HD, int NG>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args) {
   const AttnArgs a = seq_args(args, blockIdx.y / args.n_kv_heads);
@@ -317,6 +331,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   if (c0 >= c1 && !a.cluster) {
     if (a.splits == 1) {
       for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
+      if constexpr (HD % 128 == 0) {
+        // The split of these zeros; a warp's 32 units are 128 columns of one head.
+        for (int i = t; i < ng * HD / 4; i += kThreads) split_unit(a, h0, i, float4{});
+      }
     } else if (t < ng) {
       float* ml = a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h0 + t) * 2;
       ml[0] = -INFINITY;
@@ -474,7 +492,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
           o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
                           fmaf(orr[r].w, w, o.w));
         }
-        store_unit(i, scaled(o, l));
+        const float4 y = scaled(o, l);
+        store_unit(i, y);
+        if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
       }
     }
     // The other blocks' shared memory stays alive until block 0 has read it. The arrive is
@@ -491,7 +511,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     const float4 o = unit_sum(g, d);
     const int64_t h = h0 + g;
     if (a.splits == 1) {
-      store_unit(i, scaled(o, l_s[g]));
+      const float4 y = scaled(o, l_s[g]);
+      store_unit(i, y);
+      if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
     } else {
       float* pa = a.part_acc + (static_cast<int64_t>(split) * a.n_heads + h) * HD + d;
       pa[0] = o.x;  // scalar stores: the scratch of a sequence may be 8-byte aligned
@@ -595,6 +617,12 @@ int attention_cluster_blocks(const AttentionParams& p) {
   return static_cast<int>(std::clamp<int64_t>(ceil_div<int64_t>(p.capacity, tile), 1, kMaxCluster));
 }
 
+bool attention_writes_x_split(const AttentionParams& p) {
+  // One writer per output: the short-context form (one block, or cluster rank 0) or a single
+  // split; the combine kernel's one thread per column holds no whole tile.
+  return p.batch == 1 && p.head_dim % 128 == 0 && (attention_uses_short_path(p) || p.splits == 1);
+}
+
 int attention_splits(int64_t capacity) {
   if (capacity <= kSplitGranule) return 1;
   const int64_t s = ceil_div<int64_t>(capacity, kSplitGranule);
@@ -637,6 +665,14 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   }
   if (p.path < 0 || p.path > 3) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
+  }
+  if (p.x_split != nullptr &&
+      (!attention_writes_x_split(p) || (reinterpret_cast<uintptr_t>(p.x_split) & 15u) != 0)) {
+    throw runtime_error(
+        "attention: x_split needs batch 1, head_dim a multiple of 128, one split or the "
+        "short-context form, and a 16-byte aligned buffer (head_dim " +
+        std::to_string(p.head_dim) + ", batch " + std::to_string(p.batch) + ", splits " +
+        std::to_string(p.splits) + ")");
   }
   const bool small = attention_uses_short_path(p);
   if (!small && (p.splits < 1 || p.splits > 65535 || (p.splits > 1 && p.scratch == nullptr))) {
@@ -681,6 +717,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.cache_stride = p.cache_stride;
   a.input_stride = p.input_stride;
   a.scratch_stride = attention_scratch_floats(p.n_heads, p.head_dim, a.splits);
+  if (p.x_split != nullptr) a.x_split = gemv_impl::split_out(p.x_split, p.n_heads * p.head_dim);
   const int64_t batch = p.batch;
   switch (p.head_dim) {
     case 16:

@@ -63,6 +63,13 @@ struct AttentionParams {
   int64_t kv_new_stride = 0;  ///< 0: n_kv_heads · head_dim
   int64_t cache_stride = 0;   ///< >= n_kv_heads · capacity · head_dim when batch > 1
   int64_t input_stride = 0;   ///< >= 1 when batch > 1
+  // ---- the o projection's input, split (attention_writes_x_split) ------------------------
+  /// Optional: gemv_x_split_bytes(n_heads · head_dim) bytes, 16-byte aligned. The kernel then
+  /// also writes the exact digit split of `out` there, byte for byte what launch_gemv_prepare_x
+  /// (GemvInput::kPlain) writes for it, so the following quantized GEMV on a pre-split x'
+  /// (GemvParams::x_split) needs no split kernel of its own: one launch and one kernel boundary
+  /// fewer per layer. Written after the kernel's PDL wait, like `out`.
+  void* x_split = nullptr;
 };
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
@@ -72,6 +79,10 @@ bool attention_uses_short_path(const AttentionParams& p);
 /// ceil(capacity / (8192 / head_dim))) for paths 0 (short) and 3 on compute capability >= 9.
 int attention_cluster_blocks(const AttentionParams& p);
 
+/// Whether launch_attention can write AttentionParams::x_split for `p`: batch 1, head_dim a
+/// multiple of 128 (a warp then holds whole 32-column tiles of `out`), and one writer per output
+/// (the short-context form, or splits == 1).
+bool attention_writes_x_split(const AttentionParams& p);
 /// Number of KV splits for a cache of `capacity` positions: ceil(capacity / 128) clamped to
 /// [1, 64]. Fixed when the workspace is allocated, so the launch shape never changes; at run time
 /// a split takes max(64, ceil(seq_len / splits)) positions and splits past the end do nothing.
@@ -92,7 +103,8 @@ int64_t attention_scratch_floats(int64_t n_heads, int64_t head_dim, int splits);
 /// capacity is clamped to capacity and sets kDeviceErrorSeqLen in *d_error; seq_len <= 0 gives
 /// zeros. Throws decodebench::Error: exit 2 "attention: unsupported head_dim: N" for head dims
 /// other than 16/32/64/128/256; exit 1 for null pointers, bad shapes, splits < 1 without scratch,
-/// or a failed launch.
+/// an x_split the launch cannot write (attention_writes_x_split, or not 16-byte aligned), or a
+/// failed launch.
 void launch_attention(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace decodebench::cuda

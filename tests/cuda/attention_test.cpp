@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/model/config.hpp"
 #include "cuda/kernels/delayed_copy.cuh"
+#include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 
@@ -327,6 +328,123 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
   EXPECT_EQ(attention_cluster_blocks(p), 1);
   p.path = 3;
   EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 8 : 1);
+}
+
+/// The split of `out` that attention writes (AttentionParams::x_split) against the standalone
+/// split kernel's on the same output: every byte of the buffer (both layouts) equal, for each
+/// seq_len. Both buffers start with the same filler, so bytes neither writes compare equal too.
+void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
+  const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
+  const int64_t cols = c.n_heads * c.head_dim;
+  const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * c.head_dim);
+  const uint32_t seed = static_cast<uint32_t>(c.n_heads * 17 + c.capacity);
+  DeviceBuffer d_q = upload(random_floats(static_cast<size_t>(cols), seed, -3.0f, 3.0f));
+  DeviceBuffer d_k = upload(random_floats(cache_n, seed + 1));
+  DeviceBuffer d_v = upload(random_floats(cache_n, seed + 2));
+  DeviceBuffer d_out(static_cast<size_t>(cols) * sizeof(float));
+  DeviceBuffer d_scratch(static_cast<size_t>(std::max<int64_t>(
+                             attention_scratch_floats(c.n_heads, c.head_dim, splits), 4)) *
+                         sizeof(float));
+  DeviceBuffer d_seq(sizeof(int32_t));
+  const size_t bytes = gemv_x_split_bytes(cols);
+  DeviceBuffer by_attention(bytes);
+  DeviceBuffer by_kernel(bytes);
+
+  AttentionParams p;
+  p.q = d_q.data<float>();
+  p.k_cache = d_k.data<float>();
+  p.v_cache = d_v.data<float>();
+  p.out = d_out.data<float>();
+  p.n_heads = c.n_heads;
+  p.n_kv_heads = c.n_kv_heads;
+  p.head_dim = c.head_dim;
+  p.capacity = c.capacity;
+  p.d_seq_len = d_seq.data<int32_t>();
+  p.splits = splits;
+  p.scratch = d_scratch.data<float>();
+  p.path = c.path;
+  p.x_split = by_attention.get();
+  ASSERT_TRUE(attention_writes_x_split(p));
+  for (const int32_t seq_len : seq_lens) {
+    const std::string what =
+        "Hq=" + std::to_string(c.n_heads) + " hd=" + std::to_string(c.head_dim) +
+        " cap=" + std::to_string(c.capacity) + " path=" + std::to_string(c.path) +
+        " seq_len=" + std::to_string(seq_len);
+    DB_CUDA_CHECK(cudaMemset(by_attention.get(), 0x5A, bytes));
+    DB_CUDA_CHECK(cudaMemset(by_kernel.get(), 0x5A, bytes));
+    poke(d_seq.get(), seq_len);
+    launch_attention(p, nullptr);
+    launch_gemv_prepare_x(GemvInput::kPlain, d_out.data<float>(), nullptr, nullptr, 0.0f, cols,
+                          by_kernel.get(), false, nullptr);
+    testing::sync();
+    const std::vector<uint8_t> got = download<uint8_t>(by_attention.get(), bytes);
+    const std::vector<uint8_t> want = download<uint8_t>(by_kernel.get(), bytes);
+    size_t diff = 0;
+    while (diff < bytes && got[diff] == want[diff]) ++diff;
+    EXPECT_EQ(diff, bytes) << what << ": first differing byte " << diff << " of " << bytes;
+    // The split is of real outputs, not of zeros (seq_len 0 gives zeros on purpose).
+    if (seq_len > 0) {
+      const std::vector<float> out = download<float>(d_out.get(), static_cast<size_t>(cols));
+      EXPECT_GT(*std::max_element(out.begin(), out.end()), 0.0f) << what;
+    }
+  }
+}
+
+TEST(Attention, WritesTheOProjectionsSplitAsTheSplitKernelDoes) {
+  DB_REQUIRE_CUDA();
+  // The 7B shape's decode form: short context on a cluster (4 blocks), group 7 in one block.
+  check_x_split({28, 4, 128, 256, 0}, {1, 16, 129, 256});
+  // One block per KV head (path 2), head_dim 256 (two warps per head), and seq_len 0 (zeros).
+  check_x_split({16, 8, 256, 400, 0, 2}, {0, 1, 300, 400});
+  check_x_split({8, 2, 128, 300, 0, 2}, {0, 77});
+  // Query heads of a KV head spread over blocks along z (hpb < group); a cluster of 7 blocks.
+  check_x_split({40, 8, 128, 400, 0, 3}, {300, 400});
+  // Split-KV path with a single split: the block writes its outputs itself.
+  check_x_split({8, 2, 128, 5000, 1, 1}, {0, 1, 4999});
+}
+
+TEST(Attention, RefusesAnXSplitItCannotWrite) {
+  AttentionParams p;
+  p.n_heads = 8;
+  p.n_kv_heads = 2;
+  p.head_dim = 128;
+  p.capacity = 256;
+  EXPECT_TRUE(attention_writes_x_split(p));
+  p.head_dim = 64;  // a warp would hold half tiles of two heads
+  EXPECT_FALSE(attention_writes_x_split(p));
+  p.head_dim = 128;
+  p.capacity = 5000;  // split-KV: the combine kernel writes the outputs
+  p.splits = attention_splits(p.capacity);
+  EXPECT_FALSE(attention_writes_x_split(p));
+  p.splits = 1;
+  EXPECT_TRUE(attention_writes_x_split(p));
+  p.batch = 2;
+  EXPECT_FALSE(attention_writes_x_split(p));
+
+  DB_REQUIRE_CUDA();
+  DeviceBuffer q(8 * 64 * sizeof(float)), kv(2 * 256 * 64 * sizeof(float));
+  DeviceBuffer out(8 * 64 * sizeof(float)), seq(sizeof(int32_t));
+  DeviceBuffer split(gemv_x_split_bytes(8 * 128));
+  AttentionParams a;
+  a.q = q.data<float>();
+  a.k_cache = kv.data<float>();
+  a.v_cache = kv.data<float>();
+  a.out = out.data<float>();
+  a.n_heads = 8;
+  a.n_kv_heads = 2;
+  a.head_dim = 64;
+  a.capacity = 256;
+  a.d_seq_len = seq.data<int32_t>();
+  a.x_split = split.get();
+  try {
+    launch_attention(a, nullptr);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_NE(std::string(e.what()).find("x_split needs batch 1, head_dim a multiple of 128"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Attention, RejectsUnsupportedHeadDim) {

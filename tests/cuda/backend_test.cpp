@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -227,6 +228,56 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
     EXPECT_EQ(mix.tiled_matrices, layout == WeightLayout::kTiled ? per_step : 0);
+    // head_dim 64: a warp of the attention kernel holds no whole 32-column tile of its output,
+    // so every pre-split x' comes from a split kernel.
+    EXPECT_EQ(mix.x_split_kernels, per_step);
+    EXPECT_EQ(mix.x_splits_in_attention, 0);
+  }
+}
+
+// With head_dim 128 the attention kernel writes the o projection's pre-split x' itself: one split
+// kernel fewer per layer, and logits bit for bit those of the form with the split kernel, eagerly
+// and replayed from a graph; tokens as the CPU's.
+TEST(Backend, AttentionWritesTheOProjectionsSplit) {
+  DB_REQUIRE_CUDA();
+  ModelConfig c = test_config();
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 128;
+  c.rope_dim = 128;
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ6_K}) {
+    const Model m = make_model(t, c);
+    const std::string name = weight_traits(t).name;
+    expect_same_tokens_as_cpu(m, 16, name + " head_dim 128, presplit", 1);
+    for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+      CudaBackendOptions o;
+      o.max_positions = static_cast<int64_t>(kPrompt.size()) + 17;
+      o.gemv_presplit = 1;
+      CudaBackend with(m, o);
+      o.attention_x_split = false;
+      CudaBackend without(m, o);
+      const std::string what = name + (mode == ExecMode::kGraph ? " graph" : " eager");
+      int32_t tw = with.prefill(prompt_for(with));
+      int32_t to = without.prefill(prompt_for(without));
+      with.set_exec_mode(mode);
+      without.set_exec_mode(mode);
+      std::vector<float> lw, lo;
+      for (int i = 0; i < 16; ++i) {
+        const int64_t pos = static_cast<int64_t>(kPrompt.size()) + i;
+        tw = with.step(tw, pos, nullptr);
+        to = without.step(to, pos, nullptr);
+        with.logits(lw);
+        without.logits(lo);
+        ASSERT_TRUE(testing::all_bits_equal(lw, lo, what + " step " + std::to_string(i)));
+        ASSERT_EQ(tw, to) << what;
+      }
+      const int64_t layers = c.n_layers;
+      const int64_t per_step = 4 * layers + 1;
+      EXPECT_EQ(with.kernel_mix().x_splits_in_attention, layers) << what;
+      EXPECT_EQ(with.kernel_mix().x_split_kernels, per_step - layers) << what;
+      EXPECT_EQ(without.kernel_mix().x_splits_in_attention, 0) << what;
+      EXPECT_EQ(without.kernel_mix().x_split_kernels, per_step) << what;
+    }
   }
 }
 
@@ -274,6 +325,70 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
     EXPECT_NE(r.out.find("kernels  GEMVs per step: staged 2 · " + big + " 3"), std::string::npos)
         << r.out;
   }
+}
+
+// The GPU's own step time: the graph replayed back to back at a position of the sequence gives
+// a positive time, leaves the KV cache as the step left it (the steps from there give the same
+// tokens), and is refused or not measured where it cannot be.
+TEST(Backend, ReplayedStepGpuTimeLeavesTheSequenceIntact) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kBF16);
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 33;
+  CudaBackend gpu(m, o);
+  const std::vector<int32_t> ids = decode(gpu, 32, ExecMode::kGraph);
+  const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+  const int64_t mid = 16;  // step 16 is fed ids[16] at position p0 + 16
+  const auto t0 = std::chrono::steady_clock::now();
+  const double us = gpu.replayed_step_gpu_us(ids[mid], p0 + mid, 16);
+  const double wall_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GT(us, 0.0);
+  EXPECT_LT(us * 16, wall_us) << "16 replays took longer on the GPU than on the wall clock";
+  // The steps from there on give the tokens of the first decode.
+  int32_t t = ids[mid];
+  for (int64_t i = mid; i < 32; ++i) {
+    t = gpu.step(t, p0 + i, nullptr);
+    EXPECT_EQ(t, ids[static_cast<size_t>(i) + 1]) << "step " << i;
+  }
+  EXPECT_THROW(gpu.replayed_step_gpu_us(ids[0], p0, 0), Error);
+  EXPECT_THROW(gpu.replayed_step_gpu_us(ids[0], o.max_positions, 4), Error);
+  gpu.set_exec_mode(ExecMode::kEager);
+  EXPECT_LT(gpu.replayed_step_gpu_us(ids[0], p0, 4), 0.0) << "eager mode has no graph";
+}
+
+// `run` reports the host overhead per token of its graph pass (TPOT − the GPU's replayed step),
+// in the JSON and on the terminal; eager and phase-timing passes carry none.
+TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
+  DB_REQUIRE_CUDA();
+  decodebench::testing::TempDir dir;
+  const auto json = dir.path() / "host.json";
+  const auto r = decodebench::testing::run_decodebench(
+      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "4096",
+       "--prompt-tokens", "5", "--tokens", "8", "--graph", "both", "--phase-timing", "--json",
+       json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
+  int graphs = 0;
+  for (const auto& run : doc["runs"]) {
+    const auto& res = run["results"];
+    const auto& h = res["host_overhead"];
+    if (run["label"] != "graph") {
+      EXPECT_TRUE(h.is_null()) << run["label"] << ": " << h.dump();
+      continue;
+    }
+    ++graphs;
+    ASSERT_TRUE(h.is_object()) << res.dump();
+    const double tpot_us = res["stats"]["tpot_ns"]["median"].get<double>() / 1e3;
+    EXPECT_DOUBLE_EQ(h["tpot_us_median"].get<double>(), tpot_us);
+    EXPECT_GT(h["gpu_step_us"].get<double>(), 0.0);
+    EXPECT_NEAR(h["host_us"].get<double>(), tpot_us - h["gpu_step_us"].get<double>(), 1e-6);
+    EXPECT_EQ(h["position"], 5 + 3) << "the middle of 8 steps from position 5";
+    EXPECT_EQ(h["replays"], 32);
+  }
+  EXPECT_EQ(graphs, 1);
+  EXPECT_NE(r.out.find("host     graph: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("µs per token outside the GPU's work"), std::string::npos) << r.out;
 }
 
 // Every timed round of a CUDA run carries the GPU's readings (NVML): as many records as rounds,

@@ -1,0 +1,125 @@
+// The host overhead per token: run_pass asks the backend for the GPU's own time of the pass's
+// middle step (Backend::replayed_step_gpu_us) with that step's token and position, and the run
+// report and result JSON give TPOT − that time. A scripted backend stands in for the GPU here;
+// tests/cuda/backend_test.cpp measures it on a device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/decode/decode_loop.hpp"
+#include "core/error.hpp"
+#include "core/run_config.hpp"
+#include "core/runner.hpp"
+
+namespace decodebench {
+namespace {
+
+/// Step i returns token 100 + pos; "graph" mode accepted; replays recorded, 250 µs returned.
+class ScriptedBackend : public Backend {
+ public:
+  [[nodiscard]] std::string name() const override { return "scripted"; }
+  [[nodiscard]] std::string device_name() const override { return "none"; }
+  [[nodiscard]] int64_t max_positions() const override { return 64; }
+  int32_t step(int32_t, int64_t pos, StepPhases*) override {
+    return static_cast<int32_t>(100 + pos);
+  }
+  void logits(std::vector<float>& out) override { out.assign(4, 0.0f); }
+  ExecReport set_exec_mode(ExecMode mode) override {
+    mode_ = mode;
+    ExecReport r;
+    r.mode = mode;
+    r.captured = mode == ExecMode::kGraph;
+    return r;
+  }
+  double replayed_step_gpu_us(int32_t token, int64_t pos, int replays) override {
+    calls.push_back({token, pos, replays});
+    return mode_ == ExecMode::kGraph ? 250.0 : -1.0;
+  }
+  struct Call {
+    int32_t token;
+    int64_t pos;
+    int replays;
+  };
+  std::vector<Call> calls;
+
+ private:
+  ExecMode mode_ = ExecMode::kEager;
+};
+
+PassSpec spec_of(ExecMode mode, int replays) {
+  PassSpec s;
+  s.label = "graph";
+  s.mode = mode;
+  s.first_token = 7;
+  s.start_pos = 10;
+  s.tokens = 6;
+  s.gpu_step_replays = replays;
+  return s;
+}
+
+TEST(HostOverhead, RunPassMeasuresTheMiddleStepWithItsOwnTokenAndPosition) {
+  ScriptedBackend b;
+  const PassResult r = run_pass(b, spec_of(ExecMode::kGraph, 32));
+  // Steps 0..5 at positions 10..15 are fed 7, 110, 111, ..., 114; the middle one is step 2.
+  ASSERT_EQ(r.ids, (std::vector<int32_t>{7, 110, 111, 112, 113, 114, 115}));
+  ASSERT_EQ(b.calls.size(), 1u);
+  EXPECT_EQ(b.calls[0].token, 111);
+  EXPECT_EQ(b.calls[0].pos, 12);
+  EXPECT_EQ(b.calls[0].replays, 32);
+  EXPECT_EQ(r.gpu_step_us, 250.0);
+  EXPECT_EQ(r.gpu_step_position, 12);
+}
+
+TEST(HostOverhead, NotMeasuredWhenNotAskedOrWhenTheBackendCannotTell) {
+  ScriptedBackend b;
+  const PassResult off = run_pass(b, spec_of(ExecMode::kGraph, 0));
+  EXPECT_TRUE(b.calls.empty());
+  EXPECT_LT(off.gpu_step_us, 0.0);
+  EXPECT_EQ(off.gpu_step_position, -1);
+  const PassResult eager = run_pass(b, spec_of(ExecMode::kEager, 32));
+  ASSERT_EQ(b.calls.size(), 1u);  // asked, but eager mode has no graph to replay
+  EXPECT_LT(eager.gpu_step_us, 0.0);
+  EXPECT_EQ(eager.gpu_step_position, -1);
+}
+
+TEST(HostOverhead, BaseBackendRefusesZeroReplaysAndOtherwiseCannotTell) {
+  struct Plain : ScriptedBackend {
+    double replayed_step_gpu_us(int32_t t, int64_t p, int n) override {
+      return Backend::replayed_step_gpu_us(t, p, n);
+    }
+  } b;
+  EXPECT_LT(b.replayed_step_gpu_us(1, 0, 4), 0.0);
+  try {
+    b.replayed_step_gpu_us(1, 0, 0);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("replays must be >= 1, got 0"), std::string::npos);
+  }
+}
+
+// The CPU backend has no graph: its runs carry no host overhead, in the report or the JSON.
+TEST(HostOverhead, CpuRunsReportNone) {
+  RunOptions o;
+  o.preset = "smollm2-135m";
+  o.layers = 1;
+  o.vocab = 256;
+  o.ffn = 128;
+  o.tokens = 3;
+  o.warmup = 0;
+  o.prompt_tokens = 2;
+  o.backend = "cpu";
+  o.threads = 2;
+  const RunReport r = execute_run(resolve_run_config(o, 2));
+  ASSERT_EQ(r.passes.size(), 1u);
+  EXPECT_FALSE(r.passes[0].host_overhead_us.has_value());
+  const nlohmann::json doc = result_json(r);
+  ASSERT_TRUE(doc["runs"][0]["results"].contains("host_overhead")) << doc["runs"][0].dump();
+  EXPECT_TRUE(doc["runs"][0]["results"]["host_overhead"].is_null());
+}
+
+}  // namespace
+}  // namespace decodebench
