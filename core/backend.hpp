@@ -13,7 +13,8 @@ namespace decodebench {
 /// Host-side phase durations of one decode step (ns, steady clock) and its GPU time (ms, CUDA
 /// events). Filled only when phase timing is on; a phase that does not exist on a backend is 0.
 struct StepPhases {
-  int64_t h2d_ns = 0;     ///< issuing the async H2D copies of token id, position, seq_len
+  int64_t h2d_ns = 0;  ///< issuing the async H2D copies of token id, position, seq_len (~0
+                       ///< when the device holds them already: CudaBackendOptions::device_advance)
   int64_t launch_ns = 0;  ///< graph launch, or all eager kernel launches, returned
   int64_t wait_ns = 0;    ///< until the step's GPU work (before argmax) is complete
   int64_t argmax_ns = 0;  ///< argmax kernels + 4-byte D2H + synchronisation
@@ -91,7 +92,7 @@ class Backend {
   /// The GPU's own time for one batch-1 decode step, µs: the step at `pos` fed `token` (its
   /// inputs copied once), its captured graph replayed `replays` times back to back with no host
   /// synchronisation between replays, CUDA-event time ÷ replays. A step's time minus this is the
-  /// host's overhead per token (H2D copy, graph launch, D2H and synchronisation latency). Rewrites
+  /// host's overhead per token (graph launch, D2H, synchronisation latency, any H2D copy). Rewrites
   /// the KV entries at `pos` as a step does (with the same token, the same values). Returns a
   /// negative value when the backend cannot tell: the CPU backend, eager mode, no captured graph.
   /// Throws decodebench::Error: exit 2 for replays < 1 or invalid token / pos (as `step`).

@@ -29,6 +29,11 @@ struct CudaBackendOptions {
   /// GEMV runs on one (AttentionParams::x_split), instead of a split kernel before it. Off only
   /// to compare both forms (tests: bit-identical logits).
   bool attention_x_split = true;
+  /// Batch-1 steps advance their own inputs on the device: the argmax kernel writes the next
+  /// greedy step's token id, position and seq_len, so a step fed the previous step's output at
+  /// the next position needs no H2D copy (any other step copies its inputs as before). Off only
+  /// to compare both forms (tests: identical tokens and logits).
+  bool device_advance = true;
   /// Programmatic dependent launch: a kernel starts (loads weights) while its predecessor ends.
   bool pdl = true;
   /// Batched products (step_batch): 0 = automatic (tensor-core kernel where it exists), 1 = one

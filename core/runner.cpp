@@ -65,6 +65,8 @@ Summary summarize_ns(const std::vector<int64_t>& ns) {
   return summarize(v);
 }
 
+}  // namespace
+
 PassReport make_pass_report(PassResult pass, int64_t bytes_per_token) {
   PassReport r;
   r.tpot_ns = summarize_ns(pass.samples_ns);
@@ -101,6 +103,8 @@ PassReport make_pass_report(PassResult pass, int64_t bytes_per_token) {
   r.pass = std::move(pass);
   return r;
 }
+
+namespace {
 
 std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
                                     RunReport& report) {

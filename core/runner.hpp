@@ -42,8 +42,9 @@ struct PassReport {
   Roofline roofline;
   /// Host overhead per token, µs: median TPOT − the GPU's own time of a step
   /// (PassResult::gpu_step_us: its graph replayed back to back); empty when not measured (CPU,
-  /// eager and phase-timing passes, batches). Everything outside the GPU's work: the H2D copy of
-  /// the step's inputs, the graph launch, the D2H of the next token and the synchronisation.
+  /// eager and phase-timing passes, batches). Everything outside the GPU's work: the graph
+  /// launch, the D2H of the next token, the synchronisation, and an H2D copy of the step's inputs
+  /// where the device does not hold them already.
   std::optional<double> host_overhead_us;
 };
 
@@ -78,6 +79,11 @@ struct RunReport {
   std::vector<std::string> warnings;
   ExitCode exit_code = ExitCode::kOk;  ///< kVerification when a check failed under --keep-going
 };
+
+/// The statistics of one pass: TPOT summary, tokens/s, phases, roofline (without the measured
+/// bandwidth, which the run adds), and the host overhead per token (median TPOT −
+/// pass.gpu_step_us, when that was measured).
+PassReport make_pass_report(PassResult pass, int64_t bytes_per_token);
 
 /// Progress messages for the terminal (may be empty).
 using ProgressFn = std::function<void(const std::string&)>;

@@ -280,6 +280,7 @@ void CudaBackend::allocate_workspace() {
   d_error_flag_ = DeviceBuffer(sizeof(int32_t));
   fault_scratch_ = DeviceBuffer(256);
   DB_CUDA_CHECK(cudaMemset(d_error_flag_.data(), 0, sizeof(int32_t)));
+  DB_CUDA_CHECK(cudaMemset(d_inputs_.data(), 0, sizeof(StepInputs)));  // advance 0 until a copy
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(sizeof(int32_t));
   std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
@@ -539,8 +540,10 @@ void CudaBackend::enqueue_forward() {
 
 void CudaBackend::enqueue_argmax() {
   cudaStream_t s = stream_.get();
+  // With device_advance the argmax kernel also writes the next greedy step's inputs.
+  int32_t* advance = options_.device_advance ? &d_inputs_.data<StepInputs>()->token : nullptr;
   launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
-                d_next_.data<int32_t>(), s, options_.pdl);
+                d_next_.data<int32_t>(), s, options_.pdl, advance);
   DB_CUDA_CHECK(
       cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
 }
@@ -550,7 +553,9 @@ void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const 
                            const std::function<void()>& argmax, StepPhases* phases) {
   cudaStream_t s = stream_.get();
   if (phases == nullptr) {
-    DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+    if (h_in != nullptr) {
+      DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+    }
     if (graphs != nullptr) {
       graphs->full.launch(s);
     } else {
@@ -562,7 +567,9 @@ void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const 
   }
   // Phase timing: the step is split at its phase boundaries, each closed by a synchronisation.
   const auto t0 = Clock::now();
-  DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+  if (h_in != nullptr) {
+    DB_CUDA_CHECK(cudaMemcpyAsync(d_in, h_in, in_bytes, cudaMemcpyHostToDevice, s));
+  }
   const auto t1 = Clock::now();
   DB_CUDA_CHECK(cudaEventRecord(ev_start_.get(), s));
   if (graphs != nullptr) {
@@ -593,16 +600,25 @@ void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const 
 
 int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   check_step_inputs(token, pos, c_.vocab, max_positions_);
+  // The previous step's argmax kernel left this step's inputs on the device when this step is
+  // fed its output at the next position (greedy decoding): no H2D copy then.
+  const bool resident = resident_.valid && resident_.token == token && resident_.pos == pos;
+  resident_.valid = false;  // until this step has run
   auto* in = h_inputs_.data<StepInputs>();
   in->token = token;
   in->pos = static_cast<int32_t>(pos);
   in->seq_len = static_cast<int32_t>(pos + 1);
+  in->advance = options_.device_advance ? 1 : 0;
   const bool graph = mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid();
   last_batch_ = 0;
   run_step(
-      in, d_inputs_.data(), sizeof(StepInputs), graph ? graphs_.get() : nullptr,
-      [&] { enqueue_forward(); }, [&] { enqueue_argmax(); }, phases);
-  return *h_next_.data<int32_t>();
+      resident ? nullptr : in, d_inputs_.data(), sizeof(StepInputs),
+      graph ? graphs_.get() : nullptr, [&] { enqueue_forward(); }, [&] { enqueue_argmax(); },
+      phases);
+  if (!resident) ++input_copies_;
+  const int32_t next = *h_next_.data<int32_t>();
+  if (options_.device_advance) resident_ = {true, next, pos + 1};
+  return next;
 }
 
 double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays) {
@@ -613,6 +629,8 @@ double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays
   in->token = token;
   in->pos = static_cast<int32_t>(pos);
   in->seq_len = static_cast<int32_t>(pos + 1);
+  in->advance = 0;  // every replay is the same step
+  resident_.valid = false;
   last_batch_ = 0;
   cudaStream_t s = stream_.get();
   DB_CUDA_CHECK(
@@ -837,6 +855,7 @@ void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const in
     in[i].token = tokens[static_cast<size_t>(i)];
     in[i].pos = static_cast<int32_t>(positions[static_cast<size_t>(i)]);
     in[i].seq_len = static_cast<int32_t>(positions[static_cast<size_t>(i)] + 1);
+    in[i].advance = 0;  // the batched argmax does not advance
   }
   const auto it = batch_graphs_.find(m);
   const bool graph = batch_mode_ == ExecMode::kGraph && batch_mode_m_ == m &&

@@ -26,7 +26,9 @@ struct StepInputs {
   int32_t token;
   int32_t pos;
   int32_t seq_len;
-  int32_t pad;
+  /// 1: the step's argmax kernel writes the next greedy step's inputs over these (token = its
+  /// argmax, pos + 1, seq_len + 1; CudaBackendOptions::device_advance); 0: it leaves them.
+  int32_t advance;
 };
 
 /// A weight tensor on the device.
@@ -97,6 +99,9 @@ class CudaBackend final : public Backend {
   }
   /// GEMVs of the last batch-1 step enqueued, by kernel name; matrices uploaded tiled.
   [[nodiscard]] KernelMix kernel_mix() const override;
+  /// Batch-1 steps so far whose inputs were copied to the device (the others found them there,
+  /// written by the previous step's argmax kernel). Diagnostics and tests.
+  [[nodiscard]] int64_t input_copies() const { return input_copies_; }
 
  private:
   void upload_weights();
@@ -122,8 +127,9 @@ class CudaBackend final : public Backend {
   /// graphs); on failure reports why and leaves `out` empty (exit 5 when the context broke).
   ExecReport capture_pair(const std::function<void()>& first, const std::function<void()>& second,
                           std::unique_ptr<StepGraphs>& out);
-  /// Copies the step inputs (in_bytes at h_in → d_in) and runs forward + argmax, from `graphs`
-  /// (null: eagerly through the two functions); with `phases`, split at the phase boundaries.
+  /// Copies the step inputs (in_bytes at h_in → d_in; h_in null: they are on the device already)
+  /// and runs forward + argmax, from `graphs` (null: eagerly through the two functions); with
+  /// `phases`, split at the phase boundaries.
   void run_step(const void* h_in, void* d_in, size_t in_bytes, const StepGraphs* graphs,
                 const std::function<void()>& forward, const std::function<void()>& argmax,
                 StepPhases* phases);
@@ -137,6 +143,14 @@ class CudaBackend final : public Backend {
   std::array<int64_t, kGemvVariants> gemv_variant_counts_{};
   std::array<int64_t, kGemvVariants> step_gemv_counts_{};  ///< the last enqueue_forward's
   int64_t tiled_matrices_ = 0;
+  /// The inputs the device holds after the last step (device_advance): valid only when the
+  /// last batch-1 step ran to its end with advance on.
+  struct ResidentInputs {
+    bool valid = false;
+    int32_t token = 0;
+    int64_t pos = 0;
+  } resident_;
+  int64_t input_copies_ = 0;
   int64_t step_split_kernels_ = 0;     ///< standalone x' splits of the last enqueue_forward
   int64_t step_attention_splits_ = 0;  ///< x' splits the attention kernel wrote in it
   int64_t max_positions_;

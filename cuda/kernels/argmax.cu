@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreads)
 
 /// Pass 2: block r reduces the `nparts` partials of row r to out[r].
 __global__ void __launch_bounds__(kThreads)
-    argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out) {
+    argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out, int32_t* advance) {
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const Candidate* pr = partial + static_cast<int64_t>(blockIdx.x) * nparts;
@@ -92,7 +92,16 @@ __global__ void __launch_bounds__(kThreads)
     if (better(pr[p], c)) c = pr[p];
   }
   c = block_best(c);
-  if (threadIdx.x == 0) out[blockIdx.x] = c.i;
+  if (threadIdx.x == 0) {
+    out[blockIdx.x] = c.i;
+    // The next greedy step's inputs (m = 1): every kernel before this one has completed.
+    if (advance != nullptr && advance[3] != 0) {
+      const int32_t pos = advance[1] + 1;
+      advance[0] = c.i;
+      advance[1] = pos;
+      advance[2] = pos + 1;
+    }
+  }
 }
 
 int64_t partial_count(int64_t n) { return kernels::ceil_div<int64_t>(n, kChunk); }
@@ -112,8 +121,12 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m) {
 }
 
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
-                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl) {
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl,
+                           int32_t* d_advance) {
   check_sizes(n, m);
+  if (d_advance != nullptr && m != 1) {
+    throw runtime_error("argmax: d_advance needs one row, got m=" + std::to_string(m));
+  }
   if (x == nullptr || d_out == nullptr || scratch == nullptr) {
     throw runtime_error("argmax: null device pointer");
   }
@@ -134,14 +147,14 @@ void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_str
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_partial_kernel), args1, grid1,
                                dim3(kThreads), 0, pdl, stream);
   int nparts = static_cast<int>(parts);
-  void* args2[] = {&partial, &nparts, &d_out};
+  void* args2[] = {&partial, &nparts, &d_out, &d_advance};
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_final_kernel), args2,
                                dim3(static_cast<unsigned>(m)), dim3(kThreads), 0, pdl, stream);
 }
 
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream, bool pdl) {
-  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl);
+                   cudaStream_t stream, bool pdl, int32_t* d_advance) {
+  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl, d_advance);
 }
 
 }  // namespace decodebench::cuda

@@ -21,13 +21,17 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m);
 /// Throws decodebench::Error (exit 1) for null pointers, bad sizes, too little scratch or a
 /// failed launch.
 /// `pdl`: programmatic dependent launch (both kernels wait for the preceding kernel's results).
+/// `d_advance` (optional): a decode step's inputs, 4 int32 {token, pos, seq_len, on}. When on != 0
+/// the final kernel also writes the next greedy step's inputs there: token = the argmax, pos + 1,
+/// seq_len = pos + 2, so that step needs no H2D copy (written after every earlier kernel of the
+/// step has finished reading them).
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream, bool pdl = false);
+                   cudaStream_t stream, bool pdl = false, int32_t* d_advance = nullptr);
 
 /// Batched form: d_out[r] = argmax of row r (x + r·row_stride, n values) for r < m, in the same
 /// two launches. row_stride >= n (in floats).
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
                            size_t scratch_bytes, int32_t* d_out, cudaStream_t stream,
-                           bool pdl = false);
+                           bool pdl = false, int32_t* d_advance = nullptr);
 
 }  // namespace decodebench::cuda

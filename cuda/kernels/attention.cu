@@ -105,7 +105,7 @@ struct AttnArgs {
   int cluster;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
   /// x_split.dig != nullptr: the writer of `out` also writes its digit split there (batch 1,
-  /// head_dim a multiple of 128, short-context form; AttentionParams::x_split).
+  /// head_dim 128 or 256, short-context form or one split; AttentionParams::x_split).
   gemv_impl::SplitOut x_split;
 };
 
@@ -620,7 +620,8 @@ int attention_cluster_blocks(const AttentionParams& p) {
 bool attention_writes_x_split(const AttentionParams& p) {
   // One writer per output: the short-context form (one block, or cluster rank 0) or a single
   // split; the combine kernel's one thread per column holds no whole tile.
-  return p.batch == 1 && p.head_dim % 128 == 0 && (attention_uses_short_path(p) || p.splits == 1);
+  return p.batch == 1 && (p.head_dim == 128 || p.head_dim == 256) &&
+         (attention_uses_short_path(p) || p.splits == 1);
 }
 
 int attention_splits(int64_t capacity) {
@@ -669,7 +670,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   if (p.x_split != nullptr &&
       (!attention_writes_x_split(p) || (reinterpret_cast<uintptr_t>(p.x_split) & 15u) != 0)) {
     throw runtime_error(
-        "attention: x_split needs batch 1, head_dim a multiple of 128, one split or the "
+        "attention: x_split needs batch 1, head_dim 128 or 256, one split or the "
         "short-context form, and a 16-byte aligned buffer (head_dim " +
         std::to_string(p.head_dim) + ", batch " + std::to_string(p.batch) + ", splits " +
         std::to_string(p.splits) + ")");

@@ -79,9 +79,9 @@ bool attention_uses_short_path(const AttentionParams& p);
 /// ceil(capacity / (8192 / head_dim))) for paths 0 (short) and 3 on compute capability >= 9.
 int attention_cluster_blocks(const AttentionParams& p);
 
-/// Whether launch_attention can write AttentionParams::x_split for `p`: batch 1, head_dim a
-/// multiple of 128 (a warp then holds whole 32-column tiles of `out`), and one writer per output
-/// (the short-context form, or splits == 1).
+/// Whether launch_attention can write AttentionParams::x_split for `p`: batch 1, head_dim 128 or
+/// 256 (a warp then holds 128 columns of one head: whole 32-column tiles of `out`), and one
+/// writer per output (the short-context form, or splits == 1).
 bool attention_writes_x_split(const AttentionParams& p);
 /// Number of KV splits for a cache of `capacity` positions: ceil(capacity / 128) clamped to
 /// [1, 64]. Fixed when the workspace is allocated, so the launch shape never changes; at run time

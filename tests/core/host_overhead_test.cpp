@@ -23,8 +23,8 @@ class ScriptedBackend : public Backend {
   [[nodiscard]] std::string name() const override { return "scripted"; }
   [[nodiscard]] std::string device_name() const override { return "none"; }
   [[nodiscard]] int64_t max_positions() const override { return 64; }
-  int32_t step(int32_t, int64_t pos, StepPhases*) override {
-    return static_cast<int32_t>(100 + pos);
+  int32_t step(int32_t token, int64_t pos, StepPhases*) override {
+    return static_cast<int32_t>(100 + pos + (token == 999 ? 1000 : 0));
   }
   void logits(std::vector<float>& out) override { out.assign(4, 0.0f); }
   ExecReport set_exec_mode(ExecMode mode) override {
@@ -71,6 +71,48 @@ TEST(HostOverhead, RunPassMeasuresTheMiddleStepWithItsOwnTokenAndPosition) {
   EXPECT_EQ(b.calls[0].replays, 32);
   EXPECT_EQ(r.gpu_step_us, 250.0);
   EXPECT_EQ(r.gpu_step_position, 12);
+}
+
+TEST(HostOverhead, StatelessAndStoppedPassesMeasureAStepTheyRan) {
+  ScriptedBackend b;
+  PassSpec stateless = spec_of(ExecMode::kGraph, 8);
+  stateless.stateless = true;  // every step at position 0: 7 → 100 → 100 ...
+  const PassResult s = run_pass(b, stateless);
+  ASSERT_EQ(b.calls.size(), 1u);
+  EXPECT_EQ(b.calls[0].pos, 0);
+  EXPECT_EQ(b.calls[0].token, 100);
+  EXPECT_EQ(s.gpu_step_position, 0);
+  // Stopped at an end-of-generation token after 3 of 6 steps (7 → 110 → 111 → 112): the middle
+  // of the steps run, step 1 (fed 110 at position 11).
+  PassSpec eos = spec_of(ExecMode::kGraph, 8);
+  eos.is_end_of_generation = [](int32_t id) { return id == 112; };
+  const PassResult e = run_pass(b, eos);
+  ASSERT_TRUE(e.stopped_at_end_of_generation);
+  ASSERT_EQ(b.calls.size(), 2u);
+  EXPECT_EQ(b.calls[1].token, 110);
+  EXPECT_EQ(b.calls[1].pos, 11);
+}
+
+// The report's host overhead is median TPOT − the GPU's step time, and the JSON carries both.
+TEST(HostOverhead, ReportAndJsonGiveTpotMinusTheGpuStep) {
+  ScriptedBackend b;
+  PassResult r = run_pass(b, spec_of(ExecMode::kGraph, 32));
+  r.samples_ns = {400'000, 260'000, 250'500, 300'000, 255'000};  // median 260 µs
+  const PassReport p = make_pass_report(r, 1000);
+  ASSERT_TRUE(p.host_overhead_us.has_value());
+  EXPECT_DOUBLE_EQ(*p.host_overhead_us, 260.0 - 250.0);
+  RunReport report;
+  report.passes.push_back(p);
+  const nlohmann::json h = result_json(report)["runs"][0]["results"]["host_overhead"];
+  ASSERT_TRUE(h.is_object()) << h.dump();
+  EXPECT_DOUBLE_EQ(h["host_us"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(h["gpu_step_us"].get<double>(), 250.0);
+  EXPECT_DOUBLE_EQ(h["tpot_us_median"].get<double>(), 260.0);
+  EXPECT_EQ(h["position"], 12);
+  EXPECT_EQ(h["replays"], 32);
+  // Not measured: no figure.
+  PassResult none = run_pass(b, spec_of(ExecMode::kGraph, 0));
+  EXPECT_FALSE(make_pass_report(none, 1000).host_overhead_us.has_value());
 }
 
 TEST(HostOverhead, NotMeasuredWhenNotAskedOrWhenTheBackendCannotTell) {

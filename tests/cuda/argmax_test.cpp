@@ -152,6 +152,35 @@ TEST(Argmax, BatchedEqualsPerRow) {
   }
 }
 
+// With d_advance the final kernel writes the next greedy step's inputs {argmax, pos + 1,
+// pos + 2} when their `on` word is set, and leaves them alone when it is not.
+TEST(Argmax, AdvancesTheNextStepsInputsWhenAsked) {
+  DB_REQUIRE_CUDA();
+  const int64_t n = 49152;
+  std::vector<float> x(static_cast<size_t>(n), -1.0f);
+  x[31337] = 5.0f;
+  DeviceBuffer d_x = upload(x);
+  const size_t scratch_bytes = argmax_scratch_bytes(n, 1);
+  DeviceBuffer d_scratch(scratch_bytes);
+  DeviceBuffer d_out(sizeof(int32_t));
+  for (const int32_t on : {1, 0}) {
+    DeviceBuffer d_in = upload(std::vector<int32_t>{7, 41, 42, on});
+    launch_argmax(d_x.data<float>(), n, d_scratch.get(), scratch_bytes, d_out.data<int32_t>(),
+                  nullptr, false, d_in.data<int32_t>());
+    testing::sync();
+    EXPECT_EQ(download<int32_t>(d_out.get(), 1)[0], 31337);
+    const std::vector<int32_t> want =
+        on ? std::vector<int32_t>{31337, 42, 43, 1} : std::vector<int32_t>{7, 41, 42, 0};
+    EXPECT_EQ(download<int32_t>(d_in.get(), 4), want) << "on=" << on;
+  }
+  // One row only: a batch has no single next step.
+  DeviceBuffer d_in(4 * sizeof(int32_t));
+  EXPECT_THROW(
+      launch_argmax_batched(d_x.data<float>(), 1000, 2, 1000, d_scratch.get(), scratch_bytes,
+                            d_out.data<int32_t>(), nullptr, false, d_in.data<int32_t>()),
+      Error);
+}
+
 TEST(Argmax, ScratchSizeAndArgumentChecks) {
   EXPECT_EQ(argmax_scratch_bytes(2, 1), 8u);
   EXPECT_EQ(argmax_scratch_bytes(2048, 1), 8u);

@@ -38,58 +38,73 @@ struct Case {
   int path = 0;  ///< AttentionParams::path
 };
 
+/// A case's random q, K and V (host copies for the CPU reference), its device buffers and launch
+/// parameters (seq_len read from d_seq; no error word).
+struct CaseRig {
+  int splits;
+  std::vector<float> q, k, v;
+  DeviceBuffer d_q, d_k, d_v, d_out, d_scratch, d_seq;
+  AttentionParams p;
+
+  explicit CaseRig(const Case& c)
+      : splits(c.splits > 0 ? c.splits : attention_splits(c.capacity)),
+        // Scaled q makes the softmax peaky enough to test the running max.
+        q(random_floats(static_cast<size_t>(c.n_heads * c.head_dim), seed(c), -3.0f, 3.0f)),
+        k(random_floats(cache_floats(c), seed(c) + 1)),
+        v(random_floats(cache_floats(c), seed(c) + 2)),
+        d_q(upload(q)),
+        d_k(upload(k)),
+        d_v(upload(v)),
+        d_out(static_cast<size_t>(c.n_heads * c.head_dim) * sizeof(float)),
+        d_scratch(static_cast<size_t>(std::max<int64_t>(
+                      attention_scratch_floats(c.n_heads, c.head_dim, splits), 4)) *
+                  sizeof(float)),
+        d_seq(sizeof(int32_t)) {
+    p.q = d_q.data<float>();
+    p.k_cache = d_k.data<float>();
+    p.v_cache = d_v.data<float>();
+    p.out = d_out.data<float>();
+    p.n_heads = c.n_heads;
+    p.n_kv_heads = c.n_kv_heads;
+    p.head_dim = c.head_dim;
+    p.capacity = c.capacity;
+    p.d_seq_len = d_seq.data<int32_t>();
+    p.splits = splits;
+    p.scratch = d_scratch.data<float>();
+    p.path = c.path;
+  }
+  static uint32_t seed(const Case& c) {
+    return static_cast<uint32_t>(c.n_heads * 131 + c.head_dim * 7 + c.capacity);
+  }
+  static size_t cache_floats(const Case& c) {
+    return static_cast<size_t>(c.n_kv_heads * c.capacity * c.head_dim);
+  }
+};
+
 /// Runs the case for each seq_len (same device buffers: the launch shape is fixed per case).
 void check_attention(const Case& c, const std::vector<int32_t>& seq_lens) {
-  const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
-  const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * c.head_dim);
-  const uint32_t seed = static_cast<uint32_t>(c.n_heads * 131 + c.head_dim * 7 + c.capacity);
-  // Scaled q makes the softmax peaky enough to test the running max.
-  const std::vector<float> q =
-      random_floats(static_cast<size_t>(c.n_heads * c.head_dim), seed, -3.0f, 3.0f);
-  const std::vector<float> k = random_floats(cache_n, seed + 1);
-  const std::vector<float> v = random_floats(cache_n, seed + 2);
-  DeviceBuffer d_q = upload(q);
-  DeviceBuffer d_k = upload(k);
-  DeviceBuffer d_v = upload(v);
-  DeviceBuffer d_out(static_cast<size_t>(c.n_heads * c.head_dim) * sizeof(float));
-  DeviceBuffer d_scratch(static_cast<size_t>(std::max<int64_t>(
-                             attention_scratch_floats(c.n_heads, c.head_dim, splits), 4)) *
-                         sizeof(float));
-  DeviceBuffer d_seq(sizeof(int32_t));
+  CaseRig rig(c);
   DeviceBuffer d_err = upload(std::vector<int32_t>{0});
-
-  AttentionParams p;
-  p.q = d_q.data<float>();
-  p.k_cache = d_k.data<float>();
-  p.v_cache = d_v.data<float>();
-  p.out = d_out.data<float>();
-  p.n_heads = c.n_heads;
-  p.n_kv_heads = c.n_kv_heads;
-  p.head_dim = c.head_dim;
-  p.capacity = c.capacity;
-  p.d_seq_len = d_seq.data<int32_t>();
-  p.splits = splits;
-  p.scratch = d_scratch.data<float>();
+  AttentionParams p = rig.p;
   p.d_error = d_err.data<int32_t>();
-  p.path = c.path;
 
   std::vector<float> scratch(static_cast<size_t>(c.capacity) + 1);
   for (const int32_t seq_len : seq_lens) {
-    poke(d_seq.get(), seq_len);
+    poke(rig.d_seq.get(), seq_len);
     launch_attention(p, nullptr);
     testing::sync();
     const std::vector<float> got =
-        download<float>(d_out.get(), static_cast<size_t>(c.n_heads * c.head_dim));
+        download<float>(rig.d_out.get(), static_cast<size_t>(c.n_heads * c.head_dim));
     const int64_t eff = std::clamp<int64_t>(seq_len, 0, c.capacity);
     std::vector<float> want(got.size(), 0.0f);
     if (eff > 0) {
-      cpu::attention(q.data(), k.data(), v.data(), want.data(), c.n_heads, c.n_kv_heads, c.head_dim,
-                     c.capacity, eff, scratch.data());
+      cpu::attention(rig.q.data(), rig.k.data(), rig.v.data(), want.data(), c.n_heads, c.n_kv_heads,
+                     c.head_dim, c.capacity, eff, scratch.data());
     }
     const std::string what =
         "attention Hq=" + std::to_string(c.n_heads) + " Hkv=" + std::to_string(c.n_kv_heads) +
         " hd=" + std::to_string(c.head_dim) + " cap=" + std::to_string(c.capacity) +
-        " splits=" + std::to_string(splits) + " seq_len=" + std::to_string(seq_len) +
+        " splits=" + std::to_string(rig.splits) + " seq_len=" + std::to_string(seq_len) +
         (attention_uses_short_path(p) ? " short-path" : " split-kv");
     EXPECT_TRUE(all_near(
         got, want, [](size_t) { return 1e-4 + 1e-6; }, what));
@@ -334,35 +349,12 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
 /// split kernel's on the same output: every byte of the buffer (both layouts) equal, for each
 /// seq_len. Both buffers start with the same filler, so bytes neither writes compare equal too.
 void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
-  const int splits = c.splits > 0 ? c.splits : attention_splits(c.capacity);
+  CaseRig rig(c);
   const int64_t cols = c.n_heads * c.head_dim;
-  const size_t cache_n = static_cast<size_t>(c.n_kv_heads * c.capacity * c.head_dim);
-  const uint32_t seed = static_cast<uint32_t>(c.n_heads * 17 + c.capacity);
-  DeviceBuffer d_q = upload(random_floats(static_cast<size_t>(cols), seed, -3.0f, 3.0f));
-  DeviceBuffer d_k = upload(random_floats(cache_n, seed + 1));
-  DeviceBuffer d_v = upload(random_floats(cache_n, seed + 2));
-  DeviceBuffer d_out(static_cast<size_t>(cols) * sizeof(float));
-  DeviceBuffer d_scratch(static_cast<size_t>(std::max<int64_t>(
-                             attention_scratch_floats(c.n_heads, c.head_dim, splits), 4)) *
-                         sizeof(float));
-  DeviceBuffer d_seq(sizeof(int32_t));
   const size_t bytes = gemv_x_split_bytes(cols);
   DeviceBuffer by_attention(bytes);
   DeviceBuffer by_kernel(bytes);
-
-  AttentionParams p;
-  p.q = d_q.data<float>();
-  p.k_cache = d_k.data<float>();
-  p.v_cache = d_v.data<float>();
-  p.out = d_out.data<float>();
-  p.n_heads = c.n_heads;
-  p.n_kv_heads = c.n_kv_heads;
-  p.head_dim = c.head_dim;
-  p.capacity = c.capacity;
-  p.d_seq_len = d_seq.data<int32_t>();
-  p.splits = splits;
-  p.scratch = d_scratch.data<float>();
-  p.path = c.path;
+  AttentionParams p = rig.p;
   p.x_split = by_attention.get();
   ASSERT_TRUE(attention_writes_x_split(p));
   for (const int32_t seq_len : seq_lens) {
@@ -372,9 +364,9 @@ void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
         " seq_len=" + std::to_string(seq_len);
     DB_CUDA_CHECK(cudaMemset(by_attention.get(), 0x5A, bytes));
     DB_CUDA_CHECK(cudaMemset(by_kernel.get(), 0x5A, bytes));
-    poke(d_seq.get(), seq_len);
+    poke(rig.d_seq.get(), seq_len);
     launch_attention(p, nullptr);
-    launch_gemv_prepare_x(GemvInput::kPlain, d_out.data<float>(), nullptr, nullptr, 0.0f, cols,
+    launch_gemv_prepare_x(GemvInput::kPlain, rig.d_out.data<float>(), nullptr, nullptr, 0.0f, cols,
                           by_kernel.get(), false, nullptr);
     testing::sync();
     const std::vector<uint8_t> got = download<uint8_t>(by_attention.get(), bytes);
@@ -384,7 +376,7 @@ void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
     EXPECT_EQ(diff, bytes) << what << ": first differing byte " << diff << " of " << bytes;
     // The split is of real outputs, not of zeros (seq_len 0 gives zeros on purpose).
     if (seq_len > 0) {
-      const std::vector<float> out = download<float>(d_out.get(), static_cast<size_t>(cols));
+      const std::vector<float> out = download<float>(rig.d_out.get(), static_cast<size_t>(cols));
       EXPECT_GT(*std::max_element(out.begin(), out.end()), 0.0f) << what;
     }
   }
@@ -420,6 +412,9 @@ TEST(Attention, RefusesAnXSplitItCannotWrite) {
   EXPECT_TRUE(attention_writes_x_split(p));
   p.batch = 2;
   EXPECT_FALSE(attention_writes_x_split(p));
+  p.batch = 1;
+  p.head_dim = 384;  // not a head dim the kernel has
+  EXPECT_FALSE(attention_writes_x_split(p));
 
   DB_REQUIRE_CUDA();
   DeviceBuffer q(8 * 64 * sizeof(float)), kv(2 * 256 * 64 * sizeof(float));
@@ -435,15 +430,19 @@ TEST(Attention, RefusesAnXSplitItCannotWrite) {
   a.head_dim = 64;
   a.capacity = 256;
   a.d_seq_len = seq.data<int32_t>();
-  a.x_split = split.get();
-  try {
-    launch_attention(a, nullptr);
-    FAIL() << "expected an Error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
-    EXPECT_NE(std::string(e.what()).find("x_split needs batch 1, head_dim a multiple of 128"),
-              std::string::npos)
-        << e.what();
+  // head_dim 64, and a supported shape with a buffer that is not 16-byte aligned.
+  for (const int64_t hd : {64, 128}) {
+    a.head_dim = hd;
+    a.x_split = hd == 64 ? split.get() : static_cast<char*>(split.get()) + 4;
+    try {
+      launch_attention(a, nullptr);
+      FAIL() << "expected an Error for head_dim " << hd;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kRuntime);
+      EXPECT_NE(std::string(e.what()).find("x_split needs batch 1, head_dim 128 or 256"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

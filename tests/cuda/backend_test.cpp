@@ -228,8 +228,8 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
     EXPECT_EQ(mix.tiled_matrices, layout == WeightLayout::kTiled ? per_step : 0);
-    // head_dim 64: a warp of the attention kernel holds no whole 32-column tile of its output,
-    // so every pre-split x' comes from a split kernel.
+    // head_dim 64: the attention kernel writes no split (its warps' 128 columns would span two
+    // heads, which several blocks write), so every pre-split x' comes from a split kernel.
     EXPECT_EQ(mix.x_split_kernels, per_step);
     EXPECT_EQ(mix.x_splits_in_attention, 0);
   }
@@ -327,30 +327,97 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
   }
 }
 
+// Greedy steps find their inputs on the device (the previous step's argmax kernel wrote them):
+// no H2D copy, and tokens and logits bit for bit those of the form that copies every step,
+// eagerly and replayed. A step fed anything else copies its inputs.
+TEST(Backend, GreedyStepsAdvanceTheirInputsOnTheDevice) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ8_0);
+  for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+    const std::string what = mode == ExecMode::kGraph ? "graph" : "eager";
+    CudaBackendOptions o;
+    o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
+    CudaBackend on(m, o);
+    o.device_advance = false;
+    CudaBackend off(m, o);
+    int32_t t_on = on.prefill(prompt_for(on));
+    int32_t t_off = off.prefill(prompt_for(off));
+    on.set_exec_mode(mode);
+    off.set_exec_mode(mode);
+    const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+    const int64_t copies_on = on.input_copies();
+    const int64_t copies_off = off.input_copies();
+    std::vector<float> l_on, l_off;
+    for (int64_t i = 0; i < 16; ++i) {
+      t_on = on.step(t_on, p0 + i, nullptr);
+      t_off = off.step(t_off, p0 + i, nullptr);
+      ASSERT_EQ(t_on, t_off) << what << " step " << i;
+      on.logits(l_on);
+      off.logits(l_off);
+      ASSERT_TRUE(testing::all_bits_equal(l_on, l_off, what + " step " + std::to_string(i)));
+    }
+    // With phase timing (separate forward and argmax graphs or launches) as well.
+    for (int64_t i = 16; i < 20; ++i) {
+      StepPhases ph_on, ph_off;
+      t_on = on.step(t_on, p0 + i, &ph_on);
+      t_off = off.step(t_off, p0 + i, &ph_off);
+      ASSERT_EQ(t_on, t_off) << what << " phase-timed step " << i;
+      on.logits(l_on);
+      off.logits(l_off);
+      ASSERT_TRUE(testing::all_bits_equal(l_on, l_off, what + " phase-timed " + std::to_string(i)));
+    }
+    EXPECT_EQ(on.input_copies(), copies_on) << what << ": greedy steps copied their inputs";
+    EXPECT_EQ(off.input_copies(), copies_off + 20) << what;
+    // Another token, then the same position again: both copied, and results as with copies.
+    const int32_t other = (t_on + 1) % 3000;
+    t_on = on.step(other, p0 + 20, nullptr);
+    t_off = off.step(other, p0 + 20, nullptr);
+    EXPECT_EQ(t_on, t_off) << what;
+    t_on = on.step(other, p0 + 20, nullptr);
+    EXPECT_EQ(t_on, t_off) << what << ": the same step again";
+    EXPECT_EQ(on.input_copies(), copies_on + 2) << what;
+    on.logits(l_on);
+    off.logits(l_off);
+    EXPECT_TRUE(testing::all_bits_equal(l_on, l_off, what + " after a copied step"));
+  }
+}
+
 // The GPU's own step time: the graph replayed back to back at a position of the sequence gives
-// a positive time, leaves the KV cache as the step left it (the steps from there give the same
-// tokens), and is refused or not measured where it cannot be.
+// a positive time, replays that very step (its logits bit for bit, so the replays did not
+// advance their inputs), leaves the KV cache as the step left it (the steps after it give the
+// same tokens), and is refused or not measured where it cannot be.
 TEST(Backend, ReplayedStepGpuTimeLeavesTheSequenceIntact) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(WeightType::kBF16);
   CudaBackendOptions o;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + 33;
   CudaBackend gpu(m, o);
-  const std::vector<int32_t> ids = decode(gpu, 32, ExecMode::kGraph);
   const int64_t p0 = static_cast<int64_t>(kPrompt.size());
   const int64_t mid = 16;  // step 16 is fed ids[16] at position p0 + 16
+  std::vector<int32_t> ids = {gpu.prefill(prompt_for(gpu))};
+  ASSERT_TRUE(gpu.set_exec_mode(ExecMode::kGraph).captured);
+  std::vector<float> at_mid, after;
+  for (int64_t i = 0; i < 32; ++i) {
+    ids.push_back(gpu.step(ids.back(), p0 + i, nullptr));
+    if (i == mid) gpu.logits(at_mid);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const double us = gpu.replayed_step_gpu_us(ids[mid], p0 + mid, 16);
   const double wall_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GT(us, 0.0);
   EXPECT_LT(us * 16, wall_us) << "16 replays took longer on the GPU than on the wall clock";
-  // The steps from there on give the tokens of the first decode.
-  int32_t t = ids[mid];
-  for (int64_t i = mid; i < 32; ++i) {
+  gpu.logits(after);
+  EXPECT_TRUE(testing::all_bits_equal(after, at_mid, "the last replay's logits"));
+  // The steps after it give the tokens of the first decode (they read the KV entry the replays
+  // rewrote); the first of them copies its inputs, the others find theirs on the device.
+  const int64_t copies = gpu.input_copies();
+  int32_t t = ids[mid + 1];
+  for (int64_t i = mid + 1; i < 32; ++i) {
     t = gpu.step(t, p0 + i, nullptr);
     EXPECT_EQ(t, ids[static_cast<size_t>(i) + 1]) << "step " << i;
   }
+  EXPECT_EQ(gpu.input_copies(), copies + 1);
   EXPECT_THROW(gpu.replayed_step_gpu_us(ids[0], p0, 0), Error);
   EXPECT_THROW(gpu.replayed_step_gpu_us(ids[0], o.max_positions, 4), Error);
   gpu.set_exec_mode(ExecMode::kEager);
