@@ -149,12 +149,9 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
                      fmaf(p, v.w, acc.w));
 }
 
-/// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
-/// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
-/// warp shuffles never sit in divergent code.
 /// Unit i (4 columns) of the block's outputs, y, into the digit split of `out` when asked for.
-/// All 32 lanes of a warp call it with 32 consecutive units (128 columns of one head: head_dim is
-/// a multiple of 128), so the warp holds whole 32-column tiles, as split_128 needs.
+/// All 32 lanes of a warp call it with 32 consecutive units (128 columns of one head: head_dim
+/// 128 or 256), so the warp holds whole 32-column tiles, as split_128 needs.
 __device__ __forceinline__ void split_unit(const AttnArgs& a, int h0, int i, float4 y) {
   if (a.x_split.dig == nullptr) return;  // uniform over the launch
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -162,6 +159,9 @@ __device__ __forceinline__ void split_unit(const AttnArgs& a, int h0, int i, flo
   gemv_impl::split_128(y, c0, true, a.x_split.dig, a.x_split.stride, a.x_split.meta, a.x_split.so);
 }
 
+/// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
+/// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
+/// warp shuffles never sit in divergent code.
 template <int HD, int NG>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args) {
   const AttnArgs a = seq_args(args, blockIdx.y / args.n_kv_heads);
