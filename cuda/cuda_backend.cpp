@@ -502,8 +502,9 @@ void CudaBackend::enqueue_forward() {
     // The o projection on a pre-split x': attention writes the split with its output, where it
     // can, saving a split kernel and a kernel boundary per layer.
     GemvParams o = gemv(L.wo, att_.data<float>(), x, nullptr, x, nullptr);
-    if (options_.fused && options_.attention_x_split && presplit(o) &&
-        attention_writes_x_split(ap)) {
+    // Cheapest tests first: presplit asks the GEMV planner (eager steps run this per layer).
+    if (options_.fused && options_.attention_x_split && attention_writes_x_split(ap) &&
+        presplit(o)) {
       ap.x_split = x_split_.data();
       o.x_split = x_split_.data();
       ++step_attention_splits_;
