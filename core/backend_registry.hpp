@@ -44,8 +44,9 @@ struct CudaBackendOptions {
   /// every quantized GEMV (tests), 2 = none (fused staged kernels only).
   int gemv_presplit = 0;
   /// Device layout of the quantized matrices whose batch-1 GEMVs run on a pre-split x'
-  /// (WeightLayout): tiled ones are multiplied by the tiled kernel, which loads them straight into
-  /// registers (row bytes a multiple of 16, batch 1); GGUF blocks by the stream kernel.
+  /// (WeightLayout): tiled ones (row bytes a multiple of 16, batch 1) are multiplied by the
+  /// stream-tiled kernel (Q4_0, Q4_1, Q8_0 on sm_90: bulk copies, 128-bit code loads) or the tiled
+  /// kernel (Q4_K, older GPUs: loads straight into registers); GGUF blocks by the stream kernel.
   WeightLayout weight_layout = WeightLayout::kAuto;
 };
 

@@ -306,16 +306,34 @@ class GemvSection {
           runs.push_back({5, false, true, "-probe-load", 1, true});
         }
         // The tiled-mma kernel (6: run only when forced, slower; docs/performance.md round 14).
+        // Only for types that have it (asking for a variant a type lacks throws: Q4_K).
+        const std::vector<int> kinds = gemv_variants(type);
+        const auto has = [&](int v) {
+          return std::find(kinds.begin(), kinds.end(), v) != kinds.end();
+        };
         GemvParams m = p;
         m.x_split = split.get();
         m.tiled = true;
         m.variant = 6;
-        if (gemv_launch_info(m).variant == 6) {  // else it would run the tiled kernel again
+        if (has(6) && gemv_launch_info(m).variant == 6) {  // else the tiled kernel again
           runs.push_back({6, false, true, "-presplit", 0, true});
           runs.push_back({6, true, true, "-presplit+pdl", 0, true});
           if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
             runs.push_back({6, false, true, "-probe-load", 1, true});
             runs.push_back({6, false, true, "-probe-math", 2, true});
+          }
+        }
+        // The stream kernel on the tiled layout (7: 128-bit shared-memory loads of the codes).
+        GemvParams st = p;
+        st.x_split = split.get();
+        st.tiled = true;
+        st.variant = 7;
+        if (has(7) && gemv_launch_info(st).variant == 7) {
+          runs.push_back({7, false, true, "-presplit", 0, true});
+          runs.push_back({7, true, true, "-presplit+pdl", 0, true});
+          if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+            runs.push_back({7, false, true, "-probe-load", 1, true});
+            runs.push_back({7, false, true, "-probe-x-l1", 3, true});
           }
         }
       }

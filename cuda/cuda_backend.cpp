@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -357,12 +358,14 @@ constexpr int64_t kPresplitElements = int64_t{4} << 20;
 }  // namespace
 
 bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
-  // Automatic: only where the tiled kernel measured faster than the stream kernel (H200,
-  // bench-kernels and 7B steps; docs/performance.md, round 9): Q8_0. The 4-bit types stream their
-  // loads as fast tiled, but their math costs more there.
+  // Automatic: only where the tiled layout measured faster than GGUF blocks in 7B steps on the
+  // H200: Q8_0 (the tiled kernel, round 9; the stream-tiled kernel since round 16) and Q4_0 (the
+  // stream-tiled kernel, round 16: 128-bit shared-memory loads of a tile's codes instead of five
+  // 32-bit loads and funnel shifts). Q4_1 measured the same either way and stays in GGUF blocks;
+  // Q4_K's blocks already align (docs/performance.md).
   const WeightLayout layout = options_.weight_layout;
-  if (layout == WeightLayout::kGguf ||
-      (layout == WeightLayout::kAuto && type != WeightType::kQ8_0)) {
+  const bool auto_tiled = type == WeightType::kQ8_0 || type == WeightType::kQ4_0;
+  if (layout == WeightLayout::kGguf || (layout == WeightLayout::kAuto && !auto_tiled)) {
     return false;
   }
   // Batched products (max_batch > 1) read GGUF blocks, so only batch-1 backends tile.

@@ -90,8 +90,8 @@ class CudaBackend final : public Backend {
   void logits_batch(int64_t seq, std::vector<float>& out) override;
   ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch) override;
 
-  /// GEMV kernel variants counted: 0 = scalar fallback, 1..6 = gemv_variant_name's.
-  static constexpr size_t kGemvVariants = 7;
+  /// GEMV kernel variants counted: 0 = scalar fallback, 1..7 = gemv_variant_name's.
+  static constexpr size_t kGemvVariants = 8;
   /// Batch-1 GEMVs enqueued so far (eager steps and graph captures), by the variant that ran
   /// (index = gemv_variants id; 0 = scalar fallback). Diagnostics and tests.
   [[nodiscard]] const std::array<int64_t, kGemvVariants>& gemv_variant_counts() const {

@@ -4,9 +4,11 @@
 // Variants (gemv.cuh: gemv_variants): 1 "staged" (this file, every type), 2 "direct" (F32, F16,
 // BF16; gemv_direct.cu), 3 "mma" (quantized types on the int8 tensor cores; gemv_mma.cu), 4
 // "stream" (quantized types on a pre-split x', bulk-copy pipeline; gemv_stream.cu), 5 "tiled"
-// (weights in the tiled layout on a pre-split x', loads straight to registers; gemv_tiled.cu). The
-// automatic choice takes tiled for tiled weights and direct / mma / stream where the pointers and
-// shape allow, else staged, and the scalar fallback for unaligned pointers.
+// (weights in the tiled layout on a pre-split x', loads straight to registers; gemv_tiled.cu), 6
+// "tiled-mma" (gemv_tiled_mma.cu, only when forced), 7 "stream-tiled" (the stream kernel reading
+// the tiled layout). The automatic choice takes stream-tiled (Q4_0, Q4_1, Q8_0 on sm_90) or tiled
+// for tiled weights and direct / mma / stream where the pointers and shape allow, else staged,
+// and the scalar fallback for unaligned pointers.
 //
 // Staged kernel. Decode at batch 1 streams each weight byte exactly once, so the kernel is built
 // around keeping HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and
@@ -49,6 +51,7 @@ constexpr int kVariantMma = 3;
 constexpr int kVariantStream = 4;
 constexpr int kVariantTiled = 5;
 constexpr int kVariantTiledMma = 6;
+constexpr int kVariantStreamTiled = 7;
 
 /// Shared-memory layout of the staged kernel for type T (per warp: kStages stages of kRows row
 /// regions, then the K-quant coefficient table; after all warps: kWarps × kRows partial sums).
@@ -304,16 +307,18 @@ void check_params(const GemvParams& p) {
   }
   if (p.tiled) {
     if (!presplit) throw runtime_error("GEMV: tiled weights need a pre-split x (x_split)");
-    if (p.variant != 0 && p.variant != kVariantTiled && p.variant != kVariantTiledMma) {
+    if (p.variant != 0 && p.variant != kVariantTiled && p.variant != kVariantTiledMma &&
+        p.variant != kVariantStreamTiled) {
       throw runtime_error(
-          "GEMV: tiled weights are read by the tiled kernels (variants 5, 6) only, not " +
+          "GEMV: tiled weights are read by the tiled kernels (variants 5, 6, 7) only, not " +
           std::string(gemv_variant_name(p.variant)));
     }
     if (!quant::tiled_layout_supported(p.type, p.cols)) {
       throw runtime_error("GEMV: " + std::string(tr.name) + " rows of " + std::to_string(p.cols) +
                           " columns have no tiled layout");
     }
-  } else if (p.variant == kVariantTiled || p.variant == kVariantTiledMma) {
+  } else if (p.variant == kVariantTiled || p.variant == kVariantTiledMma ||
+             p.variant == kVariantStreamTiled) {
     throw runtime_error("GEMV: the " + std::string(gemv_variant_name(p.variant)) +
                         " kernel (variant " + std::to_string(p.variant) +
                         ") needs weights in the tiled layout (GemvParams::tiled)");
@@ -368,6 +373,15 @@ bool prefer_mma(WeightType t, int64_t bytes, int64_t cols) {
     default:
       return false;
   }
+}
+
+/// Whether tiled weights of type t go to the stream-tiled kernel (variant 7) rather than the
+/// tiled one (5) when no variant is asked for: the types it reads (Q4_0, Q4_1, Q8_0). Measured on
+/// the H200 (docs/performance.md, round 16): 7B Q8_0 step 2,556 / 2,549 µs against 2,596 / 2,602
+/// on the tiled kernel; Q4_0 1,839 / 1,836 against 1,905 / 1,900 on the stream kernel in GGUF
+/// blocks.
+bool stream_tiled_default(WeightType t) {
+  return t == WeightType::kQ4_0 || t == WeightType::kQ4_1 || t == WeightType::kQ8_0;
 }
 
 /// Variant the automatic choice takes for `p` (before alignment checks).
@@ -443,9 +457,15 @@ Choice choose(const GemvParams& p) {
     }
     // The tiled-mma kernel only where asked for: it ran slower than the tiled kernel on every
     // 7B shape (docs/performance.md, round 14). Rows it cannot walk fall back to the tiled one.
+    // The stream-tiled kernel where asked for or by default for its types, on sm_90 (bulk
+    // copies); elsewhere the tiled one.
     v = p.variant == kVariantTiledMma && gemv_impl::tiled_mma_supported(p.type, p.w, p.cols)
             ? kVariantTiledMma
             : kVariantTiled;
+    if ((p.variant == kVariantStreamTiled || (p.variant == 0 && stream_tiled_default(p.type))) &&
+        gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major(), true)) {
+      v = kVariantStreamTiled;
+    }
   } else if (p.x_split != nullptr) {
     // A pre-split x: the stream kernel where it applies (sm_90, aligned matrix end), else mma.
     const bool stream_ok =
@@ -457,7 +477,7 @@ Choice choose(const GemvParams& p) {
   if (v == kVariantDirect && !gemv_impl::direct_supported(p.type, p.cols)) v = kVariantStaged;
   if (v == kVariantMma && !gemv_impl::mma_supported(p.type, p.cols)) v = kVariantStaged;
   if (p.x_split != nullptr && v != kVariantMma && v != kVariantStream && v != kVariantTiled &&
-      v != kVariantTiledMma) {
+      v != kVariantTiledMma && v != kVariantStreamTiled) {
     throw runtime_error(
         "GEMV: a pre-split x needs the stream or mma kernel (quantized types, cols " +
         std::to_string(p.cols) + ")");
@@ -485,8 +505,8 @@ Choice choose(const GemvParams& p) {
   const int sms = gemv_impl::sm_count();
   if (v == kVariantDirect) {
     c.plan = gemv_impl::direct_plan(p.type, p.rows, p.cols, sms);
-  } else if (v == kVariantStream) {
-    c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms);
+  } else if (v == kVariantStream || v == kVariantStreamTiled) {
+    c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms, v == kVariantStreamTiled);
   } else if (v == kVariantTiled) {
     c.plan = gemv_impl::tiled_plan(p.type, p.rows, p.cols, sms);
   } else if (v == kVariantTiledMma) {
@@ -499,12 +519,13 @@ Choice choose(const GemvParams& p) {
                         std::string(gemv_variant_name(v)));
   }
   c.info.variant = v;
-  c.info.kernel = v == kVariantDirect     ? "direct"
-                  : v == kVariantStream   ? "stream"
-                  : v == kVariantTiled    ? "tiled"
-                  : v == kVariantTiledMma ? "tiled-mma"
-                  : p.x_split != nullptr  ? "mma-presplit"
-                                          : "mma";
+  c.info.kernel = v == kVariantDirect        ? "direct"
+                  : v == kVariantStream      ? "stream"
+                  : v == kVariantTiled       ? "tiled"
+                  : v == kVariantTiledMma    ? "tiled-mma"
+                  : v == kVariantStreamTiled ? "stream-tiled"
+                  : p.x_split != nullptr     ? "mma-presplit"
+                                             : "mma";
   c.info.staged = true;
   c.info.column_splits = c.plan.ksplit;
   c.info.rows_per_warp = c.plan.rows_per_warp;
@@ -668,7 +689,9 @@ std::vector<int> gemv_variants(WeightType type) {
   // 4096 columns (128 tiles, a multiple of the tiled-mma kernel's 4-tile step): a shape every
   // type with that kernel takes, so this asks only whether the type has it.
   if (gemv_impl::tiled_mma_supported(type, nullptr, 4096)) {
-    return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled, kVariantTiledMma};
+    // The types with a tiled-mma kernel (Q4_0, Q4_1, Q8_0) are those the stream-tiled one reads.
+    return {kVariantStaged, kVariantMma,      kVariantStream,
+            kVariantTiled,  kVariantTiledMma, kVariantStreamTiled};
   }
   if (quant::tiled_code_pieces(type) > 0) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled};
@@ -690,6 +713,8 @@ const char* gemv_variant_name(int variant) {
       return "tiled";
     case kVariantTiledMma:
       return "tiled-mma";
+    case kVariantStreamTiled:
+      return "stream-tiled";
     default:
       return "?";
   }
@@ -737,7 +762,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(c.info.grid));
   if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma ||
       c.info.variant == kVariantStream || c.info.variant == kVariantTiled ||
-      c.info.variant == kVariantTiledMma) {
+      c.info.variant == kVariantTiledMma || c.info.variant == kVariantStreamTiled) {
     gemv_impl::KernelArgs a;
     a.w = static_cast<const uint8_t*>(p.w);
     a.rows = p.rows;
@@ -755,8 +780,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.probe = p.probe;
     if (c.info.variant == kVariantDirect) {
       gemv_impl::direct_launch(p.type, a, c.plan, stream);
-    } else if (c.info.variant == kVariantStream) {
-      gemv_impl::stream_launch(p.type, a, c.plan, stream);
+    } else if (c.info.variant == kVariantStream || c.info.variant == kVariantStreamTiled) {
+      gemv_impl::stream_launch(p.type, a, c.plan, stream, c.info.variant == kVariantStreamTiled);
     } else if (c.info.variant == kVariantTiled) {
       gemv_impl::tiled_launch(p.type, a, c.plan, stream);
     } else if (c.info.variant == kVariantTiledMma) {

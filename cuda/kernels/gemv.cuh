@@ -34,8 +34,8 @@ struct GemvParams {
   /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
   /// kernel when the pointers or shape do not allow it; with x_split the stream kernel runs (the
   /// mma kernel when forced, or where the stream kernel does not apply); a forced 6 (tiled-mma)
-  /// on rows that are not a multiple of 128 columns runs 5 (tiled). GemvLaunchInfo::variant says
-  /// which ran.
+  /// on rows that are not a multiple of 128 columns, or 7 (stream-tiled) before sm_90, runs 5
+  /// (tiled). GemvLaunchInfo::variant says which ran.
   int variant = 0;
 
   // ---- fused forms (every kernel but the scalar fallback for unaligned pointers; swiglu_out:
@@ -49,8 +49,8 @@ struct GemvParams {
   /// long inputs (e.g. the FFN down projection) from being split once per CTA.
   const void* x_split = nullptr;
   /// W is in the tiled layout (core/quant/tiled_layout.hpp: quant::tile_rows), not GGUF blocks.
-  /// Only the tiled kernels (variants 5, 6) read it: needs x_split, gemv_tiled_supported(type,
-  /// cols), w 16-byte aligned, and variant 0, 5 or 6 (else launch_gemv throws, exit 1).
+  /// Only the tiled kernels (variants 5, 6, 7) read it: needs x_split, gemv_tiled_supported(type,
+  /// cols), w 16-byte aligned, and variant 0, 5, 6 or 7 (else launch_gemv throws, exit 1).
   bool tiled = false;
   /// Output segments for stacked weights ([Wq; Wk; Wv]): rows [0, y_end0) go to y, rows
   /// [y_end0, y_end1) to y1[r − y_end0], rows [y_end1, rows) to y2[r − y_end1]. y1 == nullptr:
@@ -96,7 +96,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream);
 struct GemvLaunchInfo {
   int variant = 0;          ///< variant id (see gemv_variants); 0 for the scalar fallback
   const char* kernel = "";  ///< "staged", "direct", "mma", "mma-presplit", "stream", "tiled",
-                            ///< "tiled-mma", "fallback"
+                            ///< "tiled-mma", "stream-tiled", "fallback"
   bool staged = false;      ///< true: a fast (vectorized) kernel; false: scalar fallback
   int column_splits = 1;    ///< warps sharing one row group (split over the columns)
   int rows_per_warp = 1;
@@ -130,12 +130,14 @@ bool gemv_tiled_supported(WeightType type, int64_t cols);
 /// the first three digits of x', sm_90, w and the matrix end 16-byte aligned), 5 "tiled" (Q4_0,
 /// Q4_1, Q8_0, Q4_K; weights in the tiled layout, GemvParams::tiled), 6 "tiled-mma" (Q4_0, Q4_1,
 /// Q8_0 in the tiled layout, the digit products on the int8 tensor cores; only when forced: it
-/// ran slower than 5, docs/performance.md round 14; rows not a multiple of 128 columns run 5).
-/// Automatic choice (from bench-kernels measurements on the H200): direct for the float types; for
-/// the quantized types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0 from 128 MB of
-/// weights with cols <= 8192; whenever x_split is given, stream where it applies, else mma; tiled
-/// weights always tiled.
-/// Forcing variant 4 without x_split, or 5 or 6 without tiled weights, throws (exit 1).
+/// ran slower than 5, docs/performance.md round 14; rows not a multiple of 128 columns run 5), 7
+/// "stream-tiled" (Q4_0, Q4_1, Q8_0 in the tiled layout through the stream kernel's bulk-copy
+/// pipeline, a tile's codes one 128-bit shared-memory load; sm_90, else 5).
+/// Automatic choice (from bench-kernels measurements and decode steps on the H200): direct for
+/// the float types; for the quantized types staged, except mma for Q4_K/Q5_K from 48 MB and Q4_0
+/// from 128 MB of weights with cols <= 8192; whenever x_split is given, stream where it applies,
+/// else mma; tiled weights stream-tiled where it applies, else tiled.
+/// Forcing variant 4 without x_split, or 5, 6 or 7 without tiled weights, throws (exit 1).
 std::vector<int> gemv_variants(WeightType type);
 
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.

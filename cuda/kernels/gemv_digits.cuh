@@ -8,6 +8,8 @@
 #error "cuda/kernels/gemv_digits.cuh holds device code; include it from .cu files only"
 #endif
 
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "cuda/kernels/gemv_impl.cuh"
@@ -95,6 +97,24 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
     if constexpr (kDigits > 2) x.lo[kDigits - 1] = s2 >> 16;
   }
   return x;
+}
+
+/// The binary16 in the low 16 bits of u → f32.
+__device__ __forceinline__ float half_bits(uint32_t u) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(u & 0xFFFFu)));
+}
+
+/// 4-bit codes of a tile (byte k: column k low, column k + 16 high) → 8 words of bytes in column
+/// order.
+__device__ __forceinline__ void unpack4(const uint4& w, uint32_t (&q)[8]) {
+  q[0] = w.x & kLow4;
+  q[1] = w.y & kLow4;
+  q[2] = w.z & kLow4;
+  q[3] = w.w & kLow4;
+  q[4] = (w.x >> 4) & kLow4;
+  q[5] = (w.y >> 4) & kLow4;
+  q[6] = (w.z >> 4) & kLow4;
+  q[7] = (w.w >> 4) & kLow4;
 }
 
 /// The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block from its three scale words

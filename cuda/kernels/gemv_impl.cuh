@@ -133,10 +133,15 @@ Plan mma_plan(WeightType t, int64_t rows, int64_t cols, bool presplit, int sms);
 void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 /// Stream kernel (quantized types on a pre-split x'; sm_90 bulk copies, dp4a on the digits).
 /// Requirements: compute capability >= 9 (`major`), w 16-byte aligned, the matrix end
-/// (w + rows·row_bytes) 16-byte aligned, cols a multiple of 32 and of the block size.
-bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major);
-Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms);
-void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
+/// (w + rows·row_bytes) 16-byte aligned, cols a multiple of 32 and of the block size. `tiled`:
+/// the weights are in the tiled layout (Q4_0, Q4_1, Q8_0 with quant::tiled_layout_supported; the
+/// "stream-tiled" variant), else GGUF blocks. stream_plan / stream_launch throw
+/// decodebench::Error (exit 1) for a type the tiled form does not read.
+bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major,
+                      bool tiled = false);
+Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled = false);
+void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream,
+                   bool tiled = false);
 
 /// Tiled kernel (Q4_0, Q4_1, Q8_0, Q4_K in the tiled layout of core/quant/tiled_layout.hpp, on a
 /// pre-split x'; 16-byte loads straight to registers, dp4a on the first three digits of x').

@@ -55,23 +55,6 @@ __device__ __forceinline__ uint32_t ldg_stream_u32(const void* p) {
   return v;
 }
 
-__device__ __forceinline__ float half_bits(uint32_t u) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(u & 0xFFFFu)));
-}
-
-/// 4-bit codes of a tile (byte k: column k low, column k + 16 high) → 8 words of bytes in column
-/// order.
-__device__ __forceinline__ void unpack4(const uint4& w, uint32_t (&q)[8]) {
-  q[0] = w.x & kLow4;
-  q[1] = w.y & kLow4;
-  q[2] = w.z & kLow4;
-  q[3] = w.w & kLow4;
-  q[4] = (w.x >> 4) & kLow4;
-  q[5] = (w.y >> 4) & kLow4;
-  q[6] = (w.z >> 4) & kLow4;
-  q[7] = (w.w >> 4) & kLow4;
-}
-
 // Per type: kP 16-byte code pieces per tile, Sc the scale data a lane loads per tile, kU items
 // per batch (an item: both rows' codes and scales of one pass; two batches in registers, as many
 // as fit the 128 registers of 2 CTAs per SM without spilling), load_scale(scales of the group,

@@ -66,8 +66,9 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 // argmax must agree unless the CPU's top-2 logits are within 1e-3 relative (a near tie, where
 // f32 rounding order may legitimately pick either).
 /// `presplit`: CudaBackendOptions::gemv_presplit. With 1 every quantized GEMV runs on a pre-split
-/// x' (the tiled kernel for tiled weights, else the stream kernel on sm_90), which the small test
-/// models would not otherwise reach. `layout`: CudaBackendOptions::weight_layout.
+/// x' (for tiled weights the stream-tiled kernel on sm_90 (Q4_0, Q4_1, Q8_0) or the tiled kernel,
+/// else the stream kernel on sm_90), which the small test models would not otherwise reach.
+/// `layout`: CudaBackendOptions::weight_layout.
 void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what, int presplit = 0,
                                WeightLayout layout = WeightLayout::kTiled, bool fused = true) {
   CudaBackendOptions o;
@@ -75,9 +76,10 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
   o.gemv_presplit = presplit;
   o.weight_layout = layout;
+  const WeightType wt = m.weights.layers.at(0).wq.type;
   const bool tiled =
       layout == WeightLayout::kTiled ||
-      (layout == WeightLayout::kAuto && m.weights.layers.at(0).wq.type == WeightType::kQ8_0);
+      (layout == WeightLayout::kAuto && (wt == WeightType::kQ8_0 || wt == WeightType::kQ4_0));
   CudaBackend gpu(m, o);
   cpu::CpuBackend cpu(m, o.max_positions, 4);
   const std::vector<int32_t> prompt = prompt_for(gpu);
@@ -110,10 +112,15 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   EXPECT_LT(worst, 2e-4) << what << ": max logit error relative to the largest logit";
   const WeightType type = m.weights.layers.at(0).wq.type;
   const auto& n = gpu.gemv_variant_counts();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   if (presplit == 1 && tiled && gemv_tiled_supported(type, m.config.hidden)) {
-    // Every GEMV (all of them of this type, rows of 512 and 1024 columns) ran on the tiled
-    // kernel (variant 5), except a tied LM head: the embedding table stays in GGUF blocks.
-    EXPECT_GT(n[5], 0) << what;
+    // Every GEMV (all of them of this type, rows of 512 and 1024 columns) ran on a tiled kernel,
+    // except a tied LM head: the embedding table stays in GGUF blocks. The stream-tiled kernel
+    // (variant 7) for the types it reads on sm_90, else the tiled kernel (5).
+    const bool st = major >= 9 && type != WeightType::kQ4_K;
+    EXPECT_GT(n[st ? 7 : 5], 0) << what;
+    EXPECT_EQ(n[st ? 5 : 7], 0) << what;
     EXPECT_EQ(n[1] + n[2], 0) << what << ": GEMVs not on a pre-split x'";
     if (m.config.tied_embeddings) {
       EXPECT_GT(n[3] + n[4], 0) << what << ": the tied LM head reads GGUF blocks";
@@ -122,9 +129,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
     }
   } else if (presplit == 1 && weight_traits(type).block_elems >= 32) {
     // Every quantized GEMV ran on a pre-split x': the stream kernel (variant 4) on sm_90.
-    EXPECT_EQ(n[5], 0) << what;
-    int major = 0;
-    DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    EXPECT_EQ(n[5] + n[7], 0) << what;
     EXPECT_GT(n[major >= 9 ? 4 : 3], 0) << what;
     if (major >= 9) {
       EXPECT_EQ(n[3], 0) << what << ": the test shapes all suit the stream kernel";
@@ -141,8 +146,9 @@ TEST_P(BackendDtype, SameTokensAsCpuOver64Steps) {
   expect_same_tokens_as_cpu(m, 64, weight_traits(GetParam()).name);
 }
 
-// Every quantized GEMV pre-split keeps the CPU's tokens for every type: on the tiled kernel
-// (Q4_0, Q4_1, Q8_0, Q4_K in the tiled layout) or the stream kernel (the other types).
+// Every quantized GEMV pre-split keeps the CPU's tokens for every type: on the stream-tiled
+// kernel (Q4_0, Q4_1, Q8_0 in the tiled layout, sm_90), the tiled kernel (Q4_K in the tiled
+// layout) or the stream kernel (the other types).
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplit) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
@@ -161,7 +167,7 @@ TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInGgufBlocks) {
                             WeightLayout::kGguf);
 }
 
-// The automatic layout tiles Q8_0 only (where the tiled kernel measured faster).
+// The automatic layout tiles Q8_0 and Q4_0 only (where the tiled layout measured faster).
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInTheAutomaticLayout) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
@@ -205,8 +211,8 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 }
 
 // kernel_mix names the GEMV kernels of one step: the test model's 3 layers × (QKV, o, gate/up,
-// down) + the LM head, every one pre-split: all tiled, or all on the stream kernel (sm_90) in GGUF
-// blocks.
+// down) + the LM head, every one pre-split: all tiled (on the stream-tiled kernel on sm_90), or
+// all on the stream kernel (sm_90) in GGUF blocks.
 TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(WeightType::kQ8_0);
@@ -222,8 +228,9 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     const KernelMix mix = gpu.kernel_mix();
     int major = 0;
     DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-    const std::string kernel =
-        layout == WeightLayout::kTiled ? "tiled" : (major >= 9 ? "stream" : "mma");
+    const std::string kernel = layout == WeightLayout::kTiled
+                                   ? (major >= 9 ? "stream-tiled" : "tiled")
+                                   : (major >= 9 ? "stream" : "mma");
     ASSERT_EQ(mix.gemv_per_step.size(), 1u);
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
@@ -291,7 +298,7 @@ TEST(Backend, EveryGemvVariantHasACountSlotAndAName) {
       EXPECT_STRNE(gemv_variant_name(v), "?") << v;
     }
   }
-  EXPECT_EQ(gemv_variants(WeightType::kQ4_0).back(), 6);  // the largest id in use
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_0).back(), 7);  // the largest id in use
 }
 
 // `--weight-layout` reaches the backend, and the result JSON and the terminal say which GEMV
@@ -317,7 +324,8 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
     const auto& k = doc["backend"]["kernels"];
     ASSERT_TRUE(k.is_object()) << doc["backend"].dump();
     EXPECT_EQ(k["gemv_per_step"]["staged"], 2) << k.dump();
-    const std::string big = layout == "auto" ? "tiled" : (major >= 9 ? "stream" : "mma");
+    const std::string big = layout == "auto" ? (major >= 9 ? "stream-tiled" : "tiled")
+                                             : (major >= 9 ? "stream" : "mma");
     EXPECT_EQ(k["gemv_per_step"][big], 3) << k.dump();
     EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
     EXPECT_EQ(k["tiled_matrices"], layout == "auto" ? 3 : 0) << k.dump();

@@ -98,9 +98,15 @@ void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
   }
 }
 
-/// The kernel that reads tiled weights when variant 5 or 6 is asked for: the tiled-mma kernel
-/// walks rows in steps of 4 tiles (128 columns), other rows fall back to the tiled kernel.
+/// The kernel that reads tiled weights when variant 5, 6 or 7 is asked for: the tiled-mma kernel
+/// walks rows in steps of 4 tiles (128 columns), other rows fall back to the tiled kernel; the
+/// stream-tiled kernel runs on sm_90 (bulk copies), else the tiled one.
 const char* tiled_kernel_name(int variant, int64_t cols) {
+  if (variant == 7) {
+    int major = 0;
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    return major >= 9 ? "stream-tiled" : "tiled";
+  }
   return variant == 6 && cols % 128 == 0 ? "tiled-mma" : "tiled";
 }
 
@@ -114,8 +120,9 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   const std::vector<float> bias = random_floats(static_cast<size_t>(rows), seed + 2);
   const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
 
-  // The tiled kernels (variants 5, 6) read the tiled layout, which only some row lengths have.
-  const bool tiled = variant == 5 || variant == 6;
+  // The tiled kernels (variants 5, 6, 7) read the tiled layout, which only some row lengths
+  // have.
+  const bool tiled = variant >= 5;
   if (tiled && !quant::tiled_layout_supported(t, cols)) {
     GemvParams p;
     p.type = t;
@@ -149,7 +156,7 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   p.residual = with_residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
   p.variant = variant;
   p.tiled = tiled;
-  // The stream and tiled kernels (variants 4, 5, 6) read x pre-split.
+  // The stream and tiled kernels (variants 4-7) read x pre-split.
   const bool split = variant == 4 || tiled;
   DeviceBuffer d_split(split ? gemv_x_split_bytes(cols) : 16);
   if (split) {
@@ -305,9 +312,9 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   const bool presplit =
       form == Form::kPreSplitPlain || form == Form::kPreSplitRms || form == Form::kPreSplitSwiGlu;
   if (presplit && !quant) return;  // pre-split x is for the quantized (mma) kernel
-  // The tiled kernels (variants 5, 6): pre-split forms on tiled weights of the row lengths that
-  // have a tiled layout.
-  const bool tiled = variant == 5 || variant == 6;
+  // The tiled kernels (variants 5, 6, 7): pre-split forms on tiled weights of the row lengths
+  // that have a tiled layout.
+  const bool tiled = variant >= 5;
   if (tiled && (!presplit || !quant::tiled_layout_supported(t, cols))) return;
   const uint32_t seed = static_cast<uint32_t>(rows * 131 + cols * 7 + static_cast<int>(t));
   const Matrix m = make_matrix(t, rows, cols, seed);
@@ -433,7 +440,7 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         const Matrix m = make_matrix(t, rows, cols, 7);
         const std::vector<float> x = random_floats(static_cast<size_t>(cols), 8);
         const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 9);
-        // The tiled kernels (variants 5, 6) read the tiled layout.
+        // The tiled kernels (variants 5, 6, 7) read the tiled layout.
         const bool tiled = variant >= 5;
         std::vector<uint8_t> wbytes = m.bytes;
         if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
@@ -570,9 +577,9 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
 /// A chain of dependent GEMVs launched with PDL: y1 = W1·x, y2 = W2·y1 + y1 (residual) ...: each
 /// kernel reads what the previous one wrote, so a missing dependency wait shows as wrong numbers.
 /// Run eagerly and as a captured graph (which must then equal the eager result bit for bit).
-// Also the tiled kernels (variant 5, and 6 where forced), each GEMV's x' split by its own kernel
-// just before it (as the decode step runs them): both wait for their predecessor's output under
-// PDL.
+// Also the tiled kernels (variant 5, and 6 and 7 where forced), each GEMV's x' split by its own
+// kernel just before it (as the decode step runs them): both wait for their predecessor's output
+// under PDL.
 TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   DB_REQUIRE_CUDA();
   const struct {
@@ -582,7 +589,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
   } cases[] = {
       {WeightType::kBF16, false, 0}, {WeightType::kQ4_0, false, 0}, {WeightType::kQ6_K, false, 0},
       {WeightType::kQ4_0, true, 5},  {WeightType::kQ8_0, true, 5},  {WeightType::kQ4_K, true, 5},
-      {WeightType::kQ4_0, true, 6},  {WeightType::kQ4_1, true, 6},  {WeightType::kQ8_0, true, 6}};
+      {WeightType::kQ4_0, true, 6},  {WeightType::kQ4_1, true, 6},  {WeightType::kQ8_0, true, 6},
+      {WeightType::kQ4_0, true, 7},  {WeightType::kQ4_1, true, 7},  {WeightType::kQ8_0, true, 7}};
   for (const auto& [t, tiled, variant] : cases) {
     const int64_t n = 1024;
     constexpr int kSteps = 6;
@@ -622,7 +630,7 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
           p.x_split = d_split.get();
           p.tiled = true;
           p.variant = variant;
-          EXPECT_STREQ(gemv_launch_info(p).kernel, gemv_variant_name(variant)) << what;
+          EXPECT_STREQ(gemv_launch_info(p).kernel, tiled_kernel_name(variant, n)) << what;
         }
         launch_gemv(p, s);
       }
@@ -747,7 +755,9 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
 // q/o shape, bias and a residual; the 7B QKV shape (4,608 rows: 4 column splits and 4-5 tasks per
 // CTA on 132 SMs, so batches cross tasks under a split; TiledPlan below) and 1200×18944 (2
 // splits of 19 passes). The same for the tiled-mma kernel (variant 6: 16-row tasks, so rows
-// not a multiple of 16 clamp the last task; steps of 4 tiles in groups of 32).
+// not a multiple of 16 clamp the last task; steps of 4 tiles in groups of 32), and the stream-tiled
+// kernel (variant 7: GEMV pieces of 4096 or 2048 columns copied into shared memory, so these
+// shapes give it chunks that end inside a tile group, a split last pass and column splits).
 TEST(Gemv, TiledKernelMatchesCpuReference) {
   DB_REQUIRE_CUDA();
   const struct {
@@ -762,7 +772,10 @@ TEST(Gemv, TiledKernelMatchesCpuReference) {
     for (const auto& s : shapes) {
       if (s.cols % weight_traits(t).block_elems != 0) continue;
       check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, /*variant=*/5);
-      if (t != WeightType::kQ4_K) check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, 6);
+      if (t != WeightType::kQ4_K) {
+        check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, 6);
+        check_gemv(t, s.rows, s.cols, s.bias, s.residual, 0, 0, 7);
+      }
     }
   }
 }
@@ -884,13 +897,14 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
 TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kBF16), (std::vector<int>{1, 2}));
   EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4, 5}));
-  EXPECT_EQ(gemv_variants(WeightType::kQ4_0), (std::vector<int>{1, 3, 4, 5, 6}));
-  EXPECT_EQ(gemv_variants(WeightType::kQ8_0), (std::vector<int>{1, 3, 4, 5, 6}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ4_0), (std::vector<int>{1, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ8_0), (std::vector<int>{1, 3, 4, 5, 6, 7}));
   EXPECT_EQ(gemv_variants(WeightType::kQ6_K), (std::vector<int>{1, 3, 4}));
   EXPECT_STREQ(gemv_variant_name(3), "mma");
   EXPECT_STREQ(gemv_variant_name(4), "stream");
   EXPECT_STREQ(gemv_variant_name(5), "tiled");
   EXPECT_STREQ(gemv_variant_name(6), "tiled-mma");
+  EXPECT_STREQ(gemv_variant_name(7), "stream-tiled");
   // The stream kernel only reads a pre-split x: forcing it without one is an error, not a
   // silent fallback.
   // (Never dereferenced: the variant check comes before any device work.)
@@ -923,7 +937,7 @@ TEST(Gemv, VariantsAndSplitSize) {
   refused("the tiled-mma kernel (variant 6) needs weights in the tiled layout");
   p.tiled = true;
   p.variant = 4;
-  refused("read by the tiled kernels (variants 5, 6) only");
+  refused("read by the tiled kernels (variants 5, 6, 7) only");
   p.x_split = nullptr;
   p.variant = 0;
   refused("tiled weights need a pre-split x");
@@ -940,6 +954,8 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.cols = 256;
   p.variant = 6;
   refused("variant 6 is not available for Q4_K");
+  p.variant = 7;  // nor the stream-tiled one
+  refused("variant 7 is not available for Q4_K");
   // mma layout (4 digit rows, 48 bytes of meta per tile), then one 3712-byte group per 32 tiles.
   EXPECT_EQ(gemv_x_split_bytes(64), static_cast<size_t>(4 * (64 + 16) + 2 * 48 + 3712));
   EXPECT_EQ(gemv_x_split_bytes(1056), static_cast<size_t>(4 * (1056 + 16) + 33 * 48 + 2 * 3712));
