@@ -22,9 +22,10 @@ enum class GraphMode { kAuto, kOn, kOff, kBoth };
 enum class CaptureMode { kThreadLocal, kGlobal, kRelaxed };
 enum class CaptureFault { kNone, kAlloc, kLegacySync, kHostSync, kEventQuery, kDeviceSync };
 /// CUDA device layout of the quantized matrices whose batch-1 GEMVs run on a pre-split x':
-/// kAuto = the tiled layout (core/quant/tiled_layout.hpp) for the types whose tiled kernel
-/// measured faster than the stream kernel on the H200 (Q8_0), GGUF blocks for the others; kTiled
-/// = the tiled layout for every type it holds (Q4_0, Q4_1, Q8_0, Q4_K); kGguf = GGUF blocks.
+/// kAuto = the tiled layout (core/quant/tiled_layout.hpp) for the types whose steps measured
+/// faster in it on the H200 (Q8_0; Q4_0 on sm_90, where the stream-tiled kernel reads it), GGUF
+/// blocks for the others; kTiled = the tiled layout for every type it holds (Q4_0, Q4_1, Q8_0,
+/// Q4_K); kGguf = GGUF blocks.
 enum class WeightLayout { kAuto, kTiled, kGguf };
 
 const char* backend_kind_name(BackendKind kind);

@@ -260,11 +260,11 @@ class GemvSection {
       bool presplit;
       std::string label;
       int probe = 0;
-      bool tiled = false;  ///< the weights read as the tiled layout (the tiled kernel)
+      bool tiled = false;  ///< the weights read as the tiled layout (the tiled kernels)
     };
     std::vector<Run> runs;
     if (all_variants) {
-      // The tiled kernels (5, 6) read only tiled weights on a split x: their runs follow below.
+      // The tiled kernels (5, 6, 7) read only tiled weights on a split x: their runs follow below.
       for (const int v : gemv_variants(type)) {
         if (v < 5) runs.push_back({v, false, false, ""});
       }

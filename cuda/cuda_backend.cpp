@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -159,7 +158,7 @@ void CudaBackend::upload_weights() {
   // [Wq; Wk; Wv]), starting on a 256-byte boundary. Returns the first tensor's view; with
   // `stack`, the view spans all rows.
   // A GEMV matrix (`gemv`) whose GEMV will read a pre-split x' goes up in the tiled layout when
-  // the tiled kernel takes it (tiled()).
+  // tiled() says so (the stream-tiled or tiled kernel then reads it).
   std::vector<uint8_t> tiled_rows;
   const auto place_group = [&](std::initializer_list<const TensorView*> group, bool stack,
                                bool gemv = false) -> DeviceTensor {
@@ -359,12 +358,14 @@ constexpr int64_t kPresplitElements = int64_t{4} << 20;
 
 bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
   // Automatic: only where the tiled layout measured faster than GGUF blocks in 7B steps on the
-  // H200: Q8_0 (the tiled kernel, round 9; the stream-tiled kernel since round 16) and Q4_0 (the
-  // stream-tiled kernel, round 16: 128-bit shared-memory loads of a tile's codes instead of five
-  // 32-bit loads and funnel shifts). Q4_1 measured the same either way and stays in GGUF blocks;
-  // Q4_K's blocks already align (docs/performance.md).
+  // H200: Q8_0 (the tiled kernel, round 9; the stream-tiled kernel since round 16) and Q4_0 where
+  // the stream-tiled kernel runs (sm_90; round 16: 128-bit shared-memory loads of a tile's codes
+  // instead of five 32-bit loads and funnel shifts; the tiled kernel's 4-bit math costs more than
+  // the stream kernel's on GGUF blocks). Q4_1 measured the same either way and stays in GGUF
+  // blocks; Q4_K's blocks already align (docs/performance.md).
   const WeightLayout layout = options_.weight_layout;
-  const bool auto_tiled = type == WeightType::kQ8_0 || type == WeightType::kQ4_0;
+  const bool auto_tiled =
+      type == WeightType::kQ8_0 || (type == WeightType::kQ4_0 && gemv_stream_tiled_available(type));
   if (layout == WeightLayout::kGguf || (layout == WeightLayout::kAuto && !auto_tiled)) {
     return false;
   }

@@ -37,7 +37,8 @@ struct DeviceTensor {
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
-  /// Rows in the tiled layout (core/quant/tiled_layout.hpp), read only by the tiled GEMV kernel.
+  /// Rows in the tiled layout (core/quant/tiled_layout.hpp), read only by the tiled GEMV kernels
+  /// (stream-tiled, tiled).
   bool tiled = false;
   [[nodiscard]] bool present() const { return data != nullptr; }
   [[nodiscard]] const float* f32() const { return static_cast<const float*>(data); }

@@ -725,6 +725,10 @@ bool gemv_tiled_supported(WeightType type, int64_t cols) {
          gemv_impl::tiled_supported(type, nullptr, cols);
 }
 
+bool gemv_stream_tiled_available(WeightType type) {
+  return stream_tiled_default(type) && gemv_impl::cc_major() >= 9;
+}
+
 size_t gemv_x_split_bytes(int64_t cols) {
   return static_cast<size_t>(gemv_impl::x_split_bytes(cols));
 }

@@ -34,7 +34,8 @@ struct GemvParams {
   /// gemv_variants(type) (benchmarks and tests). A forced variant still falls back to the scalar
   /// kernel when the pointers or shape do not allow it; with x_split the stream kernel runs (the
   /// mma kernel when forced, or where the stream kernel does not apply); a forced 6 (tiled-mma)
-  /// on rows that are not a multiple of 128 columns, or 7 (stream-tiled) before sm_90, runs 5
+  /// on rows that are not a multiple of 128 columns, or 7 (stream-tiled) where the stream kernel
+  /// does not apply (before sm_90, matrices of 4 GiB or more, too little shared memory), runs 5
   /// (tiled). GemvLaunchInfo::variant says which ran.
   int variant = 0;
 
@@ -123,6 +124,11 @@ bool gemv_swiglu_out_supported(const GemvParams& p);
 /// Whether the tiled kernel takes weights of `type` with `cols` columns in the tiled layout (Q4_0,
 /// Q4_1, Q8_0, Q4_K; quant::tiled_layout_supported). Host-only check, no device query.
 bool gemv_tiled_supported(WeightType type, int64_t cols);
+
+/// Whether this device runs tiled weights of `type` on the stream-tiled kernel by default (variant
+/// 7: Q4_0, Q4_1, Q8_0 on sm_90; a matrix may still fall back to the tiled kernel when its size or
+/// alignment does not suit the stream kernel). Queries the device once (cached).
+bool gemv_stream_tiled_available(WeightType type);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"

@@ -383,7 +383,7 @@ TEST_P(GemvFused, RmsNormSwiGluAndPreSplitInputs) {
   for (const int v : variants_of(t)) {
     for (const Form f : {Form::kRmsNorm, Form::kSwiGlu, Form::kPreSplitPlain, Form::kPreSplitRms,
                          Form::kPreSplitSwiGlu}) {
-      // Pre-split x: the automatic choice, mma (3), stream (4) and the tiled kernels (5, 6);
+      // Pre-split x: the automatic choice, mma (3), stream (4) and the tiled kernels (5, 6, 7);
       // stream and tiled need a split x.
       const bool split_form = f >= Form::kPreSplitPlain;
       if (split_form ? (v != 0 && v < 3) : v >= 4) continue;
@@ -756,8 +756,10 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
 // CTA on 132 SMs, so batches cross tasks under a split; TiledPlan below) and 1200×18944 (2
 // splits of 19 passes). The same for the tiled-mma kernel (variant 6: 16-row tasks, so rows
 // not a multiple of 16 clamp the last task; steps of 4 tiles in groups of 32), and the stream-tiled
-// kernel (variant 7: GEMV pieces of 4096 or 2048 columns copied into shared memory, so these
-// shapes give it chunks that end inside a tile group, a split last pass and column splits).
+// kernel (variant 7: pieces of 4096 (4-bit) or 1024 (Q8_0) columns copied into shared memory, so
+// rows of several pieces, a row's last group of 8, 16 or 24 tiles, a split last pass and column
+// splits). Q4_1 rows of 384, 640 and 896 columns end in groups of 12, 20 and 28 tiles (the other
+// types have no tiled layout there: refused).
 TEST(Gemv, TiledKernelMatchesCpuReference) {
   DB_REQUIRE_CUDA();
   const struct {
@@ -766,7 +768,8 @@ TEST(Gemv, TiledKernelMatchesCpuReference) {
   } shapes[] = {{1, 256, false, false},   {2, 3584, false, false},   {37, 3584, true, true},
                 {5, 18944, false, true},  {3, 768, false, false},    {129, 2816, true, false},
                 {4, 8192, false, false},  {6000, 256, false, false}, {3584, 3584, false, true},
-                {600, 4352, true, false}, {4608, 3584, true, false}, {1200, 18944, false, true}};
+                {600, 4352, true, false}, {4608, 3584, true, false}, {1200, 18944, false, true},
+                {3, 384, false, false},   {5, 640, true, false},     {7, 896, false, true}};
   for (const WeightType t :
        {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
     for (const auto& s : shapes) {
@@ -892,6 +895,36 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
   EXPECT_EQ(splits(3584, 18944), 1);
   EXPECT_EQ(splits(512, 3584), 8);
   EXPECT_EQ(splits(37888, 3584), 1);
+}
+
+// The automatic choice for tiled weights: the stream-tiled kernel for the types it reads on sm_90
+// (gemv_stream_tiled_available), else the tiled one; a forced 5 still runs the tiled kernel.
+TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  const int64_t rows = 64, cols = 1024;
+  DeviceBuffer d_w(static_cast<size_t>(rows * row_bytes(WeightType::kQ8_0, cols)));
+  DeviceBuffer d_split(gemv_x_split_bytes(cols));
+  DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+  for (const WeightType t :
+       {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
+    const std::string name = weight_traits(t).name;
+    GemvParams p;
+    p.type = t;
+    p.w = d_w.get();
+    p.rows = rows;
+    p.cols = cols;
+    p.x_split = d_split.get();
+    p.y = d_y.data<float>();
+    p.tiled = true;
+    const bool st = major >= 9 && t != WeightType::kQ4_K;
+    EXPECT_EQ(gemv_stream_tiled_available(t), st) << name;
+    EXPECT_STREQ(gemv_launch_info(p).kernel, st ? "stream-tiled" : "tiled") << name;
+    p.variant = 5;
+    EXPECT_STREQ(gemv_launch_info(p).kernel, "tiled") << name;
+  }
+  EXPECT_FALSE(gemv_stream_tiled_available(WeightType::kQ6_K));
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
