@@ -343,17 +343,24 @@ struct TileCursor {
 template <WeightType T>
 struct TiledStreamOps;
 
-/// Q4_0 (kMin false: scale d, code offset 8) and Q4_1 (d and m, 4 bytes per tile).
-template <int kBB_, bool kMin>
-struct TiledStream4 : Pipe<4096, 2> {
+/// What the tiled decoders share: 32-column tiles of kBB bytes in pieces of kCols columns, kDepth
+/// deep; groups and chunks start 16-byte aligned (the copies' lead is 0), so codes are read with
+/// 128-bit loads.
+template <int kBB_, int kCols, int kDepth>
+struct TiledStreamBase : Pipe<kCols, kDepth> {
   static constexpr int kBE = 32, kBB = kBB_;
-  static constexpr bool kSx = kMin, kLo = false;
-  // Groups and chunks start 16-byte aligned (the copies' lead is 0): 128-bit loads.
-  static_assert((32 * kBB) % 16 == 0 && (kChunkCols / 32 * kBB) % 16 == 0, "aligned groups");
+  static constexpr bool kLo = false;
+  static_assert((32 * kBB) % 16 == 0 && (kCols / 32 * kBB) % 16 == 0, "aligned groups");
   using Cursor = TileCursor;
   __device__ static Cursor cursor(uint32_t c, int l) { return TileCursor::at(c, l); }
-  __device__ static float dot(const Cursor& u, int p, const XTile& x, int n) {
-    const uint32_t g = u.group(p, kBB);
+};
+
+/// Q4_0 (kMin false: scale d, code offset 8) and Q4_1 (d and m, 4 bytes per tile).
+template <int kBB_, bool kMin>
+struct TiledStream4 : TiledStreamBase<kBB_, 4096, 2> {
+  static constexpr bool kSx = kMin;
+  __device__ static float dot(const TileCursor& u, int p, const XTile& x, int n) {
+    const uint32_t g = u.group(p, kBB_);
     uint32_t q[8];
     unpack4(lds128(g + 16 * u.l), q);
     const uint32_t sc = g + 16 * static_cast<uint32_t>(n);
@@ -377,12 +384,8 @@ struct TiledStreamOps<WeightType::kQ4_1> : TiledStream4<20, true> {};
 /// 2,574.8 with 1024 × 6 (docs/performance.md, round 16; the 4-bit types' 4096 × 2 beat 2048 × 4,
 /// 3072 × 3 and 4096 × 3 there).
 template <>
-struct TiledStreamOps<WeightType::kQ8_0> : Pipe<1024, 4> {
-  static constexpr int kBE = 32, kBB = 34;
-  static constexpr bool kSx = false, kLo = false;
-  static_assert((32 * kBB) % 16 == 0 && (kChunkCols / 32 * kBB) % 16 == 0, "aligned groups");
-  using Cursor = TileCursor;
-  __device__ static Cursor cursor(uint32_t c, int l) { return TileCursor::at(c, l); }
+struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4> {
+  static constexpr bool kSx = false;
   __device__ static float dot(const Cursor& u, int p, const XTile& x, int n) {
     const uint32_t g = u.group(p, kBB);
     const uint32_t n16 = 16 * static_cast<uint32_t>(n);
