@@ -84,9 +84,9 @@ struct GemvArgs {
   int ksplit;
 };
 
-/// kFused: x' is formed in shared memory (RMSNorm / SwiGLU input); otherwise x is read from
-/// global memory (L1-cached) as it is.
-template <WeightType T, bool kFused>
+/// kXSmem: x' is formed in shared memory (an RMSNorm or SwiGLU input, or a plain x of at most
+/// kStagedPlainXMax floats); otherwise x is read from global memory (L1-cached) as it is.
+template <WeightType T, bool kXSmem>
 __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::KernelArgs a) {
   using Ops = QuantOps<T>;
   using L = Layout<T>;
@@ -154,11 +154,17 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
   // Weights (and RMSNorm weights) only so far: the rest waits for the preceding kernel (PDL)
   // and forms x'.
   kernels::XPrefetch pre;
-  if constexpr (kFused) pre = kernels::prefetch_x(a.x, a.cols);
-  kernels::grid_dependency_trigger();
+  if constexpr (kXSmem) pre = kernels::prefetch_x(a.x, a.cols);
   kernels::grid_dependency_wait();
+  // The next kernel may launch once every CTA of this one is past its wait, not before: with the
+  // trigger ahead of the wait, kernels launched up to five ahead (their CTAs resident and
+  // waiting, 20 µs before they ended), and a small kernel's CTAs, placed wherever room was left,
+  // sat up to four on one SM while most SMs held none, so its slowest CTA set its end. Measured
+  // on the H200, SmolLM2-135M shape Q4_1 step: 548.8 / 547.7 µs → 519.4 / 521.9 µs
+  // (docs/performance.md, round 17).
+  kernels::grid_dependency_trigger();
   const float* xsrc = a.x.x;
-  if constexpr (kFused) {
+  if constexpr (kXSmem) {
     float* xs = reinterpret_cast<float*>(smem + L::kSmemBytes);
     kernels::load_x_to_smem(a.x, a.cols, xs, xs + (a.cols + 3) / 4 * 4, pre);
     xsrc = xs;
@@ -208,7 +214,7 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
         float4 xg[Ops::kGroups];
 #pragma unroll
         for (int g = 0; g < Ops::kGroups; ++g) {
-          if constexpr (kFused) {
+          if constexpr (kXSmem) {
             xg[g] = *reinterpret_cast<const float4*>(xb + tcol[g]);
           } else {
             xg[g] = __ldg(reinterpret_cast<const float4*>(xb + tcol[g]));
@@ -406,7 +412,15 @@ bool inputs_aligned(const GemvParams& p) {
 struct Choice {
   GemvLaunchInfo info;
   gemv_impl::Plan plan;
+  bool staged_x_smem = false;  ///< staged kernel: x' in shared memory (kXSmem)
 };
+
+/// Longest plain x (floats) the staged kernel copies into shared memory rather than reading it
+/// from global memory in its inner loop: 48 KB of x'. Measured on the H200 (SmolLM2-135M shape,
+/// Q4_1 step, o and down projections of 576 and 1,536 columns; trigger after the PDL wait in both
+/// builds): 519.4 / 521.9 µs → 475.6 / 479.4 µs (docs/performance.md, round 17). Longer rows were
+/// not measured and keep the global-memory form.
+constexpr int64_t kStagedPlainXMax = 12288;
 
 template <WeightType T>
 Choice staged_choice(const GemvParams& p) {
@@ -429,7 +443,8 @@ Choice staged_choice(const GemvParams& p) {
   info.block = kThreads;
   info.grid = ceil_div<int64_t>(groups, kWarps / ks);
   info.smem_bytes = L::kSmemBytes;
-  if (p.input != GemvInput::kPlain) {  // x' in shared memory after the staging buffers
+  c.staged_x_smem = p.input != GemvInput::kPlain || p.cols <= kStagedPlainXMax;
+  if (c.staged_x_smem) {  // x' in shared memory after the staging buffers
     info.smem_bytes += static_cast<int>((p.cols + 3) / 4 * 16 + 128);
     // Raises the kernel's dynamic shared-memory limit (once) when x' needs more than 48 KB.
     (void)gemv_impl::ctas_per_sm(reinterpret_cast<const void*>(&gemv_staged_kernel<T, true>),
@@ -812,7 +827,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream) {
     a.ksplit = c.info.column_splits;
     void* params[] = {&a};
     kernels::dispatch_weight_type(p.type, [&]<WeightType T>() {
-      const void* kernel = p.input != GemvInput::kPlain
+      const void* kernel = c.staged_x_smem
                                ? reinterpret_cast<const void*>(&gemv_staged_kernel<T, true>)
                                : reinterpret_cast<const void*>(&gemv_staged_kernel<T, false>);
       gemv_impl::launch_with_attrs(kernel, params, grid, dim3(static_cast<unsigned>(c.info.block)),

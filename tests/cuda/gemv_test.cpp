@@ -260,6 +260,25 @@ TEST(Gemv, ShortAndOddRows) {
   }
 }
 
+// The staged kernel copies a plain x of up to 12,288 floats into shared memory after its staging
+// buffers (cols · 4 bytes rounded up to 16, plus 128 of scratch; docs/performance.md, round 17:
+// the SmolLM2 step's o and down projections) and reads a longer one from global memory.
+TEST(Gemv, StagedKernelCopiesShortPlainInputsToSharedMemory) {
+  DB_REQUIRE_CUDA();
+  DeviceBuffer w(1 << 20), x(1 << 16), y(1 << 16);
+  const auto smem = [&](int64_t cols) {
+    GemvParams p = plain_params(WeightType::kQ4_1, 576, cols, w, x, y);
+    p.variant = 1;  // staged
+    const GemvLaunchInfo info = gemv_launch_info(p);
+    EXPECT_STREQ(info.kernel, "staged");
+    return info.smem_bytes;
+  };
+  const int base = smem(12320);  // past the limit: no x' region
+  EXPECT_EQ(smem(576), base + 576 * 4 + 128);
+  EXPECT_EQ(smem(1536), base + 1536 * 4 + 128);
+  EXPECT_EQ(smem(12288), base + 12288 * 4 + 128);
+}
+
 TEST(Gemv, LaunchInfoPicksStagedPathAndSplits) {
   DB_REQUIRE_CUDA();
   GemvParams p;
