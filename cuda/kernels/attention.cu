@@ -273,12 +273,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   static_assert(HD / 2 <= kThreads, "one thread per RoPE pair");
 
   kernels::grid_dependency_wait();
-  // The next kernel (the o projection) launches once every block is past its wait, not at the
-  // kernel's start: launched earlier, it and the kernels after it had their CTAs resident long
-  // before their turn and packed onto few SMs (the staged GEMV's trigger, gemv.cu). Measured on
-  // the H200 with the staged GEMV's trigger already moved: SmolLM2-135M shape Q4_1 step 477.9 →
-  // 466.7 µs, F16 437.3 → 435.3 µs, 7B shape Q4_0 1,835.9 / 1,838.9 → 1,820.6 / 1,821.8 µs, F16
-  // 3,787.8 / 3,793.7 → 3,800.1 / 3,801.0 µs (power-capped; docs/performance.md, round 17).
+  // The next kernel (the o projection, or the combine kernel with splits) launches once every
+  // block is past its wait, not at this kernel's start: launched earlier, the kernels after it
+  // had their CTAs resident long before their turn and packed onto few SMs (as the staged GEMV's,
+  // gemv.cu). Measured on the H200, the staged GEMV's two round-17 changes in both builds:
+  // SmolLM2-135M shape Q4_1 step 477.9 → 466.7 µs, F16 437.3 → 435.3 µs, 7B shape Q4_0 1,835.9 /
+  // 1,838.9 → 1,820.6 / 1,821.8 µs, F16 (power-capped) 3,787.8 / 3,793.7 → 3,800.1 / 3,801.0 µs
+  // (docs/performance.md, round 17).
   kernels::grid_dependency_trigger();
   if (fused) {
     if (too_long && reporter && a.d_error != nullptr) atomicOr(a.d_error, kDeviceErrorSeqLen);

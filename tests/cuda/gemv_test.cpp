@@ -715,12 +715,15 @@ TEST(Gemv, DirectKernelLongPlainInputInPieces) {
 // overlap its predecessor), then with x NaN until launch_delayed_copy writes it 50 µs after
 // letting the GEMV start; copies issued before the wait would read the NaN. Eagerly and in a
 // replayed graph (the probe checks eager launches; graph replay is assumed to overlap alike).
+// The staged kernel's plain x' (copied into shared memory since round 17; Q4_1, 1,536 columns as
+// SmolLM2's down projection) is checked the same way.
 TEST(Gemv, LongPlainInputWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
   const CudaStream stream;
   DB_REQUIRE_PDL_OVERLAP(stream);
-  for (const WeightType t : {WeightType::kF16, WeightType::kBF16}) {
-    const int64_t rows = 64, cols = 4352;
+  for (const WeightType t : {WeightType::kF16, WeightType::kBF16, WeightType::kQ4_1}) {
+    const bool staged = t == WeightType::kQ4_1;
+    const int64_t rows = 64, cols = staged ? 1536 : 4352;
     const Matrix m = make_matrix(t, rows, cols, 610);
     const std::vector<float> x = random_floats(static_cast<size_t>(cols), 611);
     std::vector<float> want;
@@ -732,7 +735,8 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
     DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
     GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
     p.pdl = true;
-    ASSERT_STREQ(gemv_launch_info(p).kernel, "direct");
+    if (staged) p.variant = 1;
+    ASSERT_STREQ(gemv_launch_info(p).kernel, staged ? "staged" : "direct");
     for (const bool late : {false, true}) {
       const auto enqueue = [&](cudaStream_t s) {
         if (late) launch_delayed_copy(d_x.get(), d_src.get(), d_x.bytes(), 50000, s);
