@@ -60,10 +60,9 @@ def summarize(path):
             d['end_after_prev_end'].append((x['e'] - prev['e']) / 1e3)
         prev = x
     print(f"{'kernel':38s} {'n':>3s} {'ctas':>5s} {'span':>6s} {'rel->end':>8s} {'dep':>6s} {'e-e':>6s} {'lspread':>7s} {'espread':>7s}")
-    tot = 0
     for nm, d in agg.items():
         m = lambda k: float(np.nanmedian(d[k])) if d[k] else float('nan')
-        n = len(d['count']); tot += n * m('end_after_prev_end') if d['end_after_prev_end'] else 0
+        n = len(d['count'])
         print(f"{nm:38s} {n:3d} {m('ctas'):5.0f} {m('span'):6.2f} {m('work'):8.2f} {m('dep'):6.2f} {m('end_after_prev_end'):6.2f} {m('launch_spread'):7.2f} {m('end_spread'):7.2f}")
     print(f"step (last full) {(st[-1]['e']-st[0]['s'])/1e3:.1f} us")
 for p in sys.argv[1:]:
