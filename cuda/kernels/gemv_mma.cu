@@ -626,16 +626,32 @@ __global__ void __launch_bounds__(kThreads)
   if (rms) {
     // One pass over x for the sum of squares keeps this thread's own columns (float4 index
     // c / 4 = blockIdx.x · blockDim.x + t is one of those it reads, as blockDim.x = kWarps · 32,
-    // prepare_x_launch): x costs one round trip.
+    // prepare_x_launch). The loads go out in batches of kBatch: a plain loop kept one load in
+    // flight per thread, so an x of 3,584 columns cost four memory round trips in a row (H200,
+    // 7B Q4_0 step: docs/performance.md, round 18). Same summation order as that loop.
+    constexpr int kBatch = 4;
     const int64_t own = c / 4;
+    const int64_t n4 = cols / 4;
+    const int64_t nt = blockDim.x;
     float ss = 0.0f;
-    for (int64_t i = t; i < cols / 4; i += blockDim.x) {
-      const float4 x = __ldg(reinterpret_cast<const float4*>(s.x) + i);
-      if (i == own) v = x;
-      ss = fmaf(x.x, x.x, ss);
-      ss = fmaf(x.y, x.y, ss);
-      ss = fmaf(x.z, x.z, ss);
-      ss = fmaf(x.w, x.w, ss);
+    for (int64_t i0 = t; i0 < n4; i0 += kBatch * nt) {
+      float4 xb[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int64_t i = i0 + b * nt;
+        xb[b] = i < n4 ? __ldg(reinterpret_cast<const float4*>(s.x) + i)
+                       : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int64_t i = i0 + b * nt;
+        if (i >= n4) break;
+        if (i == own) v = xb[b];
+        ss = fmaf(xb[b].x, xb[b].x, ss);
+        ss = fmaf(xb[b].y, xb[b].y, ss);
+        ss = fmaf(xb[b].z, xb[b].z, ss);
+        ss = fmaf(xb[b].w, xb[b].w, ss);
+      }
     }
     ss = kernels::block_sum(ss, red);
     const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + s.eps);  // as rms_scale
