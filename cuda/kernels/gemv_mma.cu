@@ -628,7 +628,8 @@ __global__ void __launch_bounds__(kThreads)
     // c / 4 = blockIdx.x · blockDim.x + t is one of those it reads, as blockDim.x = kWarps · 32,
     // prepare_x_launch). The loads go out in batches of kBatch: a plain loop kept one load in
     // flight per thread, so an x of 3,584 columns cost four memory round trips in a row (H200,
-    // 7B Q4_0 step: docs/performance.md, round 18). Same summation order as that loop.
+    // 7B Q4_0 step: docs/performance.md, round 18). The sum still takes i = t, t + nt, t + 2nt, ...
+    // in order.
     constexpr int kBatch = 4;
     const int64_t own = c / 4;
     const int64_t n4 = cols / 4;
