@@ -160,6 +160,12 @@ struct SuperCursor {
 template <int kCols, int kDepth>
 struct Pipe {
   static constexpr int kChunkCols = kCols, kStages = kDepth;
+  /// kFillBeforeWait: all kStages pieces are asked for before the PDL wait (a stage is refilled
+  /// once consumed), not kStages − 1. kSlotMajor: CTA b's slot s takes tasks s·grid + b, s·grid +
+  /// b + slots·grid, ... (not b·slots + s, ...), so a last round of fewer tasks than warp slots
+  /// is spread over all CTAs (the 7B Q8_0 QKV, o and down projections end in rounds of 192, 736
+  /// and 736 tasks for 528-1,056 slots) instead of filling the first CTAs' slots.
+  static constexpr bool kFillBeforeWait = false, kSlotMajor = false;
 };
 
 template <WeightType T>
@@ -386,6 +392,9 @@ struct TiledStreamOps<WeightType::kQ4_1> : TiledStream4<20, true> {};
 template <>
 struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4> {
   static constexpr bool kSx = false;
+  // Both measured on the H200 in 7B steps (docs/performance.md, round 19): Q8_0 gained with
+  // each, the 4-bit types did not.
+  static constexpr bool kFillBeforeWait = true, kSlotMajor = true;
   __device__ static float dot(const Cursor& u, int p, const XTile& x, int n) {
     const uint32_t g = u.group(p, kBB);
     const uint32_t n16 = 16 * static_cast<uint32_t>(n);
@@ -461,7 +470,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int64_t nchunks = ceil_div<int64_t>(nb, cb);
   // Chunks kidx, kidx + ks, ... of every task; my_chunks per task (may be 0).
   const int64_t my_chunks = nchunks > kidx ? ceil_div<int64_t>(nchunks - kidx, ks) : 0;
-  const int64_t task0 = static_cast<int64_t>(blockIdx.x) * slots + slot;
+  const int64_t task0 = Ops::kSlotMajor ? static_cast<int64_t>(slot) * gridDim.x + blockIdx.x
+                                        : static_cast<int64_t>(blockIdx.x) * slots + slot;
   const int64_t task_step = static_cast<int64_t>(gridDim.x) * slots;
   const int64_t my_tasks = task0 < a.ntasks ? ceil_div<int64_t>(a.ntasks - task0, task_step) : 0;
   const int64_t items = my_tasks * my_chunks;
@@ -524,7 +534,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   };
 
   // Weights do not depend on earlier kernels: start streaming before the PDL wait.
-  for (int s = 0; s < nst - 1; ++s) issue();
+  constexpr bool fill = Ops::kFillBeforeWait;
+  for (int s = 0; s < (fill ? nst : nst - 1); ++s) issue();
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
 
@@ -542,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   for (int64_t tk = 0; tk < my_tasks; ++tk, crow += task_row_step) {
     uint32_t blk0 = static_cast<uint32_t>(kidx) * cb;  // first block of the current chunk
     for (int64_t c = 0; c < my_chunks; ++c, blk0 += static_cast<uint32_t>(ks * cb)) {
-      issue();
+      if (!fill) issue();  // the stage consumed last, refilled nst − 1 items ahead
       mbar_wait(&bars[cs], cpar);
       const int tiles =
           static_cast<int>(min(static_cast<uint32_t>(cb), static_cast<uint32_t>(nb) - blk0)) *
@@ -590,7 +601,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
           }
         }
       }
-      __syncwarp();  // every lane is done with stage cs before lane 0 refills it
+      __syncwarp();       // every lane is done with stage cs before lane 0 refills it
+      if (fill) issue();  // stage cs itself, nst items ahead
       if (++cs == nst) {
         cs = 0;
         cpar ^= 1;
