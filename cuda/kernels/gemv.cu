@@ -163,6 +163,14 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
   // on the H200, SmolLM2-135M shape Q4_1 step: 548.8 / 547.7 µs → 519.4 / 521.9 µs
   // (docs/performance.md, round 17).
   kernels::grid_dependency_trigger();
+  // The bias or residual of the row this thread stores, read now (kernels::row_addend).
+  float add = 0.0f;
+  if (half == 0 && static_cast<int>(threadIdx.x) < rg_per_block * kRows) {
+    const int tt = static_cast<int>(threadIdx.x);
+    const int64_t r =
+        (static_cast<int64_t>(blockIdx.x) * rg_per_block + tt / kRows) * kRows + tt % kRows;
+    if (r < a.rows) add = kernels::row_addend(a.y, r);
+  }
   const float* xsrc = a.x.x;
   if constexpr (kXSmem) {
     float* xs = reinterpret_cast<float*>(smem + L::kSmemBytes);
@@ -261,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) gemv_staged_kernel(const gemv_impl::
     if (r < a.rows) {
       float s = 0.0f;
       for (int k = 0; k < a.ksplit; ++k) s += partial[(g * a.ksplit + k) * kRows + i];
-      kernels::store_row(a.y, r, s);
+      kernels::store_row_added(a.y, r, s, add);
     }
   }
 }

@@ -766,6 +766,89 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
   }
 }
 
+// The residual (and bias) a GEMV adds is read as soon as a row's task begins, not at its store
+// (kernels::row_addend), but never before the PDL wait: here the residual, which y aliases, is
+// NaN until launch_delayed_copy writes it 50 µs after letting the GEMV start. Each kernel that
+// reads it early: direct (F16: the SmolLM2 o projection's shape, one task per warp, and 6000×512,
+// several tasks per CTA), staged (Q4_1), stream (Q4_0 on a pre-split x, 2400 rows: several tasks
+// per slot) and stream-tiled (Q8_0). Eagerly and in a replayed graph, after a run with the
+// residual in place.
+TEST(Gemv, ResidualWaitsForItsProducer) {
+  DB_REQUIRE_CUDA();
+  const CudaStream stream;
+  DB_REQUIRE_PDL_OVERLAP(stream);
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  const struct {
+    WeightType t;
+    int64_t rows, cols;
+    int variant;
+    const char* kernel;
+  } cases[] = {{WeightType::kF16, 576, 576, 2, "direct"},
+               {WeightType::kF16, 6000, 512, 2, "direct"},
+               {WeightType::kQ4_1, 576, 576, 1, "staged"},
+               {WeightType::kQ4_0, 2400, 1024, 4, "stream"},
+               {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled"}};
+  for (const auto& c : cases) {
+    if (c.variant >= 4 && major < 9) continue;  // the stream kernels need sm_90
+    const bool presplit = c.variant >= 4;
+    const bool tiled = c.variant == 7;
+    const Matrix m = make_matrix(c.t, c.rows, c.cols, 620);
+    const std::vector<float> x = random_floats(static_cast<size_t>(c.cols), 621);
+    const std::vector<float> y0 = random_floats(static_cast<size_t>(c.rows), 622);
+    std::vector<float> want;
+    std::vector<double> mag;
+    reference(c.t, m, c.rows, c.cols, x, nullptr, y0.data(), &want, &mag);
+    std::vector<uint8_t> wbytes = m.bytes;
+    if (tiled) quant::tile_rows(c.t, c.rows, c.cols, m.bytes.data(), wbytes.data());
+    const DeviceBuffer d_w = upload(wbytes);
+    const DeviceBuffer d_x = upload(x);
+    const DeviceBuffer d_y0 = upload(y0);
+    DeviceBuffer d_y(static_cast<size_t>(c.rows) * 4);
+    DeviceBuffer d_split(presplit ? gemv_x_split_bytes(c.cols) : 16);
+    if (presplit) {
+      launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, c.cols,
+                            d_split.get(), false, nullptr);
+      testing::sync();
+    }
+    GemvParams p = plain_params(c.t, c.rows, c.cols, d_w, d_x, d_y);
+    p.residual = d_y.data<float>();  // y = W·x + y
+    p.x_split = presplit ? d_split.get() : nullptr;
+    p.tiled = tiled;
+    p.variant = c.variant;
+    p.pdl = true;
+    const std::string what = std::string(weight_traits(c.t).name) + " " + c.kernel + " " +
+                             std::to_string(c.rows) + "x" + std::to_string(c.cols);
+    ASSERT_STREQ(gemv_launch_info(p).kernel, c.kernel) << what;
+    for (const bool late : {false, true}) {
+      const auto enqueue = [&](cudaStream_t s) {
+        if (late) launch_delayed_copy(d_y.get(), d_y0.get(), d_y.bytes(), 50000, s);
+        launch_gemv(p, s);
+      };
+      for (const bool graph : {false, true}) {
+        if (late) {
+          DB_CUDA_CHECK(cudaMemset(d_y.get(), 0xFF, d_y.bytes()));  // NaN
+        } else {
+          DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), d_y.bytes(), cudaMemcpyHostToDevice));
+        }
+        testing::sync();  // the legacy-stream memset or copy before the work on `stream`
+        if (graph) {
+          replay_once(stream, enqueue);
+        } else {
+          enqueue(stream.get());
+          stream.synchronize();
+        }
+        const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(c.rows));
+        EXPECT_TRUE(all_near(
+            got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
+            what + (graph ? " graph" : " eager") +
+                (late ? ": residual written late by the preceding kernel"
+                      : ": residual in place")));
+      }
+    }
+  }
+}
+
 // The stream kernel's copy of a pre-split x (gemv_impl.cuh), in groups of 32 tiles of 3712
 // bytes: digit n, half h of tile j = 32g + l at g·3712 + (2n + h)·512 + l·16, plane p at g·3712 +
 // 3072 + p·128 + l·4. Checked against x itself: f_1 and three digits rebuild each x'[c] to within
