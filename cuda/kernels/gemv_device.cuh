@@ -144,20 +144,21 @@ __device__ __forceinline__ XPrefetch prefetch_x(const gemv_impl::XSource& src, i
 /// part; ends with __syncthreads. `red`: 32 floats of scratch shared memory; `pre`: from
 /// prefetch_x (before the PDL wait). x, and for SwiGLU the first batch of up, cost one memory
 /// round trip together. kRegisterForm (the direct kernel): x of 8-16 floats per thread goes
-/// through registers instead of cp.async (see the branch for the measurements); in either kernel
-/// an RMSNorm x of at most 4 floats per thread (with `pre` filled) goes through a register.
+/// through registers instead of cp.async (see the branch for the measurements); otherwise (the
+/// staged kernel) an RMSNorm x of at most 4 floats per thread (`pre` filled) goes through one.
 template <bool kRegisterForm = false>
 __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, int64_t cols,
                                                float* xs, float* red, const XPrefetch& pre = {}) {
   const int t = static_cast<int>(threadIdx.x);
   const int nt = static_cast<int>(blockDim.x);
   const int64_t n4 = cols / 4;
-  if (src.kind == gemv_impl::XKind::kRmsNorm && n4 <= nt && pre.ok) {
-    // A short RMSNorm input (at most one float4 per thread: SmolLM2's 576 columns) goes through
-    // a register: no cp.async wait, one barrier and one shared-memory pass fewer than the form
-    // below, the same sums in the same order. Measured on the H200 (median TPOT, graph):
-    // SmolLM2-135M shape Q4_1 481.1 / 475.9 → 457.0 / 456.8 µs, F16 447.0 / 449.2 → 439.1 /
-    // 439.6 µs (docs/performance.md, round 20).
+  if (!kRegisterForm && src.kind == gemv_impl::XKind::kRmsNorm && n4 <= nt && pre.ok) {
+    // The staged kernel: a short RMSNorm input (at most one float4 per thread: SmolLM2's 576
+    // columns) goes through a register: no cp.async wait, one barrier and one shared-memory pass
+    // fewer than the form below, the same sums in the same order. Measured on the H200 (median
+    // TPOT, graph, SmolLM2-135M shape Q4_1) in a build with both this and the early residual as
+    // run-time switches: 481.1 / 475.9 µs with neither, 457.0 / 456.8 with this, 450.9 / 452.3
+    // with both; the direct kernel (F16) keeps the form below (docs/performance.md, round 20).
     const float4 v = t < n4 ? __ldcg(reinterpret_cast<const float4*>(src.x) + t)
                             : make_float4(0.f, 0.f, 0.f, 0.f);
     float ss = 0.0f;
@@ -322,20 +323,20 @@ __device__ __forceinline__ void store_row(const gemv_impl::YSink& y, int64_t r, 
 }
 
 /// The one term store_row adds to row r when exactly one of bias and residual is set (every
-/// GEMV of the decode step: a QKV bias or the o and down projections' residual), else 0: read by
-/// the thread that stores row r as soon as the row is known, so the load's latency overlaps the
-/// row's dot product instead of following it. Read after the PDL wait (the residual is written by
-/// earlier kernels), with a plain load: the residual may alias y. Measured on the H200 (median
-/// TPOT, graph): SmolLM2-135M shape Q4_1 481.1 / 475.9 → 469.4 / 466.0 µs, 7B shape Q4_0 1,829.5
-/// / 1,830.4 → 1,801.0 / 1,805.5 µs, Q8_0 2,571.6 / 2,577.3 → 2,520.6 / 2,511.1 µs, F16 and
-/// SmolLM2 F16 unchanged (docs/performance.md, round 20).
+/// GEMV of the decode step: a QKV bias or the o and down projections' residual), else 0. The
+/// staged kernel reads it right after its PDL wait (the residual is written by earlier kernels),
+/// so the load's latency overlaps the row's dot product instead of following it; a plain load, as
+/// the residual may alias y. Measured on the H200 (SmolLM2-135M shape Q4_1, median TPOT, graph):
+/// 481.1 / 475.9 → 469.4 / 466.0 µs in a build with it as a run-time switch. The direct and
+/// stream kernels (F16, BF16 and the 7B quantized GEMVs) measured no gain or a loss from it and
+/// read at the store (docs/performance.md, round 20).
 __device__ __forceinline__ float row_addend(const gemv_impl::YSink& y, int64_t r) {
   if ((y.bias == nullptr) == (y.residual == nullptr)) return 0.0f;
   return (y.bias != nullptr ? y.bias : y.residual)[r];
 }
 
-/// store_row with row_addend(y, r) read in advance as `add` (same sums: one addition; with both
-/// bias and residual set, store_row itself).
+/// store_row with row_addend(y, r) read in advance as `add` (the same sum: one addition; with
+/// both bias and residual set, store_row itself).
 __device__ __forceinline__ void store_row_added(const gemv_impl::YSink& y, int64_t r, float s,
                                                 float add) {
   if (y.bias != nullptr && y.residual != nullptr) {

@@ -192,17 +192,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
         if (bytes > 0) kernels::bulk_copy(xs + c0, a.x.x + c0, bytes, &xbar[c]);
       }
     }
-  }
-  // The bias or residual of the row this lane stores (kernels::row_addend), read when its task
-  // begins: the first task's here, after the PDL wait, the next one's after each store.
-  const bool adder = half == 0 && ks == 0 && lane < kR;
-  float add = 0.0f;
-  const auto load_add = [&](int64_t tk) {
-    const int64_t r = (tk * rgs + rg) * kR + lane;
-    if (adder && tk < a.ntasks && r < a.rows) add = kernels::row_addend(a.y, r);
-  };
-  load_add(task);
-  if constexpr (!kBulkX) {
+  } else {
     kernels::load_x_to_smem<true>(a.x, a.cols, xs, red, pre);
   }
   int xready = 0;  // kBulkX: x' pieces this warp has seen complete
@@ -253,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
         if (half > 0) {
           if (lane == 0 && k < half) a.y.y0[k] = kernels::swiglu_value(acc[0], acc[1]);
         } else if (lane < kR && row0 + lane < a.rows) {
-          kernels::store_row_added(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1], add);
+          kernels::store_row(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1]);
         }
       } else {
         float* pb = partial + parity * kWarps * kR;
@@ -274,10 +264,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
         } else if (ks == 0 && lane < kR && row0 + lane < a.rows) {
           float s = 0.0f;
           for (int w = 0; w < a.ksplit; ++w) s += pb[(rg * a.ksplit + w) * kR + lane];
-          kernels::store_row_added(a.y, row0 + lane, s, add);
+          kernels::store_row(a.y, row0 + lane, s);
         }
       }
-      load_add(next_task);
 #pragma unroll
       for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
       parity ^= 1;

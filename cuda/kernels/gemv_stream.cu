@@ -542,15 +542,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
   const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
   const uint32_t stages_addr = smem_addr(stages);
-  // The bias or residual of the row this lane stores (kernels::row_addend), read when its task
-  // begins: the first task's here, after the PDL wait, the next one's after each store.
-  const bool adder = kidx == 0 && lane < kRows;
-  float add = 0.0f;
-  const auto load_add = [&](int64_t tk) {
-    const int64_t r = (task0 + tk * task_step) * kRows + lane;
-    if (adder && tk < my_tasks && r < a.rows) add = kernels::row_addend(a.y, r);
-  };
-  load_add(0);
 
   float acc[kRows];
 #pragma unroll
@@ -628,7 +619,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 #pragma unroll
         for (int i = 1; i < kRows; ++i) v = lane == i ? acc[i] : v;
         const int64_t r = task * kRows + lane;
-        if (r < a.rows) kernels::store_row_added(a.y, r, v, add);
+        if (r < a.rows) kernels::store_row(a.y, r, v);
       }
     } else {
       float* part = partial + (tk & 1) * kWarps * kRows;
@@ -641,10 +632,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         float v = 0.0f;
         for (int k = 0; k < ks; ++k) v += part[(slot * ks + k) * kRows + lane];
         const int64_t r = task * kRows + lane;
-        if (r < a.rows) kernels::store_row_added(a.y, r, v, add);
+        if (r < a.rows) kernels::store_row(a.y, r, v);
       }
     }
-    load_add(tk + 1);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
   }

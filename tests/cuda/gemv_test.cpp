@@ -766,13 +766,13 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
   }
 }
 
-// The residual (and bias) a GEMV adds is read as soon as a row's task begins, not at its store
-// (kernels::row_addend), but never before the PDL wait: here the residual, which y aliases, is
-// NaN until launch_delayed_copy writes it 50 µs after letting the GEMV start. Each kernel that
-// reads it early: direct (F16: the SmolLM2 o projection's shape, one task per warp, and 6000×512,
-// several tasks per CTA), staged (Q4_1), stream (Q4_0 on a pre-split x, 2400 rows: several tasks
-// per slot) and stream-tiled (Q8_0). Eagerly and in a replayed graph, after a run with the
-// residual in place.
+// The staged kernel reads the residual (or bias) of its rows right after its PDL wait, before
+// its dot products (kernels::row_addend), and the other kernels at the store; none may read it
+// before the wait: here the residual, which y aliases, is NaN until launch_delayed_copy writes it
+// 50 µs after letting the GEMV start. Kernels: staged (Q4_1), direct (F16: the SmolLM2 o
+// projection's shape, one task per warp, and 6000×512, several tasks per CTA), stream (Q4_0 on a
+// pre-split x, 2400 rows: several tasks per slot) and stream-tiled (Q8_0). Eagerly and in a
+// replayed graph, after a run with the residual in place.
 TEST(Gemv, ResidualWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
   const CudaStream stream;
