@@ -139,6 +139,20 @@ __device__ __forceinline__ XPrefetch prefetch_x(const gemv_impl::XSource& src, i
   return p;
 }
 
+/// ss + v.x² + v.y² + v.z² + v.w², in that order (fmaf): RMSNorm's sum of squares.
+__device__ __forceinline__ float add_squares(float4 v, float ss) {
+  ss = fmaf(v.x, v.x, ss);
+  ss = fmaf(v.y, v.y, ss);
+  ss = fmaf(v.z, v.z, ss);
+  return fmaf(v.w, v.w, ss);
+}
+
+/// RMSNorm's output for four columns: (v·scale)·w, each product rounded (as cpu::rms_norm).
+__device__ __forceinline__ float4 rms_scaled(float4 v, float scale, float4 w) {
+  return make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
+                     __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
+}
+
 /// Writes x' (cols floats, cols % 4 == 0, sources 16-byte aligned) into shared memory `xs`
 /// (16-byte aligned), as `src` says (kPlain, kRmsNorm or kSwiGlu). All threads of the CTA take
 /// part; ends with __syncthreads. `red`: 32 floats of scratch shared memory; `pre`: from
@@ -161,19 +175,10 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
     // with both; the direct kernel (F16) keeps the form below (docs/performance.md, round 20).
     const float4 v = t < n4 ? __ldcg(reinterpret_cast<const float4*>(src.x) + t)
                             : make_float4(0.f, 0.f, 0.f, 0.f);
-    float ss = 0.0f;
-    ss = fmaf(v.x, v.x, ss);
-    ss = fmaf(v.y, v.y, ss);
-    ss = fmaf(v.z, v.z, ss);
-    ss = fmaf(v.w, v.w, ss);
-    ss = block_sum(ss, red);
+    const float ss = block_sum(add_squares(v, 0.0f), red);
+    // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
     const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + src.eps);
-    if (t < n4) {
-      const float4 w = pre.w[0];
-      reinterpret_cast<float4*>(xs)[t] =
-          make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
-                      __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
-    }
+    if (t < n4) reinterpret_cast<float4*>(xs)[t] = rms_scaled(v, scale, pre.w[0]);
     __syncthreads();
     return;
   }
@@ -204,10 +209,7 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
       float ss = 0.0f;  // this thread's columns in the order of the shared-memory form below
 #pragma unroll
       for (int k = 0; k < kRegs; ++k) {
-        ss = fmaf(v[k].x, v[k].x, ss);
-        ss = fmaf(v[k].y, v[k].y, ss);
-        ss = fmaf(v[k].z, v[k].z, ss);
-        ss = fmaf(v[k].w, v[k].w, ss);
+        ss = add_squares(v[k], ss);
       }
       ss = block_sum(ss, red);
       // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
@@ -218,9 +220,7 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
         if (i < n4) {
           const float4 w =
               pre.ok ? pre.w[k] : __ldg(reinterpret_cast<const float4*>(src.norm_w) + i);
-          v[k] = make_float4(
-              __fmul_rn(__fmul_rn(v[k].x, scale), w.x), __fmul_rn(__fmul_rn(v[k].y, scale), w.y),
-              __fmul_rn(__fmul_rn(v[k].z, scale), w.z), __fmul_rn(__fmul_rn(v[k].w, scale), w.w));
+          v[k] = rms_scaled(v[k], scale, w);
         }
       }
     }
@@ -274,20 +274,14 @@ __device__ __forceinline__ void load_x_to_smem(const gemv_impl::XSource& src, in
     float ss = 0.0f;
     for (int64_t i = t; i < n4; i += nt) {
       const float4 v = reinterpret_cast<const float4*>(xs)[i];
-      ss = fmaf(v.x, v.x, ss);
-      ss = fmaf(v.y, v.y, ss);
-      ss = fmaf(v.z, v.z, ss);
-      ss = fmaf(v.w, v.w, ss);
+      ss = add_squares(v, ss);
     }
     ss = block_sum(ss, red);
     // Same expression as cpu::rms_norm: 1 / sqrt(mean + eps), IEEE sqrt and division.
     const float scale = 1.0f / sqrtf(ss / static_cast<float>(cols) + src.eps);
     const auto apply = [&](int64_t i, float4 w) {
       float4* p = reinterpret_cast<float4*>(xs) + i;
-      const float4 v = *p;
-      *p =
-          make_float4(__fmul_rn(__fmul_rn(v.x, scale), w.x), __fmul_rn(__fmul_rn(v.y, scale), w.y),
-                      __fmul_rn(__fmul_rn(v.z, scale), w.z), __fmul_rn(__fmul_rn(v.w, scale), w.w));
+      *p = rms_scaled(*p, scale, w);
     };
     if (pre.ok) {
 #pragma unroll
