@@ -316,14 +316,16 @@ __device__ __forceinline__ void store_row(const gemv_impl::YSink& y, int64_t r, 
   store_segment(y, r, s);
 }
 
-/// The one term store_row adds to row r when exactly one of bias and residual is set (every
-/// GEMV of the decode step: a QKV bias or the o and down projections' residual), else 0. The
-/// staged kernel reads it right after its PDL wait (the residual is written by earlier kernels),
-/// so the load's latency overlaps the row's dot product instead of following it; a plain load, as
-/// the residual may alias y. Measured on the H200 (SmolLM2-135M shape Q4_1, median TPOT, graph):
-/// 481.1 / 475.9 → 469.4 / 466.0 µs in a build with it as a run-time switch. The direct and
-/// stream kernels (F16, BF16 and the 7B quantized GEMVs) measured no gain or a loss from it and
-/// read at the store (docs/performance.md, round 20).
+/// The one term store_row adds to row r when exactly one of bias and residual is set, else 0 (at
+/// most one is set in every GEMV of the decode step: a QKV bias, or the o and down projections'
+/// residual). The staged kernel reads it right after its PDL wait (the residual is written by
+/// earlier kernels), so the load's latency overlaps the row's dot product instead of following
+/// it; a plain load, as the residual may alias y. Measured on the H200 (SmolLM2-135M shape Q4_1,
+/// median TPOT, graph): 481.1 / 475.9 → 469.4 / 466.0 µs in a build with it as a run-time switch.
+/// The direct kernel lost with it against the unchanged build (SmolLM2 F16 +1.8%, 7B BF16 +0.3%,
+/// together with the short RMSNorm form); the stream kernel gained 7B Q4_0 1.5% inside the switch
+/// build but 0.7% against the unchanged build, and was not measured alone. Both read at the store
+/// (docs/performance.md, round 20).
 __device__ __forceinline__ float row_addend(const gemv_impl::YSink& y, int64_t r) {
   if ((y.bias == nullptr) == (y.residual == nullptr)) return 0.0f;
   return (y.bias != nullptr ? y.bias : y.residual)[r];

@@ -716,24 +716,45 @@ TEST(Gemv, DirectKernelLongPlainInputInPieces) {
 // letting the GEMV start; copies issued before the wait would read the NaN. Eagerly and in a
 // replayed graph (the probe checks eager launches; graph replay is assumed to overlap alike).
 // The staged kernel's plain x' (copied into shared memory since round 17; Q4_1, 1,536 columns as
-// SmolLM2's down projection) is checked the same way.
-TEST(Gemv, LongPlainInputWaitsForItsProducer) {
+// SmolLM2's down projection) is checked the same way, and so is its short RMSNorm x' (576
+// columns as SmolLM2's QKV and gate/up GEMVs: one float4 per thread, loaded into a register since
+// round 20).
+TEST(Gemv, InputsWaitForTheirProducer) {
   DB_REQUIRE_CUDA();
   const CudaStream stream;
   DB_REQUIRE_PDL_OVERLAP(stream);
-  for (const WeightType t : {WeightType::kF16, WeightType::kBF16, WeightType::kQ4_1}) {
+  const struct {
+    WeightType t;
+    int64_t cols;
+    bool rms;
+  } cases[] = {{WeightType::kF16, 4352, false},
+               {WeightType::kBF16, 4352, false},
+               {WeightType::kQ4_1, 1536, false},
+               {WeightType::kQ4_1, 576, true}};
+  for (const auto& c : cases) {
+    const WeightType t = c.t;
     const bool staged = t == WeightType::kQ4_1;
-    const int64_t rows = 64, cols = staged ? 1536 : 4352;
+    const int64_t rows = 64, cols = c.cols;
     const Matrix m = make_matrix(t, rows, cols, 610);
     const std::vector<float> x = random_floats(static_cast<size_t>(cols), 611);
+    const std::vector<float> nw = random_floats(static_cast<size_t>(cols), 612, 0.5f, 1.5f);
+    const float eps = 1e-6f;
+    std::vector<float> xp = x;
+    if (c.rms) cpu::rms_norm(x.data(), nw.data(), xp.data(), cols, eps);
     std::vector<float> want;
     std::vector<double> mag;
-    reference(t, m, rows, cols, x, nullptr, nullptr, &want, &mag);
+    reference(t, m, rows, cols, xp, nullptr, nullptr, &want, &mag);
     DeviceBuffer d_w = upload(m.bytes);
     const DeviceBuffer d_src = upload(x);
+    const DeviceBuffer d_nw = upload(nw);
     DeviceBuffer d_x(static_cast<size_t>(cols) * 4);
     DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
     GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
+    if (c.rms) {
+      p.input = GemvInput::kRmsNorm;
+      p.norm_w = d_nw.data<float>();
+      p.eps = eps;
+    }
     p.pdl = true;
     if (staged) p.variant = 1;
     ASSERT_STREQ(gemv_launch_info(p).kernel, staged ? "staged" : "direct");
@@ -759,8 +780,9 @@ TEST(Gemv, LongPlainInputWaitsForItsProducer) {
         const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
         EXPECT_TRUE(all_near(
             got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
-            std::string(weight_traits(t).name) + (graph ? " graph" : " eager") +
-                (late ? ": long plain x' written late by the preceding kernel" : ": x in place")));
+            std::string(weight_traits(t).name) + (c.rms ? " RMSNorm x'" : " plain x'") +
+                (graph ? " graph" : " eager") +
+                (late ? ": x written late by the preceding kernel" : ": x in place")));
       }
     }
   }
