@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -695,18 +696,28 @@ TEST(Backend, NotEnoughDeviceMemoryIsAResourceError) {
 }
 
 // GGUF fixtures written by the Python gguf package (tests/fixtures/write_arch_gguf.py): llama,
-// qwen2 and qwen3 with mixed weight types, decoded on the GPU and the CPU.
+// qwen2 and qwen3 with mixed weight types, decoded on the GPU and the CPU. A GPU host without the
+// package can take them written elsewhere: DECODEBENCH_GGUF_FIXTURES names a folder holding
+// llama.gguf, qwen2.gguf and qwen3.gguf from that script (the same files, as its weights are
+// seeded).
 TEST(Backend, GgufFixturesDecodeLikeTheCpu) {
   DB_REQUIRE_CUDA();
-  DB_REQUIRE_PYTHON_GGUF();
+  const char* fixtures = std::getenv("DECODEBENCH_GGUF_FIXTURES");
+  if (fixtures == nullptr) DB_REQUIRE_PYTHON_GGUF();
   decodebench::testing::TempDir dir;
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {
-    const auto path = dir / (std::string(arch) + ".gguf");
-    const auto r = decodebench::testing::run_command(
-        {decodebench::testing::python(),
-         (decodebench::testing::source_dir() / "tests/fixtures/write_arch_gguf.py").string(),
-         "--arch", arch, path.string()});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const std::string name = std::string(arch) + ".gguf";
+    const auto path = fixtures != nullptr ? std::filesystem::path(fixtures) / name : dir / name;
+    if (fixtures != nullptr) {
+      ASSERT_TRUE(std::filesystem::is_regular_file(path))
+          << "DECODEBENCH_GGUF_FIXTURES: " << path << " does not exist";
+    } else {
+      const auto r = decodebench::testing::run_command(
+          {decodebench::testing::python(),
+           (decodebench::testing::source_dir() / "tests/fixtures/write_arch_gguf.py").string(),
+           "--arch", arch, path.string()});
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
     const Model m = load_gguf_model(path.string());
     expect_same_tokens_as_cpu(m, 16, arch);
     // Graph replay equals eager execution on the real-architecture paths too (256 steps).
