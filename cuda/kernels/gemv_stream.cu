@@ -157,7 +157,7 @@ struct SuperCursor {
 // Pipeline shape per type (bench-kernels sweep on the H200, 7B shapes): bigger bulk copies amortize
 // their fixed cost; 4-bit types stream 4096 columns per row piece two deep, Q8_0 2048 three deep
 // (both keep two CTAs per SM).
-template <int kCols, int kDepth>
+template <int kCols, int kDepth, bool kFill = false, bool kSlot = false>
 struct Pipe {
   static constexpr int kChunkCols = kCols, kStages = kDepth;
   /// kFillBeforeWait: all kStages pieces are asked for before the PDL wait (a stage is refilled
@@ -166,7 +166,7 @@ struct Pipe {
   /// b·slots + s, ...), so a last round of fewer tasks than warp slots is spread over many CTAs
   /// (the 7B Q8_0 QKV, o and down projections end in rounds of 192, 736 and 736 tasks for
   /// 528–1,056 slots) instead of filling the first CTAs' slots.
-  static constexpr bool kFillBeforeWait = false, kSlotMajor = false;
+  static constexpr bool kFillBeforeWait = kFill, kSlotMajor = kSlot;
 };
 
 template <WeightType T>
@@ -353,8 +353,8 @@ struct TiledStreamOps;
 /// What the tiled decoders share: 32-column tiles of kBB bytes in pieces of kCols columns, kDepth
 /// deep; groups and chunks start 16-byte aligned (the copies' lead is 0), so codes are read with
 /// 128-bit loads.
-template <int kBB_, int kCols, int kDepth>
-struct TiledStreamBase : Pipe<kCols, kDepth> {
+template <int kBB_, int kCols, int kDepth, bool kFill = false, bool kSlot = false>
+struct TiledStreamBase : Pipe<kCols, kDepth, kFill, kSlot> {
   static constexpr int kBE = 32, kBB = kBB_;
   static constexpr bool kLo = false;
   static_assert((32 * kBB) % 16 == 0 && (kCols / 32 * kBB) % 16 == 0, "aligned groups");
@@ -390,12 +390,12 @@ struct TiledStreamOps<WeightType::kQ4_1> : TiledStream4<20, true> {};
 /// 2,520.9 with the GGUF decoder's 2048 × 3, 2,505.6 / 2,503.6 with 2048 × 2 and 2,572.7 /
 /// 2,574.8 with 1024 × 6 (docs/performance.md, round 16; the 4-bit types' 4096 × 2 beat 2048 × 4,
 /// 3072 × 3 and 4096 × 3 there).
+/// Every stage before the PDL wait and slot-major tasks (Pipe), measured on the H200
+/// (docs/performance.md, round 19): 7B Q8_0 step 2,610 → 2,554 µs with both (−2.2%; each alone
+/// −1.0% and −1.7%); the 4-bit types gained with neither.
 template <>
-struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4> {
+struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4, true, true> {
   static constexpr bool kSx = false;
-  // Measured on the H200 (docs/performance.md, round 19): 7B Q8_0 step 2,610 → 2,554 µs with both
-  // (−2.2%; each alone −1.0% and −1.7%); the 4-bit types gained with neither.
-  static constexpr bool kFillBeforeWait = true, kSlotMajor = true;
   __device__ static float dot(const Cursor& u, int p, const XTile& x, int n) {
     const uint32_t g = u.group(p, kBB);
     const uint32_t n16 = 16 * static_cast<uint32_t>(n);
