@@ -710,6 +710,47 @@ TEST(Gemv, DirectKernelLongPlainInputInPieces) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "direct");
 }
 
+/// Launches p on `stream` four times and checks y (p.rows floats) against want within 1e-5·mag +
+/// 1e-6 each time: eagerly and replayed from a graph, first with `input` (a device buffer that p
+/// reads) holding `values`, then NaN until launch_delayed_copy writes `values` there 50 µs after
+/// letting the GEMV start. y is zeroed before each launch unless it is `input` itself. `what`
+/// names the case; `name` the input in the messages.
+void check_input_written_late(const CudaStream& stream, const GemvParams& p,
+                              const DeviceBuffer& input, const std::vector<float>& values,
+                              const std::vector<float>& want, const std::vector<double>& mag,
+                              const std::string& what, const std::string& name) {
+  const DeviceBuffer src = upload(values);
+  const bool y_is_input = p.y == input.data<float>();
+  for (const bool late : {false, true}) {
+    const auto enqueue = [&](cudaStream_t s) {
+      if (late) launch_delayed_copy(input.get(), src.get(), input.bytes(), 50000, s);
+      launch_gemv(p, s);
+    };
+    for (const bool graph : {false, true}) {
+      if (late) {
+        DB_CUDA_CHECK(cudaMemset(input.get(), 0xFF, input.bytes()));  // NaN
+      } else {
+        DB_CUDA_CHECK(
+            cudaMemcpy(input.get(), values.data(), input.bytes(), cudaMemcpyHostToDevice));
+      }
+      if (!y_is_input) DB_CUDA_CHECK(cudaMemset(p.y, 0, static_cast<size_t>(p.rows) * 4));
+      testing::sync();  // the legacy-stream memsets and copies before the work on `stream`
+      if (graph) {
+        replay_once(stream, enqueue);
+      } else {
+        enqueue(stream.get());
+        stream.synchronize();
+      }
+      const std::vector<float> got = download<float>(p.y, static_cast<size_t>(p.rows));
+      EXPECT_TRUE(all_near(
+          got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
+          what + (graph ? " graph" : " eager") +
+              (late ? ": " + name + " written late by the preceding kernel"
+                    : ": " + name + " in place")));
+    }
+  }
+}
+
 // The long plain x' is written by the preceding kernel: the bulk copies must wait for it (PDL).
 // Each case runs first with x in place (which also loads the kernel: a first launch does not
 // overlap its predecessor), then with x NaN until launch_delayed_copy writes it 50 µs after
@@ -745,7 +786,6 @@ TEST(Gemv, InputsWaitForTheirProducer) {
     std::vector<double> mag;
     reference(t, m, rows, cols, xp, nullptr, nullptr, &want, &mag);
     DeviceBuffer d_w = upload(m.bytes);
-    const DeviceBuffer d_src = upload(x);
     const DeviceBuffer d_nw = upload(nw);
     DeviceBuffer d_x(static_cast<size_t>(cols) * 4);
     DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
@@ -758,33 +798,9 @@ TEST(Gemv, InputsWaitForTheirProducer) {
     p.pdl = true;
     if (staged) p.variant = 1;
     ASSERT_STREQ(gemv_launch_info(p).kernel, staged ? "staged" : "direct");
-    for (const bool late : {false, true}) {
-      const auto enqueue = [&](cudaStream_t s) {
-        if (late) launch_delayed_copy(d_x.get(), d_src.get(), d_x.bytes(), 50000, s);
-        launch_gemv(p, s);
-      };
-      for (const bool graph : {false, true}) {
-        if (late) {
-          DB_CUDA_CHECK(cudaMemset(d_x.get(), 0xFF, d_x.bytes()));  // NaN
-        } else {
-          DB_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), d_x.bytes(), cudaMemcpyHostToDevice));
-        }
-        DB_CUDA_CHECK(cudaMemset(d_y.get(), 0, d_y.bytes()));
-        testing::sync();  // the legacy-stream memsets before the work on `stream`
-        if (graph) {
-          replay_once(stream, enqueue);
-        } else {
-          enqueue(stream.get());
-          stream.synchronize();
-        }
-        const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
-        EXPECT_TRUE(all_near(
-            got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
-            std::string(weight_traits(t).name) + (c.rms ? " RMSNorm x'" : " plain x'") +
-                (graph ? " graph" : " eager") +
-                (late ? ": x written late by the preceding kernel" : ": x in place")));
-      }
-    }
+    check_input_written_late(
+        stream, p, d_x, x, want, mag,
+        std::string(weight_traits(t).name) + (c.rms ? " RMSNorm x'" : " plain x'"), "x");
   }
 }
 
@@ -825,7 +841,6 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     if (tiled) quant::tile_rows(c.t, c.rows, c.cols, m.bytes.data(), wbytes.data());
     const DeviceBuffer d_w = upload(wbytes);
     const DeviceBuffer d_x = upload(x);
-    const DeviceBuffer d_y0 = upload(y0);
     DeviceBuffer d_y(static_cast<size_t>(c.rows) * 4);
     DeviceBuffer d_split(presplit ? gemv_x_split_bytes(c.cols) : 16);
     if (presplit) {
@@ -842,32 +857,7 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     const std::string what = std::string(weight_traits(c.t).name) + " " + c.kernel + " " +
                              std::to_string(c.rows) + "x" + std::to_string(c.cols);
     ASSERT_STREQ(gemv_launch_info(p).kernel, c.kernel) << what;
-    for (const bool late : {false, true}) {
-      const auto enqueue = [&](cudaStream_t s) {
-        if (late) launch_delayed_copy(d_y.get(), d_y0.get(), d_y.bytes(), 50000, s);
-        launch_gemv(p, s);
-      };
-      for (const bool graph : {false, true}) {
-        if (late) {
-          DB_CUDA_CHECK(cudaMemset(d_y.get(), 0xFF, d_y.bytes()));  // NaN
-        } else {
-          DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), d_y.bytes(), cudaMemcpyHostToDevice));
-        }
-        testing::sync();  // the legacy-stream memset or copy before the work on `stream`
-        if (graph) {
-          replay_once(stream, enqueue);
-        } else {
-          enqueue(stream.get());
-          stream.synchronize();
-        }
-        const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(c.rows));
-        EXPECT_TRUE(all_near(
-            got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
-            what + (graph ? " graph" : " eager") +
-                (late ? ": residual written late by the preceding kernel"
-                      : ": residual in place")));
-      }
-    }
+    check_input_written_late(stream, p, d_y, y0, want, mag, what, "residual");
   }
 }
 
