@@ -85,7 +85,8 @@ struct GemvParams {
 /// kernel with the same semantics runs (plain input and one output segment only). The quantized
 /// "mma" kernel splits x' into exact 7-bit digits and multiplies on the int8 tensor cores; its
 /// results differ from the f32 CPU dot product by f32 rounding and a residue below 2^-27 of each
-/// 32-column tile's largest |x'| (the "stream" kernel uses the first three digits: below 2^-20).
+/// 32-column tile's largest |x'| (the "stream", "tiled" and "stream-tiled" kernels use the first
+/// two digits of a pre-split x': below 2^-13).
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
 /// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, a SwiGLU
@@ -133,7 +134,7 @@ bool gemv_stream_tiled_available(WeightType type);
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"
 /// (quantized types), 4 "stream" (quantized types; needs x_split: bulk-copy pipeline and dp4a on
-/// the first three digits of x', sm_90, w and the matrix end 16-byte aligned), 5 "tiled" (Q4_0,
+/// the first two digits of x', sm_90, w and the matrix end 16-byte aligned), 5 "tiled" (Q4_0,
 /// Q4_1, Q8_0, Q4_K; weights in the tiled layout, GemvParams::tiled), 6 "tiled-mma" (Q4_0, Q4_1,
 /// Q8_0 in the tiled layout, the digit products on the int8 tensor cores; only when forced: it
 /// ran slower than 5, docs/performance.md round 14; rows not a multiple of 128 columns run 5), 7

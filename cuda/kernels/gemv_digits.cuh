@@ -16,10 +16,11 @@
 
 namespace decodebench::cuda::gemv_impl {
 
-/// x' digits used (of the 3 the stream layout holds): three keep the residue below 2^-20 of the
-/// tile's largest |x'|. Two would be faster on the 4-bit types (fewer dp4a; 7B Q4_0 step 508
-/// against 460 tokens/s on the H200) but leave 2^-13.
-constexpr int kDigits = 3;
+/// x' digits used (of the 3 the stream layout holds). Two leave a residue below 2^-13 of the
+/// tile's largest |x'| (finer than x' in f16 for values above 1/4 of it) and a third of the
+/// dp4a fewer than three (below 2^-20): 7B steps on the H200 3.1% (Q4_0), 5.9% (Q4_K_M) and
+/// 3.6% (Q8_0) faster (docs/performance.md, round 21). The tiled-mma kernel keeps all three.
+constexpr int kDigits = 2;
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 static_assert(kStreamGroupTiles == 32, "a warp-wide pass reads one group of the x' layout");
 

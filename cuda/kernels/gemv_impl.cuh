@@ -144,7 +144,7 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
                    bool tiled = false);
 
 /// Tiled kernel (Q4_0, Q4_1, Q8_0, Q4_K in the tiled layout of core/quant/tiled_layout.hpp, on a
-/// pre-split x'; 16-byte loads straight to registers, dp4a on the first three digits of x').
+/// pre-split x'; 16-byte loads straight to registers, dp4a on the first two digits of x').
 /// Requirements: quant::tiled_layout_supported(t, cols), w 16-byte aligned.
 bool tiled_supported(WeightType t, const void* w, int64_t cols);
 /// Tiles per row the tiled kernel takes (its per-row offsets are 32-bit).

@@ -11,10 +11,10 @@
 // x'[c] ≈ Σ_n f_n·X_n[c], f_n = 2^(e − 7n)). Lane l of a warp owns tiles l, l + 32, ... of each
 // chunk (in a last pass of at most 16 tiles, lanes 16-31 take row 1's tile l − 16 and lanes 0-15
 // row 0's): it unpacks the tile's 32 codes of each row into 8 words of bytes and forms the integer
-// sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits digits. A tile's dot
-// product is then scale·(f_1·(128·S_0 + S_1) + f_2·S_2) (code offsets enter as −offset·ΣX_n,
-// minimums as min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the
-// digit residue, below 2^-20 of each tile's largest |x'|. The x' digits (loaded once per tile,
+// sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits (two) digits. A tile's
+// dot product is then scale·f_1·(128·S_0 + S_1) (code offsets enter as −offset·ΣX_n, minimums as
+// min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the digit
+// residue, below 2^-13 of each tile's largest |x'|. The x' digits (loaded once per tile,
 // serving kRows rows) come from the split's stream layout, where a warp-wide 16-byte load is
 // contiguous: Nsight Compute on the H200 (gate+up, Q4_0) showed the L1 data path as the limit
 // (79% busy) with the mma layout's 32- and 48-byte lane strides, 60% with this one. Its tiles

@@ -110,10 +110,15 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
     g = gpu.step(c, pos, nullptr);  // both fed the CPU's token
     c = cpu.step(c, pos, nullptr);
   }
-  // Logits agree to f32 rounding (different summation orders), relative to the logit scale.
-  EXPECT_LT(worst, 2e-4) << what << ": max logit error relative to the largest logit";
-  const WeightType type = m.weights.layers.at(0).wq.type;
+  // Logits agree to f32 rounding (different summation orders), relative to the logit scale;
+  // where GEMVs read x' pre-split (the stream, tiled and stream-tiled kernels: variants 4, 5, 7)
+  // also to its two-digit residue, below 2^-13 of each 32-column tile's largest |x'| (these
+  // models: up to 5.3e-4 on the H200).
   const auto& n = gpu.gemv_variant_counts();
+  const bool two_digits = n[4] + n[5] + n[7] > 0;
+  EXPECT_LT(worst, two_digits ? 2e-3 : 2e-4)
+      << what << ": max logit error relative to the largest logit";
+  const WeightType type = m.weights.layers.at(0).wq.type;
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   if (presplit == 1 && tiled && gemv_tiled_supported(type, m.config.hidden)) {

@@ -4,9 +4,10 @@
 //
 // Tolerance: |gpu − cpu| <= 1e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 per row (w dequantized on the CPU).
 // Both sides accumulate in f32 in different orders; the bound is relative to the magnitude of
-// the sum, not of the result, because cancellation makes the result's own size meaningless. An
-// index bug (wrong nibble, block, chunk or row) moves a result by O(|w·x|) for whole blocks, far
-// beyond it.
+// the sum, not of the result, because cancellation makes the result's own size meaningless. The
+// kernels on a pre-split x' (two 7-bit digits per value) add up to 2^-13 · Σ_c |w[r][c]|·M(c),
+// M(c) the largest |x'| of c's 32-column tile. An index bug (wrong nibble, block, chunk or row)
+// moves a result by O(|w·x|) for whole blocks, far beyond both.
 #include "cuda/kernels/gemv.cuh"
 
 #include <gtest/gtest.h>
@@ -73,18 +74,35 @@ void replay_once(const CudaStream& stream, const std::function<void(cudaStream_t
   DB_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
-/// CPU reference of one GEMV on x' (dot_row per row) and the per-row tolerance magnitude
-/// Σ|w·x'| (+ |bias| + |residual|).
+/// x' residue of the kernels that read x' pre-split (stream, tiled, stream-tiled): they use its
+/// first two 7-bit digits (gemv_digits.cuh), which leave less than 2^-13 of each 32-column tile's
+/// largest |x'|.
+constexpr double kSplitResidue = 0x1p-13;
+
+/// CPU reference of one GEMV on x' (dot_row per row) and each row's tolerance: 1e-5·Σ|w·x'| (+
+/// |bias| + |residual|) + 1e-6, and with `presplit` also kSplitResidue·Σ_c |w[r][c]|·M(c), M(c)
+/// the largest |x'| of c's 32-column tile.
 void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
                const std::vector<float>& xp, const float* bias, const float* residual,
-               std::vector<float>* want, std::vector<double>* mag) {
+               bool presplit, std::vector<float>* want, std::vector<double>* tol) {
   want->assign(static_cast<size_t>(rows), 0.0f);
-  mag->assign(static_cast<size_t>(rows), 0.0);
+  tol->assign(static_cast<size_t>(rows), 0.0);
+  std::vector<double> tile_max(static_cast<size_t>(cols), 0.0);
+  for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+    double mx = 0.0;
+    for (int64_t c = c0; c < std::min(c0 + 32, cols); ++c)
+      mx = std::max(mx, double{std::fabs(xp[c])});
+    for (int64_t c = c0; c < std::min(c0 + 32, cols); ++c) tile_max[c] = mx;
+  }
   const int64_t rb = row_bytes(t, cols);
   for (int64_t r = 0; r < rows; ++r) {
     float v = quant::dot_row(t, m.bytes.data() + r * rb, xp.data(), cols);
-    double a = 0.0;
-    for (int64_t c = 0; c < cols; ++c) a += std::fabs(double{m.deq[r * cols + c]} * xp[c]);
+    double a = 0.0, s = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double w = std::fabs(double{m.deq[r * cols + c]});
+      a += w * std::fabs(xp[c]);
+      s += w * tile_max[c];
+    }
     if (bias != nullptr) {
       v += bias[r];
       a += std::fabs(bias[r]);
@@ -94,7 +112,7 @@ void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
       a += std::fabs(residual[r]);
     }
     (*want)[r] = v;
-    (*mag)[r] = a;
+    (*tol)[r] = 1e-5 * a + 1e-6 + (presplit ? kSplitResidue * s : 0.0);
   }
 }
 
@@ -181,11 +199,11 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
 
   std::vector<float> want;
-  std::vector<double> mag;
+  std::vector<double> tol;
   reference(t, m, rows, cols, x, with_bias ? bias.data() : nullptr,
-            with_residual ? y0.data() : nullptr, &want, &mag);
+            with_residual ? y0.data() : nullptr, split, &want, &tol);
   EXPECT_TRUE(all_near(
-      got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+      got, want, [&](size_t i) { return tol[i]; },
       describe(t, rows, cols, info) + (with_bias ? " +bias" : "") +
           (with_residual ? " +residual" : "")));
 }
@@ -388,10 +406,10 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   testing::sync();
   const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
   std::vector<float> want;
-  std::vector<double> mag;
-  reference(t, m, rows, cols, xp, bias.data(), y0.data(), &want, &mag);
+  std::vector<double> tol;
+  reference(t, m, rows, cols, xp, bias.data(), y0.data(), presplit, &want, &tol);
   EXPECT_TRUE(all_near(
-      got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+      got, want, [&](size_t i) { return tol[i]; },
       describe(t, rows, cols, info) + " " + form_name(form) + (pdl ? " pdl" : "")));
 }
 
@@ -437,11 +455,11 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
     launch_gemv(p, nullptr);
     testing::sync();
     std::vector<float> want;
-    std::vector<double> mag;
-    reference(t, m, rows, cols, x, nullptr, nullptr, &want, &mag);
+    std::vector<double> tol;
+    reference(t, m, rows, cols, x, nullptr, nullptr, false, &want, &tol);
     EXPECT_TRUE(all_near(
         download<float>(d_y.get(), static_cast<size_t>(rows)), want,
-        [&](size_t i) { return 1e-5 * mag[i] + 1e-6; }, describe(t, rows, cols, info)));
+        [&](size_t i) { return tol[i]; }, describe(t, rows, cols, info)));
   }
 }
 
@@ -494,10 +512,10 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
           got.insert(got.end(), gv.begin(), gv.end());
         }
         std::vector<float> want;
-        std::vector<double> mag;
-        reference(t, m, rows, cols, x, bias.data(), nullptr, &want, &mag);
+        std::vector<double> tol;
+        reference(t, m, rows, cols, x, bias.data(), nullptr, variant >= 4, &want, &tol);
         EXPECT_TRUE(all_near(
-            got, want, [&](size_t i) { return 1e-5 * mag[i] + 1e-6; },
+            got, want, [&](size_t i) { return tol[i]; },
             describe(t, rows, cols, info) + (three ? " q/k/v segments" : " gate/up segments")));
       }
     }
@@ -525,8 +543,8 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       std::vector<float> xn(static_cast<size_t>(cols));
       cpu::rms_norm(x.data(), nw.data(), xn.data(), cols, 1e-6f);
       std::vector<float> prod;
-      std::vector<double> mag;
-      reference(t, m, rows, cols, xn, nullptr, nullptr, &prod, &mag);
+      std::vector<double> tol;
+      reference(t, m, rows, cols, xn, nullptr, nullptr, false, &prod, &tol);
       std::vector<float> want(static_cast<size_t>(half));
       cpu::swiglu(prod.data(), prod.data() + half, want.data(), half);
       DeviceBuffer d_w = upload(m.bytes);
@@ -556,8 +574,8 @@ TEST(Gemv, SwiGluOutputOfStackedGateUp) {
       EXPECT_TRUE(all_near(
           got, want,
           [&](size_t k) {
-            const double eg = 1e-5 * mag[k] + 1e-6;
-            const double eu = 1e-5 * mag[k + static_cast<size_t>(half)] + 1e-6;
+            const double eg = tol[k];
+            const double eu = tol[k + static_cast<size_t>(half)];
             const double g = prod[k];
             const double u = prod[k + static_cast<size_t>(half)];
             return 1.1 * std::fabs(u) * eg + std::fabs(g) * eu + 1e-6 * std::fabs(want[k]) + 1e-7;
@@ -662,9 +680,9 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
       std::vector<float>& out = i % 2 == 0 ? b : a;
       cpu::rms_norm(in.data(), ones.data(), xn.data(), n, 1e-6f);
       std::vector<float> want;
-      std::vector<double> mag;
+      std::vector<double> tol;
       reference(t, ms[static_cast<size_t>(i)], n, n, xn, nullptr, i % 2 == 0 ? nullptr : out.data(),
-                &want, &mag);
+                tiled, &want, &tol);
       out = want;
     }
     enqueue(stream.get());
@@ -710,14 +728,14 @@ TEST(Gemv, DirectKernelLongPlainInputInPieces) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "direct");
 }
 
-/// Launches p on `stream` four times and checks y (p.rows floats) against want within 1e-5·mag +
-/// 1e-6 each time: eagerly and replayed from a graph, first with `input` (a device buffer that p
-/// reads) holding `values`, then NaN until launch_delayed_copy writes `values` there 50 µs after
-/// letting the GEMV start. y is zeroed before each launch unless it is `input` itself. `what`
-/// names the case; `name` the input in the messages.
+/// Launches p on `stream` four times and checks y (p.rows floats) against want within tol (per
+/// row, from reference()) each time: eagerly and replayed from a graph, first with `input` (a
+/// device buffer that p reads) holding `values`, then NaN until launch_delayed_copy writes `values`
+/// there 50 µs after letting the GEMV start. y is zeroed before each launch unless it is `input`
+/// itself. `what` names the case; `name` the input in the messages.
 void check_input_written_late(const CudaStream& stream, const GemvParams& p,
                               const DeviceBuffer& input, const std::vector<float>& values,
-                              const std::vector<float>& want, const std::vector<double>& mag,
+                              const std::vector<float>& want, const std::vector<double>& tol,
                               const std::string& what, const std::string& name) {
   const DeviceBuffer src = upload(values);
   const bool y_is_input = p.y == input.data<float>();
@@ -743,7 +761,7 @@ void check_input_written_late(const CudaStream& stream, const GemvParams& p,
       }
       const std::vector<float> got = download<float>(p.y, static_cast<size_t>(p.rows));
       EXPECT_TRUE(all_near(
-          got, want, [&](size_t r) { return 1e-5 * mag[r] + 1e-6; },
+          got, want, [&](size_t r) { return tol[r]; },
           what + (graph ? " graph" : " eager") +
               (late ? ": " + name + " written late by the preceding kernel"
                     : ": " + name + " in place")));
@@ -783,8 +801,8 @@ TEST(Gemv, InputsWaitForTheirProducer) {
     std::vector<float> xp = x;
     if (c.rms) cpu::rms_norm(x.data(), nw.data(), xp.data(), cols, eps);
     std::vector<float> want;
-    std::vector<double> mag;
-    reference(t, m, rows, cols, xp, nullptr, nullptr, &want, &mag);
+    std::vector<double> tol;
+    reference(t, m, rows, cols, xp, nullptr, nullptr, false, &want, &tol);
     DeviceBuffer d_w = upload(m.bytes);
     const DeviceBuffer d_nw = upload(nw);
     DeviceBuffer d_x(static_cast<size_t>(cols) * 4);
@@ -799,7 +817,7 @@ TEST(Gemv, InputsWaitForTheirProducer) {
     if (staged) p.variant = 1;
     ASSERT_STREQ(gemv_launch_info(p).kernel, staged ? "staged" : "direct");
     check_input_written_late(
-        stream, p, d_x, x, want, mag,
+        stream, p, d_x, x, want, tol,
         std::string(weight_traits(t).name) + (c.rms ? " RMSNorm x'" : " plain x'"), "x");
   }
 }
@@ -835,8 +853,8 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     const std::vector<float> x = random_floats(static_cast<size_t>(c.cols), 621);
     const std::vector<float> y0 = random_floats(static_cast<size_t>(c.rows), 622);
     std::vector<float> want;
-    std::vector<double> mag;
-    reference(c.t, m, c.rows, c.cols, x, nullptr, y0.data(), &want, &mag);
+    std::vector<double> tol;
+    reference(c.t, m, c.rows, c.cols, x, nullptr, y0.data(), c.variant >= 4, &want, &tol);
     std::vector<uint8_t> wbytes = m.bytes;
     if (tiled) quant::tile_rows(c.t, c.rows, c.cols, m.bytes.data(), wbytes.data());
     const DeviceBuffer d_w = upload(wbytes);
@@ -857,7 +875,7 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     const std::string what = std::string(weight_traits(c.t).name) + " " + c.kernel + " " +
                              std::to_string(c.rows) + "x" + std::to_string(c.cols);
     ASSERT_STREQ(gemv_launch_info(p).kernel, c.kernel) << what;
-    check_input_written_late(stream, p, d_y, y0, want, mag, what, "residual");
+    check_input_written_late(stream, p, d_y, y0, want, tol, what, "residual");
   }
 }
 
