@@ -16,10 +16,10 @@
 
 namespace decodebench::cuda::gemv_impl {
 
-/// x' digits used (of the 3 the stream layout holds). Two leave a residue below 2^-13 of the
-/// tile's largest |x'| (finer than x' in f16 for values above 1/4 of it) and a third of the
-/// dp4a fewer than three (below 2^-20): 7B steps on the H200 3.1% (Q4_0), 5.9% (Q4_K_M) and
-/// 3.6% (Q8_0) faster (docs/performance.md, round 21). The tiled-mma kernel keeps all three.
+/// x' digits used (of the 3 the stream layout holds). Two leave a residue of at most 2^-13 of
+/// the tile's largest |x'| (finer than x' in f16 for values above 1/4 of it) and need a third
+/// fewer dp4a than three (below 2^-20): 7B steps on the H200 gained 3.1% (Q4_0), 5.9% (Q4_K_M)
+/// and 3.6% (Q8_0) in tokens/s (docs/performance.md, round 21). The tiled-mma kernel keeps three.
 constexpr int kDigits = 2;
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 static_assert(kStreamGroupTiles == 32, "a warp-wide pass reads one group of the x' layout");
@@ -85,7 +85,9 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
   x.f1 = __int_as_float(ldg4_at<kStreamPlaneBase>(pl));
   x.f2 = x.f1 * 0.0078125f;  // f_2 = f_1 / 128 (exact)
   const int s01 = ldg4_at<kStreamPlaneBase + kPlane>(pl);
-  const int s2 = ldg4_at<kStreamPlaneBase + 2 * kPlane>(pl);
+  // Digit 2's sums, only where they are used (the load is volatile: it would stay otherwise).
+  int s2 = 0;
+  if constexpr (kDigits > 2) s2 = ldg4_at<kStreamPlaneBase + 2 * kPlane>(pl);
   // Digit sums are packed as int16 pairs: sign-extend.
   x.sum[0] = static_cast<int16_t>(s01 & 0xFFFF);
   x.sum[1] = s01 >> 16;
@@ -132,9 +134,14 @@ __device__ __forceinline__ void kquant_scale_min(uint32_t w1, uint32_t w2, uint3
   mn = s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4);
 }
 
-/// f_0·s_0 + f_1·s_1 + f_2·s_2 for integer digit sums s (|s_n| <= 2^18).
-__device__ __forceinline__ float digits_value(const XTile& x, int s0, int s1, int s2) {
-  return fmaf(x.f1, static_cast<float>(s0 * 128 + s1), x.f2 * static_cast<float>(s2));
+/// f_0·s_0 + f_1·s_1 (+ f_2·s_2 with three digits) for integer digit sums s (|s_n| <= 2^18).
+__device__ __forceinline__ float digits_value(const XTile& x, const int (&s)[kDigits]) {
+  if constexpr (kDigits == 2) {
+    return x.f1 * static_cast<float>(s[0] * 128 + s[1]);
+  } else {
+    return fmaf(x.f1, static_cast<float>(s[0] * 128 + s[1]),
+                x.f2 * static_cast<float>(s[kDigits - 1]));
+  }
 }
 
 /// Σ_c (code_c − kOffset)·x'_c over the whole tile (codes: 8 words of bytes in column order).
@@ -159,11 +166,7 @@ __device__ __forceinline__ float tile_dot(const uint32_t (&q)[8], const XTile& x
     }
     s[n] = a;
   }
-  if constexpr (kDigits == 2) {
-    return x.f1 * static_cast<float>(s[0] * 128 + s[1]);
-  } else {
-    return digits_value(x, s[0], s[1], s[2]);
-  }
+  return digits_value(x, s);
 }
 
 }  // namespace decodebench::cuda::gemv_impl

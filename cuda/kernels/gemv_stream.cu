@@ -14,7 +14,7 @@
 // sums S_n = Σ_c code_c·X_n[c] with dp4a (exact), for the first kDigits (two) digits. A tile's
 // dot product is then scale·f_1·(128·S_0 + S_1) (code offsets enter as −offset·ΣX_n, minimums as
 // min·Σx'), so results differ from the CPU's f32 dot product by f32 rounding and the digit
-// residue, below 2^-13 of each tile's largest |x'|. The x' digits (loaded once per tile,
+// residue, at most 2^-13 of each tile's largest |x'|. The x' digits (loaded once per tile,
 // serving kRows rows) come from the split's stream layout, where a warp-wide 16-byte load is
 // contiguous: Nsight Compute on the H200 (gate+up, Q4_0) showed the L1 data path as the limit
 // (79% busy) with the mma layout's 32- and 48-byte lane strides, 60% with this one. Its tiles
@@ -325,8 +325,8 @@ struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
     const uint32_t sc = lds16(b + 192 + 8 * h + 2 * g);  // two int8 scales (offset is even)
     const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
     const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
-    const float vlo = digits_value(x, lo[0], lo[1], kDigits > 2 ? lo[kDigits - 1] : 0);
-    const float vhi = digits_value(x, hi[0], hi[1], kDigits > 2 ? hi[kDigits - 1] : 0);
+    const float vlo = digits_value(x, lo);
+    const float vhi = digits_value(x, hi);
     return lds_f16(b + 208) * fmaf(sc_lo, vlo, sc_hi * vhi);
   }
 };
@@ -542,6 +542,26 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
   const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
   const uint32_t stages_addr = smem_addr(stages);
+  // Tiled weights: the bias or residual of the row this lane stores (kernels::row_addend) is
+  // read when its task begins (the first task's here, after the PDL wait, the next one's after
+  // each store), not in the store. H200, 7B steps against reading it in the store: Q8_0 −0.7%,
+  // Q4_0 −0.5%; on GGUF blocks (Q4_K_M) +0.2%, so those keep the read in the store
+  // (docs/performance.md, round 21).
+  constexpr bool kEarlyAddend = kTiled;
+  const bool adder = kidx == 0 && lane < kRows;
+  float add = 0.0f;
+  const auto load_add = [&](int64_t tk) {
+    const int64_t r = (task0 + tk * task_step) * kRows + lane;
+    if (adder && tk < my_tasks && r < a.rows) add = kernels::row_addend(a.y, r);
+  };
+  const auto store = [&](int64_t r, float v) {
+    if constexpr (kEarlyAddend) {
+      kernels::store_row_added(a.y, r, v, add);
+    } else {
+      kernels::store_row(a.y, r, v);
+    }
+  };
+  if constexpr (kEarlyAddend) load_add(0);
 
   float acc[kRows];
 #pragma unroll
@@ -619,7 +639,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 #pragma unroll
         for (int i = 1; i < kRows; ++i) v = lane == i ? acc[i] : v;
         const int64_t r = task * kRows + lane;
-        if (r < a.rows) kernels::store_row(a.y, r, v);
+        if (r < a.rows) store(r, v);
       }
     } else {
       float* part = partial + (tk & 1) * kWarps * kRows;
@@ -632,9 +652,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         float v = 0.0f;
         for (int k = 0; k < ks; ++k) v += part[(slot * ks + k) * kRows + lane];
         const int64_t r = task * kRows + lane;
-        if (r < a.rows) kernels::store_row(a.y, r, v);
+        if (r < a.rows) store(r, v);
       }
     }
+    if constexpr (kEarlyAddend) load_add(tk + 1);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
   }

@@ -21,7 +21,7 @@
 // over a CTA's warps (ksplit) and the fixed-order reduction follow the direct kernel, so results
 // are deterministic for a shape. Math as in the stream kernel (gemv_digits.cuh): exact integer
 // dot products of the codes with two 7-bit digits of x', results within f32 rounding and a
-// residue below 2^-13 of each tile's largest |x'| of the CPU's dot product.
+// residue of at most 2^-13 of each tile's largest |x'| of the CPU's dot product.
 #include <algorithm>
 
 #include "core/error.hpp"

@@ -2,11 +2,11 @@
 // "tiled-mma" kernel.
 //
 // Why: the tiled kernel (gemv_tiled.cu) streams the 4-bit types at 80% of the read bandwidth
-// with its math skipped but about 60% with it: each lane multiplies its 2 rows' codes with the
-// three 7-bit digits of its own x' tile by dp4a (48 of a pass's ~125 instructions) and holds
-// that tile in 24+ registers (docs/performance.md, rounds 9 and 11). Here one mma.m16n8k32 does
-// the digit products of 16 rows × 8 codes × 8 digit columns and x' is shared by 16 rows instead
-// of 2.
+// with its math skipped but about 60% with it: each lane multiplied its 2 rows' codes with the
+// three 7-bit digits of its own x' tile by dp4a (48 of a pass's ~125 instructions; two digits
+// since round 21) and held that tile in 24+ registers (docs/performance.md, rounds 9 and 11). Here
+// one mma.m16n8k32 does the digit products of 16 rows × 8 codes × 8 digit columns and x' is shared
+// by 16 rows instead of 2.
 //
 // Outcome (round 14, H200): slower than the tiled kernel on every 7B shape, so only run when
 // forced (GemvParams::variant = 6; bench-kernels times it). With its loads skipped it took longer
@@ -25,8 +25,9 @@
 // tile's digit-0 and digit-1 sums for rows g and g + 8. A second MMA per word does digit 2
 // (columns 2t, the odd ones zero). Four words complete the tile's exact integer dot products
 // (the code offset enters as the accumulator's start value, −offset · digit sum), which combine
-// with the tile's scale as in the dp4a kernels (gemv_digits.cuh: digits_value), so each tile's
-// value is bit-identical to the tiled kernel's; only the order of the per-tile sums differs.
+// with the tile's scale as the dp4a kernels did with three digits (gemv_digits.cuh:
+// digits_value), so each tile's value keeps a residue below 2^-20 of its largest |x'|, where the
+// dp4a kernels' two digits leave up to 2^-13 (docs/performance.md, round 21).
 //
 // Work distribution, batches across task boundaries, the column split over a CTA's warps
 // (ksplit) and the fixed-order reduction follow the tiled kernel: results are deterministic for a
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_tiled_mma_kernel(const Kerne
           int c[4] = {-kOff * S0, -kOff * S1, -kOff * S0, -kOff * S1};
           int e[4] = {-kOff * S2, 0, -kOff * S2, 0};
           tile_mma<T>(wv[u][0], wv[u][1], d0, d1, d2, d3, c, e);
-          const float f2 = f1 * 0.0078125f;  // f_2 = f_1 / 128 (exact), as digits_value
+          const float f2 = f1 * 0.0078125f;  // f_2 = f_1 / 128 (exact)
           const float v0 =
               fmaf(f1, static_cast<float>(c[0] * 128 + c[1]), f2 * static_cast<float>(e[0]));
           const float v1 =

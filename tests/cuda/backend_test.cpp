@@ -64,8 +64,8 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 }
 
 // GPU and CPU decode the same model step by step, fed the same (CPU) tokens; each step's
-// argmax must agree unless the CPU's top-2 logits are within 1e-3 relative (a near tie, where
-// f32 rounding order may legitimately pick either).
+// argmax must agree unless the CPU's top-2 logits are within 1e-3 relative or within twice that
+// step's logit error (a near tie, where f32 rounding order or x' digits may pick either).
 /// `presplit`: CudaBackendOptions::gemv_presplit. With 1 every quantized GEMV runs on a pre-split
 /// x' (for tiled weights the stream-tiled kernel on sm_90 (Q4_0, Q4_1, Q8_0) or the tiled kernel,
 /// else the stream kernel on sm_90), which the small test models would not otherwise reach.
@@ -101,9 +101,12 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
     if (g != c) {
       std::vector<float> sorted = cl;
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      // A flip is a near tie: within 1e-3, or within twice this step's own logit error (the
+      // two-digit kernels' x' residue moves both top logits).
       const double margin = (sorted[0] - sorted[1]) / std::fabs(sorted[0]);
-      EXPECT_LT(margin, 1e-3) << what << ": step " << i << " GPU " << g << " CPU " << c
-                              << " (CPU margin " << margin << ")";
+      EXPECT_LT(margin, std::max(1e-3, 2 * diff / scale))
+          << what << ": step " << i << " GPU " << g << " CPU " << c << " (CPU margin " << margin
+          << ", logit error " << diff / scale << ")";
     }
     if (i == steps) break;
     const int64_t pos = static_cast<int64_t>(kPrompt.size()) + i;
@@ -112,7 +115,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   }
   // Logits agree to f32 rounding (different summation orders), relative to the logit scale;
   // where GEMVs read x' pre-split (the stream, tiled and stream-tiled kernels: variants 4, 5, 7)
-  // also to its two-digit residue, below 2^-13 of each 32-column tile's largest |x'| (these
+  // also to its two-digit residue, at most 2^-13 of each 32-column tile's largest |x'| (these
   // models: up to 5.3e-4 on the H200).
   const auto& n = gpu.gemv_variant_counts();
   const bool two_digits = n[4] + n[5] + n[7] > 0;

@@ -22,6 +22,7 @@
 
 #include "core/cpu/ops.hpp"
 #include "core/error.hpp"
+#include "core/quant/blocks.hpp"
 #include "core/quant/dequant.hpp"
 #include "core/quant/tiled_layout.hpp"
 #include "core/quant/weight_type.hpp"
@@ -75,13 +76,61 @@ void replay_once(const CudaStream& stream, const std::function<void(cudaStream_t
 }
 
 /// x' residue of the kernels that read x' pre-split (stream, tiled, stream-tiled): they use its
-/// first two 7-bit digits (gemv_digits.cuh), which leave less than 2^-13 of each 32-column tile's
-/// largest |x'|.
+/// first two 7-bit digits (gemv_digits.cuh), which leave at most 2^-13 of each 32-column tile's
+/// largest |x'| (x_split.cuh: the first digit's unit is at most 2^-5 of it, the second's 2^-12,
+/// and the second digit is rounded to the nearest).
 constexpr double kSplitResidue = 0x1p-13;
 
+/// Whether the GEMV that `info` describes multiplies by two digits of a pre-split x' (variants 4
+/// "stream", 5 "tiled", 7 "stream-tiled"; the mma kernels 3 and 6 keep three or four).
+bool two_digit_kernel(const GemvLaunchInfo& info) {
+  return info.variant == 4 || info.variant == 5 || info.variant == 7;
+}
+
+/// Clears the codes (qs, and qh where the type has it) of every block in `bytes`.
+template <typename Block>
+void clear_codes(std::vector<uint8_t>& bytes) {
+  auto* b = reinterpret_cast<Block*>(bytes.data());
+  for (size_t i = 0; i < bytes.size() / sizeof(Block); ++i) {
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    if constexpr (requires { b[i].qh; }) std::memset(b[i].qh, 0, sizeof(b[i].qh));
+  }
+}
+
+/// The part of each weight that the kernels multiply by x' digits: w itself, or for the types
+/// with a block minimum (Q4_1, Q5_1, Q4_K, Q5_K) w − m, m the value its block gives code 0 (the
+/// minimum term is multiplied by the exact Σx', not by digits).
+std::vector<float> digit_weights(WeightType t, const Matrix& m, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> zero = m.bytes;
+  switch (t) {
+    case WeightType::kQ4_1:
+      clear_codes<quant::BlockQ4_1>(zero);
+      break;
+    case WeightType::kQ5_1:
+      clear_codes<quant::BlockQ5_1>(zero);
+      break;
+    case WeightType::kQ4_K:
+      clear_codes<quant::BlockQ4_K>(zero);
+      break;
+    case WeightType::kQ5_K:
+      clear_codes<quant::BlockQ5_K>(zero);
+      break;
+    default:
+      return m.deq;
+  }
+  std::vector<float> w(m.deq.size());
+  const int64_t rb = row_bytes(t, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    quant::dequantize_row(t, zero.data() + r * rb, w.data() + r * cols, cols);
+    for (int64_t c = 0; c < cols; ++c) w[r * cols + c] = m.deq[r * cols + c] - w[r * cols + c];
+  }
+  return w;
+}
+
 /// CPU reference of one GEMV on x' (dot_row per row) and each row's tolerance: 1e-5·Σ|w·x'| (+
-/// |bias| + |residual|) + 1e-6, and with `presplit` also kSplitResidue·Σ_c |w[r][c]|·M(c), M(c)
-/// the largest |x'| of c's 32-column tile.
+/// |bias| + |residual|) + 1e-6, and with `presplit` (a two-digit kernel) also
+/// kSplitResidue·Σ_c |w'[r][c]|·M(c), w' = digit_weights, M(c) the largest |x'| of c's 32-column
+/// tile: the worst case of the digits' residue.
 void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
                const std::vector<float>& xp, const float* bias, const float* residual,
                bool presplit, std::vector<float>* want, std::vector<double>* tol) {
@@ -94,14 +143,14 @@ void reference(WeightType t, const Matrix& m, int64_t rows, int64_t cols,
       mx = std::max(mx, double{std::fabs(xp[c])});
     for (int64_t c = c0; c < std::min(c0 + 32, cols); ++c) tile_max[c] = mx;
   }
+  const std::vector<float> dw = presplit ? digit_weights(t, m, rows, cols) : std::vector<float>();
   const int64_t rb = row_bytes(t, cols);
   for (int64_t r = 0; r < rows; ++r) {
     float v = quant::dot_row(t, m.bytes.data() + r * rb, xp.data(), cols);
     double a = 0.0, s = 0.0;
     for (int64_t c = 0; c < cols; ++c) {
-      const double w = std::fabs(double{m.deq[r * cols + c]});
-      a += w * std::fabs(xp[c]);
-      s += w * tile_max[c];
+      a += std::fabs(double{m.deq[r * cols + c]}) * std::fabs(xp[c]);
+      if (presplit) s += std::fabs(double{dw[r * cols + c]}) * tile_max[c];
     }
     if (bias != nullptr) {
       v += bias[r];
@@ -201,7 +250,7 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   std::vector<float> want;
   std::vector<double> tol;
   reference(t, m, rows, cols, x, with_bias ? bias.data() : nullptr,
-            with_residual ? y0.data() : nullptr, split, &want, &tol);
+            with_residual ? y0.data() : nullptr, two_digit_kernel(info), &want, &tol);
   EXPECT_TRUE(all_near(
       got, want, [&](size_t i) { return tol[i]; },
       describe(t, rows, cols, info) + (with_bias ? " +bias" : "") +
@@ -407,7 +456,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
   std::vector<float> want;
   std::vector<double> tol;
-  reference(t, m, rows, cols, xp, bias.data(), y0.data(), presplit, &want, &tol);
+  reference(t, m, rows, cols, xp, bias.data(), y0.data(), two_digit_kernel(info), &want, &tol);
   EXPECT_TRUE(all_near(
       got, want, [&](size_t i) { return tol[i]; },
       describe(t, rows, cols, info) + " " + form_name(form) + (pdl ? " pdl" : "")));
@@ -439,27 +488,43 @@ INSTANTIATE_TEST_SUITE_P(Types, GemvFused, ::testing::ValuesIn(kAllWeightTypes),
 TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
   DB_REQUIRE_CUDA();
   // One huge value per 32-column tile and tiles of tiny values: the digit split is relative to
-  // each tile's maximum.
+  // each tile's maximum. The automatic kernel (the mma kernel's own split) and, on a pre-split
+  // x', the stream (4) and stream-tiled (7) kernels, whose two digits leave the most there.
   const int64_t rows = 48, cols = 512;
-  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0, WeightType::kQ6_K}) {
+  for (const WeightType t :
+       {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ6_K}) {
     const Matrix m = make_matrix(t, rows, cols, 99);
     std::vector<float> x = random_floats(static_cast<size_t>(cols), 98);
     for (int64_t c = 0; c < cols; c += 32) x[static_cast<size_t>(c + 7)] = 3000.0f;
     for (int64_t c = 64; c < 96; ++c) x[static_cast<size_t>(c)] *= 1e-30f;
     for (int64_t c = 96; c < 128; ++c) x[static_cast<size_t>(c)] = 0.0f;
-    DeviceBuffer d_w = upload(m.bytes);
-    DeviceBuffer d_x = upload(x);
-    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-    const GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
-    const GemvLaunchInfo info = gemv_launch_info(p);
-    launch_gemv(p, nullptr);
-    testing::sync();
-    std::vector<float> want;
-    std::vector<double> tol;
-    reference(t, m, rows, cols, x, nullptr, nullptr, false, &want, &tol);
-    EXPECT_TRUE(all_near(
-        download<float>(d_y.get(), static_cast<size_t>(rows)), want,
-        [&](size_t i) { return tol[i]; }, describe(t, rows, cols, info)));
+    for (const int variant : {0, 4, 7}) {
+      const bool tiled = variant == 7;
+      if (tiled && !quant::tiled_layout_supported(t, cols)) continue;
+      std::vector<uint8_t> wbytes = m.bytes;
+      if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
+      DeviceBuffer d_w = upload(wbytes);
+      DeviceBuffer d_x = upload(x);
+      DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+      DeviceBuffer d_split(variant >= 4 ? gemv_x_split_bytes(cols) : 16);
+      GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
+      p.variant = variant;
+      p.tiled = tiled;
+      if (variant >= 4) {
+        launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
+                              false, nullptr);
+        p.x_split = d_split.get();
+      }
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      launch_gemv(p, nullptr);
+      testing::sync();
+      std::vector<float> want;
+      std::vector<double> tol;
+      reference(t, m, rows, cols, x, nullptr, nullptr, two_digit_kernel(info), &want, &tol);
+      EXPECT_TRUE(all_near(
+          download<float>(d_y.get(), static_cast<size_t>(rows)), want,
+          [&](size_t i) { return tol[i]; }, describe(t, rows, cols, info)));
+    }
   }
 }
 
@@ -513,7 +578,7 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         }
         std::vector<float> want;
         std::vector<double> tol;
-        reference(t, m, rows, cols, x, bias.data(), nullptr, variant >= 4, &want, &tol);
+        reference(t, m, rows, cols, x, bias.data(), nullptr, two_digit_kernel(info), &want, &tol);
         EXPECT_TRUE(all_near(
             got, want, [&](size_t i) { return tol[i]; },
             describe(t, rows, cols, info) + (three ? " q/k/v segments" : " gate/up segments")));
@@ -682,7 +747,7 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
       std::vector<float> want;
       std::vector<double> tol;
       reference(t, ms[static_cast<size_t>(i)], n, n, xn, nullptr, i % 2 == 0 ? nullptr : out.data(),
-                tiled, &want, &tol);
+                false, &want, &tol);  // the chain's own bound is below
       out = want;
     }
     enqueue(stream.get());
@@ -977,6 +1042,10 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
       const double rebuilt = static_cast<double>(f1) * (128.0 * d[0] + d[1] + d[2] / 128.0);
       EXPECT_LE(std::fabs(rebuilt - x[32 * j + c]), std::ldexp(tile_max, -19))
           << "tile " << j << " column " << c;
+      // The first two digits alone (what the stream and tiled kernels use): kSplitResidue.
+      const double two = static_cast<double>(f1) * (128.0 * d[0] + d[1]);
+      EXPECT_LE(std::fabs(two - x[32 * j + c]), kSplitResidue * tile_max)
+          << "tile " << j << " column " << c << " (two digits)";
       sx += x[32 * j + c];
     }
     EXPECT_EQ(lo16(plane(j, 1)), sum[0]) << "tile " << j;
