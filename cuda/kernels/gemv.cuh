@@ -84,9 +84,9 @@ struct GemvParams {
 /// vectors 16-byte aligned (and, for F32/F16/BF16, cols % 4 == 0); otherwise a slower fallback
 /// kernel with the same semantics runs (plain input and one output segment only). The quantized
 /// "mma" kernel splits x' into exact 7-bit digits and multiplies on the int8 tensor cores; its
-/// results differ from the f32 CPU dot product by f32 rounding and a residue below 2^-27 of each
-/// 32-column tile's largest |x'| (the "stream", "tiled" and "stream-tiled" kernels use the first
-/// two digits of a pre-split x': at most 2^-13).
+/// results differ from the f32 CPU dot product by f32 rounding and a residue of at most 2^-27 of
+/// each 32-column tile's largest |x'| (the "stream", "tiled" and "stream-tiled" kernels use the
+/// first two digits of a pre-split x': at most 2^-13).
 /// Throws decodebench::Error: exit 2 for an unsupported type ("GEMV: unsupported weight type
 /// #<id>"), exit 1 for null pointers, non-positive sizes, cols not a multiple of the block size,
 /// bad segment bounds, a fused form on pointers or a shape the fast kernels do not take, a SwiGLU

@@ -324,8 +324,9 @@ __device__ __forceinline__ void store_row(const gemv_impl::YSink& y, int64_t r, 
 /// median TPOT, graph): 481.1 / 475.9 → 469.4 / 466.0 µs in a build with it as a run-time switch.
 /// The direct kernel lost with it against the unchanged build (SmolLM2 F16 +1.8%, 7B BF16 +0.3%,
 /// together with the short RMSNorm form); the stream kernel gained 7B Q4_0 1.5% inside the switch
-/// build but 0.7% against the unchanged build, and was not measured alone. Both read at the store
-/// (docs/performance.md, round 20).
+/// build but 0.7% against the unchanged build, and was not measured alone (docs/performance.md,
+/// round 20). The direct kernel reads at the store; the stream kernel reads early on tiled
+/// weights and at the store on GGUF blocks (round 21).
 __device__ __forceinline__ float row_addend(const gemv_impl::YSink& y, int64_t r) {
   if ((y.bias == nullptr) == (y.residual == nullptr)) return 0.0f;
   return (y.bias != nullptr ? y.bias : y.residual)[r];

@@ -544,9 +544,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const uint32_t stages_addr = smem_addr(stages);
   // Tiled weights: the bias or residual of the row this lane stores (kernels::row_addend) is
   // read when its task begins (the first task's here, after the PDL wait, the next one's after
-  // each store), not in the store. H200, 7B steps against reading it in the store: Q8_0 −0.7%,
-  // Q4_0 −0.5%; on GGUF blocks (Q4_K_M) +0.2%, so those keep the read in the store
-  // (docs/performance.md, round 21).
+  // each store), not in the store. H200, 7B steps, build against build reading it in the store:
+  // Q8_0 −0.7%, Q4_0 −0.5%; on GGUF blocks (Q4_K_M) +0.35%, no measurable gain (passes spread
+  // up to 0.3%), so those keep the read in the store (docs/performance.md, round 21).
   constexpr bool kEarlyAddend = kTiled;
   const bool adder = kidx == 0 && lane < kRows;
   float add = 0.0f;

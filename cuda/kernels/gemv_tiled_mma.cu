@@ -26,8 +26,8 @@
 // (columns 2t, the odd ones zero). Four words complete the tile's exact integer dot products
 // (the code offset enters as the accumulator's start value, −offset · digit sum), which combine
 // with the tile's scale as the dp4a kernels did with three digits (gemv_digits.cuh:
-// digits_value), so each tile's value keeps a residue below 2^-20 of its largest |x'|, where the
-// dp4a kernels' two digits leave up to 2^-13 (docs/performance.md, round 21).
+// digits_value), so each tile's value keeps a residue of at most 2^-20 of its largest |x'|, where
+// the dp4a kernels' two digits leave up to 2^-13 (docs/performance.md, round 21).
 //
 // Work distribution, batches across task boundaries, the column split over a CTA's warps
 // (ksplit) and the fixed-order reduction follow the tiled kernel: results are deterministic for a

@@ -64,8 +64,9 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 }
 
 // GPU and CPU decode the same model step by step, fed the same (CPU) tokens; each step's
-// argmax must agree unless the CPU's top-2 logits are within 1e-3 relative or within twice that
-// step's logit error (a near tie, where f32 rounding order or x' digits may pick either).
+// argmax must agree unless the CPU's top-2 logits are within 1e-3 of the largest |logit| (4e-3
+// for quantized weights, whose x' digits may move logits by up to 2e-3 of it): a near tie, where
+// f32 rounding order or the digits may pick either.
 /// `presplit`: CudaBackendOptions::gemv_presplit. With 1 every quantized GEMV runs on a pre-split
 /// x' (for tiled weights the stream-tiled kernel on sm_90 (Q4_0, Q4_1, Q8_0) or the tiled kernel,
 /// else the stream kernel on sm_90), which the small test models would not otherwise reach.
@@ -78,6 +79,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   o.gemv_presplit = presplit;
   o.weight_layout = layout;
   const WeightType wt = m.weights.layers.at(0).wq.type;
+  const bool quantized = weight_traits(wt).block_elems >= 32;
   const bool tiled =
       layout == WeightLayout::kTiled ||
       (layout == WeightLayout::kAuto &&
@@ -101,10 +103,10 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
     if (g != c) {
       std::vector<float> sorted = cl;
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-      // A flip is a near tie: within 1e-3, or within twice this step's own logit error (the
-      // two-digit kernels' x' residue moves both top logits).
-      const double margin = (sorted[0] - sorted[1]) / std::fabs(sorted[0]);
-      EXPECT_LT(margin, std::max(1e-3, 2 * diff / scale))
+      // A flip is a near tie: the CPU's top two within 1e-3 of the logit scale, or for quantized
+      // weights within 4e-3, twice the logit error the two-digit kernels may leave (below).
+      const double margin = (sorted[0] - sorted[1]) / scale;
+      EXPECT_LT(margin, quantized ? 4e-3 : 1e-3)
           << what << ": step " << i << " GPU " << g << " CPU " << c << " (CPU margin " << margin
           << ", logit error " << diff / scale << ")";
     }

@@ -491,6 +491,8 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
   // each tile's maximum. The automatic kernel (the mma kernel's own split) and, on a pre-split
   // x', the stream (4) and stream-tiled (7) kernels, whose two digits leave the most there.
   const int64_t rows = 48, cols = 512;
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   for (const WeightType t :
        {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ6_K}) {
     const Matrix m = make_matrix(t, rows, cols, 99);
@@ -516,6 +518,10 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
         p.x_split = d_split.get();
       }
       const GemvLaunchInfo info = gemv_launch_info(p);
+      if (variant >= 4 && major >= 9) {  // the two-digit kernels really run (sm_90)
+        EXPECT_STREQ(info.kernel, variant == 4 ? "stream" : tiled_kernel_name(7, cols))
+            << describe(t, rows, cols, info);
+      }
       launch_gemv(p, nullptr);
       testing::sync();
       std::vector<float> want;
@@ -888,11 +894,14 @@ TEST(Gemv, InputsWaitForTheirProducer) {
 }
 
 // The staged kernel reads the residual (or bias) of its rows right after its PDL wait, before
-// its dot products (kernels::row_addend), and the other kernels at the store; none may read it
+// its dot products (kernels::row_addend), and so does the stream kernel on tiled weights (the
+// stream-tiled cases; the next task's right after each store); the other kernels read it at the
+// store. None may read it
 // before the wait: here the residual, which y aliases, is NaN until launch_delayed_copy writes it
 // 50 µs after letting the GEMV start. Kernels: staged (Q4_1), direct (F16: the SmolLM2 o
 // projection's shape, one task per warp, and 6000×512, several tasks per CTA), stream (Q4_0 on a
-// pre-split x, 2400 rows: several tasks per slot) and stream-tiled (Q8_0). Eagerly and in a
+// pre-split x, 2400 rows) and stream-tiled (Q8_0; 3584 rows: several tasks per warp, so the next
+// task's residual is read after a store). Eagerly and in a
 // replayed graph, after a run with the residual in place.
 TEST(Gemv, ResidualWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
@@ -909,7 +918,8 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
                {WeightType::kF16, 6000, 512, 2, "direct"},
                {WeightType::kQ4_1, 576, 576, 1, "staged"},
                {WeightType::kQ4_0, 2400, 1024, 4, "stream"},
-               {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled"}};
+               {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled"},
+               {WeightType::kQ8_0, 3584, 3584, 7, "stream-tiled"}};
   for (const auto& c : cases) {
     if (c.variant >= 4 && major < 9) continue;  // the stream kernels need sm_90
     const bool presplit = c.variant >= 4;
