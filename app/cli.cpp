@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "app/commands/suite.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/suite/suite.hpp"
 
 #ifdef DECODEBENCH_HAVE_CUDA
@@ -74,7 +76,7 @@ void check_raw_values(const std::vector<std::string>& args) {
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
-    "2 usage or input error · 3 insufficient resources (no CUDA device, memory) · "
+    "2 usage or input error · 3 insufficient resources (no CUDA device, memory, disk) · "
     "4 verification failed · 5 CUDA context unusable after a capture failure";
 constexpr const char* kSweeps =
     "Sweeps: shape and run flags accept comma lists (--layers 2,4 --dtype f16,bf16); the runs are "
@@ -101,9 +103,8 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
   return name + ": '" + value + "' is not " + kind;
 }
 
-}  // namespace
-
-int main_entry(int argc, char** argv) {
+// Parses and runs one command; returns its exit code.
+int run_entry(int argc, char** argv) {
 #ifdef DECODEBENCH_HAVE_CUDA
   cuda::install_provider();
 #endif
@@ -166,6 +167,22 @@ int main_entry(int argc, char** argv) {
     if (verbose) std::fprintf(stderr, "(please report this with the command line)\n");
     return static_cast<int>(ExitCode::kRuntime);
   }
+}
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  int code = run_entry(argc, argv);
+  // A report or JSON document that did not reach stdout (full disk, closed file) is a failure,
+  // not a success with the output lost.
+  // (A command that already failed has said why; its stdout error is most likely the same one.)
+  int err = 0;
+  if (!stdout_ok(&err) && code == 0) {
+    std::fprintf(stderr, "decodebench: error: writing to stdout failed: %s\n",
+                 err != 0 ? std::strerror(err) : "part of the output was not written");
+    code = static_cast<int>(err != 0 ? write_error("stdout", err).code() : ExitCode::kRuntime);
+  }
+  return code;
 }
 
 }  // namespace decodebench::app

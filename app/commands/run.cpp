@@ -143,7 +143,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                             "(mismatch: exit 4)")
                         ->group(verify);
   app.add_option("--verify", o.verify,
-                 "Compare GPU logits with the CPU backend for the first N steps (default N 8)")
+                 "Compare GPU logits with the CPU backend for the first N steps (off unless given; "
+                 "N defaults to 8 when the flag has no value)")
       ->expected(0, 1)
       ->default_str("8")
       ->group(verify);

@@ -7,9 +7,12 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/result/json_file.hpp"
 #include "core/runner.hpp"
+#include "core/stats/statistics.hpp"
 #include "core/suite/suite.hpp"
 
 namespace decodebench {
@@ -97,6 +100,27 @@ std::string short_label(const nlohmann::json& key) {
 }
 
 // Appends the runs of one result document to `out`; `where` names it in messages.
+
+// The stored median step time must be the median of the stored samples: compare reports the
+// change from the former and tests it on the latter, so a file whose two disagree (edited or
+// merged by hand) has no single answer. `runs` written by decodebench always agree (summarize()).
+void check_stored_median(const nlohmann::json& results, const std::vector<double>& samples,
+                         const std::string& at) {
+  if (!results.contains("stats") || !results["stats"].is_object()) return;
+  const auto& stats = results["stats"];
+  if (!stats.contains("tpot_ns") || !stats["tpot_ns"].is_object() ||
+      !stats["tpot_ns"].contains("median") || !stats["tpot_ns"]["median"].is_number()) {
+    return;
+  }
+  const double stored = stats["tpot_ns"]["median"].get<double>();
+  const double median = summarize(samples).median;
+  if (!(std::fabs(stored - median) <= 1e-9 * std::fabs(median) + 1e-6)) {
+    throw usage_error(at + ": results.stats.tpot_ns.median (" + std::to_string(stored) +
+                      " ns) is not the median of results.samples_ns (" + std::to_string(median) +
+                      " ns); the file was changed after decodebench wrote it");
+  }
+}
+
 void add_result_runs(const nlohmann::json& doc, const std::string& where, LoadedRuns& out,
                      std::map<std::string, int>& seen) {
   if (!doc.is_object()) throw usage_error(where + ": not a JSON object");
@@ -130,9 +154,17 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
                         "') has no per-token samples (results.samples_ns), which the "
                         "Mann-Whitney test needs");
     }
+    std::vector<double> values;
+    values.reserve(samples->size());
     for (const auto& s : *samples) {
       if (!s.is_number()) throw usage_error(at + ": results.samples_ns holds a non-number");
+      values.push_back(s.get<double>());
+      if (!std::isfinite(values.back()) || values.back() <= 0) {
+        throw usage_error(at + ": results.samples_ns holds " + std::to_string(values.back()) +
+                          " (a step time is a positive number of nanoseconds)");
+      }
     }
+    check_stored_median(run["results"], values, at);
     const int n = ++seen[id];
     LoadedRun r;
     r.id = n == 1 ? id : id + "#" + std::to_string(n);
@@ -197,6 +229,11 @@ std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metr
                         " holds a non-number");
     }
     s.samples.push_back(v.get<double>());
+    if (!std::isfinite(s.samples.back()) || s.samples.back() < 0) {
+      throw usage_error(run.origin + " ('" + run.id + "'): results.phase_samples." + phase +
+                        " holds " + std::to_string(s.samples.back()) +
+                        " (a phase time is a non-negative number)");
+    }
   }
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/gguf/reader.hpp"
+#include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 
 namespace decodebench::gguf {
@@ -32,12 +33,6 @@ void put_string(std::string& out, const std::string& s) {
 }
 
 uint32_t id(ValueType t) { return static_cast<uint32_t>(t); }
-
-// Disk full and quota errors are resource errors (exit 3); anything else is a runtime failure.
-Error write_error(const std::string& path, int err) {
-  const std::string message = "cannot write '" + path + "': " + std::strerror(err);
-  return err == ENOSPC || err == EDQUOT ? resource_error(message) : runtime_error(message);
-}
 
 }  // namespace
 
@@ -173,21 +168,9 @@ void Writer::write(const std::string& path, const std::string& flag) const {
   }
   head.resize(align(head.size()), '\0');
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  struct Cleanup {
-    std::FILE* file = nullptr;
-    const std::string& tmp;
-    bool done = false;
-    ~Cleanup() {
-      if (file) std::fclose(file);
-      if (!done) std::remove(tmp.c_str());
-    }
-  } guard{std::fopen(tmp.c_str(), "wb"), tmp};
-  if (guard.file == nullptr) {
-    throw usage_error(flag + ": cannot create '" + tmp + "': " + std::strerror(errno));
-  }
-  std::setvbuf(guard.file, nullptr, _IOFBF, size_t{4} << 20);
-  TensorSink sink(guard.file, tmp);
+  OutputFile out(path, flag);  // a temporary file renamed over `path` by commit()
+  std::setvbuf(out.file(), nullptr, _IOFBF, size_t{4} << 20);
+  TensorSink sink(out.file(), out.writing());
   sink.write(head.data(), head.size());
   static const char kZeros[256] = {};
   for (const TensorEntry& t : tensors_) {
@@ -206,15 +189,7 @@ void Writer::write(const std::string& path, const std::string& flag) const {
       pad -= n;
     }
   }
-  if (std::fflush(guard.file) != 0 || std::ferror(guard.file)) throw write_error(tmp, errno);
-  const int closed = std::fclose(guard.file);
-  guard.file = nullptr;
-  if (closed != 0) throw write_error(tmp, errno);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw usage_error(flag + ": cannot rename '" + tmp + "' to '" + path +
-                      "': " + std::strerror(errno));
-  }
-  guard.done = true;
+  out.commit();
 }
 
 }  // namespace decodebench::gguf

@@ -68,7 +68,8 @@ class Writer {
   [[nodiscard]] uint64_t file_bytes() const;
 
   /// Writes the file to a temporary file next to `path` and renames it over `path` (atomic on
-  /// POSIX), so `path` is either untouched or complete; the temporary file is removed on failure.
+  /// POSIX), so `path` is either untouched or complete; the temporary file is removed on failure
+  /// (OutputFile: a link is followed to its target, a device or FIFO written in place).
   /// Throws decodebench::Error: exit 2 when the folder does not exist or is not writable (`flag`
   /// names the option in the message), exit 3 when the disk is full, exit 1 for other write
   /// errors or a source that writes the wrong number of bytes.

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
+#include "core/output_file.hpp"
 
 namespace decodebench {
 
@@ -26,19 +27,28 @@ std::filesystem::path parent_of(const std::string& path) {
 void check_destination(const std::string& path, const std::string& flag) {
   if (path == "-") return;
   if (path.empty()) throw usage_error(flag + ": empty path");
-  const auto dir = parent_of(path);
+  const OutputTarget target = resolve_output(path);
+  if (target.direct) {  // a device, FIFO or terminal: written in place, nothing to create
+    if (::access(target.path.c_str(), W_OK) != 0) {
+      throw usage_error(flag + ": '" + target.path + "' is not writable: " + std::strerror(errno));
+    }
+    return;
+  }
+  // A link is checked where it leads: that folder gets the temporary file.
+  const std::string& file = target.path;
+  const auto dir = parent_of(file);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     throw usage_error(flag + ": folder '" + dir.string() + "' does not exist (for '" + path + "')");
   }
-  if (std::filesystem::is_directory(path, ec)) {
+  if (std::filesystem::is_directory(file, ec)) {
     throw usage_error(flag + ": '" + path + "' is a folder, not a file");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
     throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
   }
   // Prove it: create and remove a probe file now rather than fail after a long run.
-  const std::string probe = path + ".probe." + std::to_string(::getpid());
+  const std::string probe = file + ".probe." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) {
     throw usage_error(flag + ": cannot create files next to '" + path +
@@ -105,26 +115,19 @@ std::string read_input_file(const std::string& path, const std::string& what) {
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
   if (path == "-") {
+    errno = 0;
     std::cout << text << std::flush;
+    int err = errno;  // the failed write's, before anything else can set errno
+    if (!stdout_ok(&err) || !std::cout) {
+      if (err == 0) throw runtime_error("cannot write to stdout: part of the output was lost");
+      throw write_error("stdout", err);
+    }
     return;
   }
   check_destination(path, flag);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw usage_error(flag + ": cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw usage_error(flag + ": cannot rename '" + tmp + "' to '" + path +
-                      "': " + std::strerror(err));
-  }
+  OutputFile out(path, flag);
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {

@@ -10,16 +10,20 @@ namespace decodebench {
 
 /// Writes `doc` (pretty-printed, 2-space indent) to `path` through a temporary file in the same
 /// folder that is renamed over `path` (POSIX rename is atomic), so readers see the old file or the
-/// whole new one. `path` "-" writes to stdout. Throws decodebench::Error (exit 2) naming the path
-/// when the folder does not exist or is not writable, and removes the temporary file.
+/// whole new one (OutputFile: a replaced file keeps its permission bits, a link is followed to its
+/// target, a device or FIFO such as /dev/null is written in place). `path` "-" writes to stdout.
+/// Throws decodebench::Error naming the path: exit 2 when the folder does not exist or is not
+/// writable, exit 3 when the disk is full, exit 1 for other write errors (stdout included); the
+/// temporary file is removed.
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 /// Writes `text` to `path` the same way (temporary file + rename; "-" = stdout). `flag` names the
-/// option in error messages (e.g. "--output"). Throws decodebench::Error (exit 2).
+/// option in error messages (e.g. "--output"). Throws decodebench::Error as write_json_file.
 void write_text_file(const std::string& path, const std::string& text,
                      const std::string& flag = "--json");
 
-/// Checks early (before a long run) that `path` can be written: its folder exists and is writable.
+/// Checks early (before a long run) that `path` can be written: its folder (for a link, the folder
+/// of the file it leads to) exists and is writable, or, for a device or FIFO, the node itself is.
 /// "-" is always fine. Throws decodebench::Error (exit 2) naming the path otherwise.
 void check_json_destination(const std::string& path);
 

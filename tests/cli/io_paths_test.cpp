@@ -1,8 +1,13 @@
 // Input and output paths: unusable inputs (folders, FIFOs, numbers JSON cannot hold) are usage
 // errors, never a hang or an internal error, and no output may replace a file the command reads.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -140,6 +145,106 @@ TEST_F(IoPaths, NoOutputReplacesAnInput) {
       run_decodebench(tiny({"--preset", preset.string(), "--json", preset.string()})),
       "is also an input", "--preset file --json");
   EXPECT_EQ(read_file(preset), preset_text);
+}
+
+// Reads a FIFO until its writer closes it, without blocking forever when no writer comes (a
+// broken build that replaced the FIFO instead of writing into it): gives up after `timeout_s`.
+std::string drain_fifo(const std::filesystem::path& fifo, int timeout_s) {
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string text;
+  bool seen = false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      seen = true;
+    } else if (n == 0 && seen) {
+      break;  // the writer closed it
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // no writer yet, or no data
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+// An output path that is a symbolic link is written where the link leads (the link stays), one
+// that names a FIFO (or a device such as /dev/null) is written into rather than replaced, and a
+// replaced file keeps its permission bits: the temporary-file-and-rename write must never turn
+// any of them into a regular file.
+TEST_F(IoPaths, OutputsFollowLinksAndKeepFifosAndModes) {
+  namespace fs = std::filesystem;
+  const auto target = dir_ / "target.json";
+  write(target, "OLD");
+  const auto link = dir_ / "link.json";
+  fs::create_symlink(target, link);
+  const auto r = run_decodebench(tiny({"-q", "--json", link.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link))) << "the link was replaced";
+  EXPECT_NE(read_file(target).find("\"runs\""), std::string::npos) << "the target was not written";
+
+  // A dangling link names the file to create.
+  const auto dangling = dir_ / "dangling.json";
+  fs::create_symlink(dir_ / "new.json", dangling);
+  ASSERT_EQ(run_decodebench(tiny({"-q", "--json", dangling.string()})).exit_code, 0);
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling)));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "new.json"));
+
+  // A replaced file keeps its mode (0640 here, not the 0644 of a new file).
+  ASSERT_EQ(::chmod(result_.c_str(), 0640), 0);
+  ASSERT_EQ(run_decodebench(tiny({"-q", "--json", result_.string()})).exit_code, 0);
+  EXPECT_EQ(fs::status(result_).permissions() & fs::perms::mask,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+
+  // A FIFO, directly and through a link, for run --json and make-gguf --out.
+  const auto fifo = dir_ / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto fifo_link = dir_ / "fifo_link";
+  fs::create_symlink(fifo, fifo_link);
+  const int kTimeout = 60;
+  for (const auto& out : {fifo, fifo_link}) {
+    std::string got;
+    std::thread reader([&] { got = drain_fifo(fifo, kTimeout); });
+    const auto w = run_decodebench(tiny({"-q", "--json", out.string()}), kTimeout);
+    reader.join();
+    EXPECT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo) << out << " was replaced";
+    EXPECT_NE(got.find("\"runs\""), std::string::npos)
+        << out << ": the reader got " << got.size() << " bytes";
+  }
+  std::string gguf;
+  std::thread reader([&] { gguf = drain_fifo(fifo, kTimeout); });
+  const auto g = run_decodebench({"make-gguf", "-q", "--preset", "smollm2-135m", "--layers", "1",
+                                  "--vocab", "300", "--ffn", "128", "--out", fifo_link.string()},
+                                 kTimeout);
+  reader.join();
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
+  EXPECT_EQ(gguf.substr(0, 4), "GGUF");
+  EXPECT_EQ(gguf, read_file(model_)) << "the same GGUF as make-gguf wrote to a file";
+}
+
+// Output that cannot reach stdout (here /dev/full: every write fails with ENOSPC) is an error,
+// never exit 0 with the document lost: --json - (exit 3, disk full) and the terminal report.
+TEST_F(IoPaths, StdoutWriteFailuresAreErrors) {
+  if (!std::filesystem::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const auto err = dir_ / "err.txt";
+  const auto run = [&](const std::vector<std::string>& args) {
+    std::string cmd = "'" + decodebench_bin().string() + "'";
+    for (const auto& a : args) cmd += " '" + a + "'";
+    cmd += " > /dev/full 2> '" + err.string() + "'";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run(tiny({"-q", "--json", "-"})), 3);
+  EXPECT_NE(read_file(err).find("No space left on device"), std::string::npos) << read_file(err);
+  EXPECT_EQ(run(tiny({})), 1) << read_file(err);
+  EXPECT_NE(read_file(err).find("writing to stdout failed"), std::string::npos) << read_file(err);
+  EXPECT_NE(run({"compare", result_.string(), result_.string(), "--format", "json"}), 0);
+  EXPECT_EQ(run(tiny({"-q"})), 0) << "nothing to write: " << read_file(err);
 }
 
 // inspect: a dump that fails leaves an existing --json file as it was; JSON and dump cannot share

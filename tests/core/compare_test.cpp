@@ -271,6 +271,33 @@ TEST(Compare, UnknownFormatAndMissingSamplesAreExit2) {
   expect_usage_error([&] { (void)load_runs(no_key, "k.json"); }, {"k.json: runs[0]", "key.id"});
 }
 
+// compare reports the change from the stored median and tests it on the samples: a file whose two
+// disagree (samples scaled by hand: the verdict would say "faster" for 10x slower samples) and
+// impossible step or phase times are input errors.
+TEST(Compare, SamplesThatContradictTheirStatsAreExit2) {
+  auto edited = make_doc({make_run(ramp())});
+  auto& samples = edited["runs"][0]["results"]["samples_ns"];
+  for (auto& v : samples) v = v.get<double>() * 10;
+  expect_usage_error([&] { (void)load_runs(edited, "e.json"); },
+                     {"e.json: runs[0]", "tpot_ns.median", "not the median of results.samples_ns"});
+  for (const double bad : {-5.0, 0.0}) {
+    auto doc = make_doc({make_run(ramp())});
+    doc["runs"][0]["results"]["samples_ns"][3] = bad;
+    expect_usage_error([&] { (void)load_runs(doc, "b.json"); },
+                       {"b.json: runs[0]", "samples_ns holds", "positive"});
+  }
+  CompareOptions o;
+  o.metrics = {"gpu_ms"};
+  auto phase = make_doc({make_run(ramp(), "g", "eager", true)});
+  phase["runs"][0]["results"]["phase_samples"]["gpu_ms"][0] = -1.0;
+  expect_usage_error(
+      [&] { (void)compare_docs(phase, make_doc({make_run(ramp(), "g", "eager", true)}), o); },
+      {"phase_samples.gpu_ms holds", "non-negative"});
+  // The stored median of a file decodebench wrote matches (an even count: the mean of the middle
+  // two, as summarize() computes it).
+  EXPECT_NO_THROW((void)load_runs(make_doc({make_run({400, 100, 300, 200})}), "ok.json"));
+}
+
 TEST(Compare, NothingMatchedIsExit2AndShowsKeys) {
   const auto base = make_doc({make_run(ramp(), "Xeon (16 threads)")});
   const auto cand = make_doc({make_run(ramp(), "EPYC (2 threads)")});
