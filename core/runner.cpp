@@ -38,26 +38,11 @@ int64_t ns_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-std::string gib(int64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return buf;
-}
-
 /// Weight sizes in decimal GB, as the run summary prints them (memory limits stay in GiB).
 std::string gb(int64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
   return buf;
-}
-
-void check_host_memory(int64_t needed, const std::string& what) {
-  const int64_t available = available_host_memory_bytes();
-  if (available >= 0 && needed > available) {
-    throw resource_error("not enough host memory: " + what + " needs " + std::to_string(needed) +
-                         " bytes (" + gib(needed) + "), " + std::to_string(available) + " bytes (" +
-                         gib(available) + ") are available");
-  }
 }
 
 Summary summarize_ns(const std::vector<int64_t>& ns) {
@@ -205,6 +190,22 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     warn(
         "--verify compares a GPU with the CPU reference; on the cpu backend "
         "it has nothing to compare and was skipped");
+  }
+  if (!use_cuda && config.verify_argmax) {
+    warn(
+        "--verify-argmax re-checks a GPU's argmax on the CPU; on the cpu backend it checks the "
+        "CPU's own argmax");
+  }
+  if (config.min_time_s > config.max_time_s) {
+    warn("--min-time " + seconds_text(config.min_time_s) + " is longer than --max-time " +
+         seconds_text(config.max_time_s) + ": rounds go on until " +
+         seconds_text(config.min_time_s) + " are timed");
+  }
+  if (const unsigned hw = std::thread::hardware_concurrency();
+      !use_cuda && hw > 0 && config.threads > static_cast<int>(hw)) {
+    warn("--threads " + std::to_string(config.threads) + " is more than the " + std::to_string(hw) +
+         " hardware threads: the CPU backend's threads will share them and "
+         "its step times grow");
   }
 
   // Model.

@@ -13,6 +13,7 @@
 #include "core/gguf/reader.hpp"
 #include "core/model/gguf_export.hpp"
 #include "core/model/synthetic.hpp"
+#include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
 #include "core/run_config.hpp"
 
@@ -73,6 +74,8 @@ void run_make_gguf(MakeGgufFlags& f) {
         gigabytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
     std::fflush(stdout);
   }
+  // The whole model is generated in host memory before it is written.
+  check_host_memory(synthetic_weight_bytes(config.shape, config.dtype), "generating the weights");
   cpu::ThreadPool pool(f.threads ? static_cast<int>(*f.threads) : hw);
   const Model model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
   write_synthetic_gguf(model, info, f.out);

@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "core/error.hpp"
 
 namespace decodebench {
 
@@ -59,6 +62,23 @@ std::string os_name() {
 int64_t available_host_memory_bytes() {
   const int64_t kb = meminfo_kb("MemAvailable");
   return kb < 0 ? -1 : kb * 1024;
+}
+
+namespace {
+std::string gib(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+}  // namespace
+
+void check_host_memory(int64_t needed, const std::string& what) {
+  const int64_t available = available_host_memory_bytes();
+  if (available >= 0 && needed > available) {
+    throw resource_error("not enough host memory: " + what + " needs " + std::to_string(needed) +
+                         " bytes (" + gib(needed) + "), " + std::to_string(available) + " bytes (" +
+                         gib(available) + ") are available");
+  }
 }
 
 int64_t total_host_memory_bytes() {

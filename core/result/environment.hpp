@@ -13,6 +13,10 @@ std::string cpu_model_name();
 /// Bytes the kernel reports as available (MemAvailable in /proc/meminfo), or -1 when unknown.
 int64_t available_host_memory_bytes();
 
+/// Throws decodebench::Error (exit 3) naming both numbers (bytes and GiB) when `needed` bytes for
+/// `what` exceed available_host_memory_bytes(); does nothing when that is unknown.
+void check_host_memory(int64_t needed, const std::string& what);
+
 /// Total host memory (MemTotal), or -1 when unknown.
 int64_t total_host_memory_bytes();
 

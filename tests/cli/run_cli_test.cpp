@@ -1,11 +1,13 @@
 // End-to-end runs of the decodebench binary: exit codes, messages, JSON validity and atomic writes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/support.hpp"
@@ -146,6 +148,24 @@ TEST(RunCli, JsonToStdoutKeepsStdoutPureJson) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << r.out.substr(0, 200);
   EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << "the report goes to stderr";
+}
+
+// Flags that do less than they seem to say so: --min-time beyond --max-time (min wins),
+// --verify-argmax on the cpu backend (it checks the CPU against itself), and more --threads than
+// the machine has.
+TEST(RunCli, WarnsAboutFlagsThatDoLessThanAsked) {
+  const auto r = run_decodebench(
+      tiny({"-q", "--min-time", "0.2", "--max-time", "0.1", "--verify-argmax", "--threads",
+            std::to_string(std::max(2u, std::thread::hardware_concurrency() + 1))}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--min-time 0.2 s is longer than --max-time 0.1 s"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--verify-argmax re-checks a GPU's argmax"), std::string::npos) << r.err;
+  if (std::thread::hardware_concurrency() > 0) {
+    EXPECT_NE(r.err.find("hardware threads"), std::string::npos) << r.err;
+  }
+  const auto quiet = run_decodebench(tiny({"-q", "--threads", "1"}));
+  EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;
 }
 
 TEST(RunCli, ThreadCountDoesNotChangeTokens) {
