@@ -1,5 +1,6 @@
 #include "core/output_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,30 +10,87 @@
 
 namespace decodebench {
 
+namespace {
+
+// Whether `st` is the file that descriptor `fd` writes to (same device and inode).
+bool same_file_as_fd(const struct stat& st, int fd) {
+  struct stat fs {};
+  return ::fstat(fd, &fs) == 0 && fs.st_dev == st.st_dev && fs.st_ino == st.st_ino;
+}
+
+// The kernel's protected_symlinks rule (fs.protected_symlinks = 1): a link in a sticky
+// world-writable folder is followed only when its owner is the follower or the folder's owner.
+bool may_follow(const std::filesystem::path& link) {
+  struct stat ls {
+  }, ds{};
+  const auto dir = link.has_parent_path() ? link.parent_path() : std::filesystem::path(".");
+  if (::lstat(link.c_str(), &ls) != 0 || ::stat(dir.c_str(), &ds) != 0) return false;
+  const bool shared = (ds.st_mode & S_ISVTX) != 0 && (ds.st_mode & S_IWOTH) != 0;
+  return !shared || ls.st_uid == ::geteuid() || ls.st_uid == ds.st_uid;
+}
+
+}  // namespace
+
 OutputTarget resolve_output(const std::string& path) {
   namespace fs = std::filesystem;
+  OutputTarget t;
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  // The file stdout or stderr already writes to (/dev/stdout, /dev/fd/2, a file both name): the
+  // open descriptor, which keeps its offset and append mode (replacing or truncating the file
+  // would lose what the shell's redirection holds).
+  if (exists && same_file_as_fd(st, STDOUT_FILENO)) {
+    t.kind = OutputTarget::Kind::kStdout;
+    t.path = path;
+    return t;
+  }
+  if (exists && same_file_as_fd(st, STDERR_FILENO)) {
+    t.kind = OutputTarget::Kind::kStderr;
+    t.path = path;
+    return t;
+  }
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    // Something that exists and is no regular file, reached the way the kernel resolves it.
+    t.path = path;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      t.kind = OutputTarget::Kind::kDirect;
+    } else {
+      throw usage_error("'" + path + "' is a " +
+                        (S_ISBLK(st.st_mode) ? "block device" : "socket or other special file") +
+                        ", not a file to write a result to");
+    }
+    return t;
+  }
+  // A regular file, a folder (refused by the callers) or nothing yet: follow links one at a time
+  // (a dangling link names the file to create); 40 as Linux's MAXSYMLINKS.
   fs::path p(path);
-  // Follow links one at a time (a dangling link names the file to create); 40 as Linux's
-  // MAXSYMLINKS.
   for (int depth = 0;; ++depth) {
     std::error_code ec;
     if (!fs::is_symlink(fs::symlink_status(p, ec))) break;
     if (depth == 40) {
       throw usage_error("'" + path + "': symbolic links loop or are nested too deep");
     }
+    if (!may_follow(p)) {
+      throw usage_error("'" + path + "': the symbolic link '" + p.string() +
+                        "' sits in a shared sticky folder and belongs to another user; not "
+                        "followed (as the kernel's protected_symlinks)");
+    }
     const fs::path next = fs::read_symlink(p, ec);
     if (ec) throw usage_error("'" + path + "': cannot read the link: " + ec.message());
     p = next.is_absolute() ? next : p.parent_path() / next;
   }
-  OutputTarget t;
   t.path = p.string();
-  struct stat st {};
-  if (::stat(t.path.c_str(), &st) == 0) {
-    t.direct = !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-    t.keep_mode = S_ISREG(st.st_mode);
-    t.mode = st.st_mode & 07777;
+  if (::stat(t.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    t.keep_mode = true;
+    t.mode = st.st_mode & 0777;  // never setuid, setgid or sticky on a result file
   }
   return t;
+}
+
+bool writes_to_stdout(const std::string& path) {
+  if (path == "-") return true;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && same_file_as_fd(st, STDOUT_FILENO);
 }
 
 Error write_error(const std::string& path, int err) {
@@ -42,16 +100,44 @@ Error write_error(const std::string& path, int err) {
 
 OutputFile::OutputFile(const std::string& path, const std::string& flag)
     : target_(resolve_output(path)), flag_(flag) {
-  writing_ = target_.direct ? target_.path : target_.path + ".tmp." + std::to_string(::getpid());
-  file_ = std::fopen(writing_.c_str(), "wb");
+  using Kind = OutputTarget::Kind;
+  if (target_.kind == Kind::kStdout || target_.kind == Kind::kStderr) {
+    writing_ = target_.kind == Kind::kStdout ? "stdout" : "stderr";
+    file_ = target_.kind == Kind::kStdout ? stdout : stderr;
+    return;
+  }
+  int fd = -1;
+  if (target_.kind == Kind::kDirect) {
+    writing_ = target_.path;
+    // Non-blocking: a FIFO that no process reads fails (ENXIO) instead of waiting forever.
+    fd = ::open(writing_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO) {
+      throw usage_error(flag_ + ": '" + writing_ + "' is a FIFO that no process reads");
+    }
+    const int fl = fd >= 0 ? ::fcntl(fd, F_GETFL) : -1;
+    if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  } else {
+    // A fresh name, created exclusively and never through a link that someone placed there.
+    for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+      writing_ =
+          target_.path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+      fd = ::open(writing_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+  }
+  if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
-    throw usage_error(flag_ + ": cannot create '" + writing_ + "': " + std::strerror(errno));
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (fd >= 0 && target_.kind == Kind::kReplace) ::unlink(writing_.c_str());
+    throw usage_error(flag_ + ": cannot create '" + writing_ + "': " + std::strerror(err));
   }
 }
 
 OutputFile::~OutputFile() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!committed_ && !target_.direct) std::remove(writing_.c_str());
+  const bool owned = file_ != stdout && file_ != stderr;
+  if (file_ != nullptr && owned) std::fclose(file_);
+  if (!committed_ && target_.kind == OutputTarget::Kind::kReplace) std::remove(writing_.c_str());
 }
 
 void OutputFile::write(const void* data, size_t bytes) {
@@ -60,17 +146,33 @@ void OutputFile::write(const void* data, size_t bytes) {
 
 void OutputFile::commit() {
   if (std::fflush(file_) != 0 || std::ferror(file_)) throw write_error(writing_, errno);
+  if (file_ == stdout || file_ == stderr) {
+    committed_ = true;
+    return;
+  }
   if (target_.keep_mode && ::fchmod(::fileno(file_), target_.mode) != 0) {
     throw write_error(writing_, errno);
   }
   const int closed = std::fclose(file_);
   file_ = nullptr;
   if (closed != 0) throw write_error(writing_, errno);
-  if (!target_.direct && std::rename(writing_.c_str(), target_.path.c_str()) != 0) {
+  if (target_.kind == OutputTarget::Kind::kReplace &&
+      std::rename(writing_.c_str(), target_.path.c_str()) != 0) {
     throw usage_error(flag_ + ": cannot rename '" + writing_ + "' to '" + target_.path +
                       "': " + std::strerror(errno));
   }
   committed_ = true;
+}
+
+void flush_output(std::FILE* f) {
+  errno = 0;
+  const bool flushed = std::fflush(f) == 0;
+  const int err = errno;
+  if (!flushed || std::ferror(f)) {
+    const std::string name = f == stdout ? "stdout" : f == stderr ? "stderr" : "output";
+    if (err == 0) throw runtime_error("cannot write to " + name + ": part of the output was lost");
+    throw write_error(name, err);
+  }
 }
 
 bool stdout_ok(int* err) {
@@ -79,9 +181,7 @@ bool stdout_ok(int* err) {
     *err = errno != 0 ? errno : EIO;
     return false;
   }
-  if (std::ferror(stdout)) return false;  // an earlier write failed; *err stays as it was
-
-  return true;
+  return !std::ferror(stdout);  // an earlier write failed; *err stays as it was
 }
 
 }  // namespace decodebench

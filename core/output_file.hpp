@@ -13,31 +13,44 @@ namespace decodebench {
 
 /// Where the bytes for an output path go (resolve_output).
 struct OutputTarget {
-  /// The file written or replaced: the path with symbolic links followed to what they name (so
-  /// that a link keeps pointing at the new content instead of being replaced by it).
+  enum class Kind {
+    kReplace,  ///< a regular or new file: a temporary file renamed over `path`
+    kDirect,   ///< a character device or FIFO (/dev/null, a named pipe): written into in place
+    kStdout,   ///< the file stdout already writes to (/dev/stdout, /dev/fd/1): written to fd 1
+    kStderr,   ///< the same for stderr (/dev/stderr, /dev/fd/2): fd 2
+  };
+  Kind kind = Kind::kReplace;
+  /// kReplace: the file replaced, the path with symbolic links followed (so that a link keeps
+  /// pointing at the new content); kDirect: the path as given (the kernel resolves it on open).
   std::string path;
-  /// True for an existing node that is not a regular file (a device such as /dev/null, a FIFO, a
-  /// terminal, /dev/stdout): written straight into, as renaming over it would replace the node.
-  bool direct = false;
-  /// True for an existing regular file: its replacement keeps its permission bits (`mode`).
+  /// kReplace of an existing file: its permission bits (rwx only), which the replacement keeps.
   bool keep_mode = false;
   mode_t mode = 0;
 };
 
 /// Resolves `path` for writing. A symbolic link (also a chain of them, or one naming a file that
-/// does not exist yet) is followed to its final target. Throws decodebench::Error (exit 2) when
-/// the links loop or are more than 40 deep.
+/// does not exist yet) is followed to its final target, except where the kernel's
+/// protected_symlinks rule would refuse to follow it: a link in a sticky world-writable folder
+/// (such as /tmp) owned by neither the current user nor the folder's owner. Throws
+/// decodebench::Error (exit 2) for such a link, links that loop or nest more than 40 deep, a
+/// block device or a socket.
 OutputTarget resolve_output(const std::string& path);
+
+/// Whether `path` writes to the process's stdout: "-", or a name of the file stdout already writes
+/// to (/dev/stdout, /dev/fd/1). Commands then send their report to stderr, as with "-".
+bool writes_to_stdout(const std::string& path);
 
 /// Error for a failed write of `path` with errno `err`: exit 3 (resources) when the disk is full
 /// (ENOSPC) or the quota is used up (EDQUOT), exit 1 otherwise.
 [[nodiscard]] Error write_error(const std::string& path, int err);
 
-/// An output file being written. A regular or new file is written to a temporary file in the
-/// target's folder that commit() renames over it (POSIX rename is atomic: readers see the old
-/// file or the whole new one); a device, FIFO or terminal is written directly. The destructor
-/// removes an uncommitted temporary file. `flag` names the option in messages ("--json").
-/// Throws decodebench::Error (exit 2) when the file cannot be created.
+/// An output file being written (resolve_output). A regular or new file is written to a fresh
+/// temporary file in the target's folder (created exclusively, never through a link) that
+/// commit() renames over it: POSIX rename is atomic, so readers see the old file or the whole
+/// new one. Anything else is written in place. The destructor removes an uncommitted temporary
+/// file. `flag` names the option in messages ("--json"). Throws decodebench::Error (exit 2) when
+/// the file cannot be created, or is a FIFO that no process reads (opening it would wait
+/// forever).
 class OutputFile {
  public:
   OutputFile(const std::string& path, const std::string& flag);
@@ -45,9 +58,10 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  /// The stream to write to (owned; closed by commit() or the destructor).
+  /// The stream to write to (owned unless it is stdout or stderr; closed by commit() or the
+  /// destructor).
   [[nodiscard]] std::FILE* file() const { return file_; }
-  /// The path being written (the temporary file, or the target when written directly), for
+  /// The path being written (the temporary file, or the target when written in place), for
   /// messages.
   [[nodiscard]] const std::string& writing() const { return writing_; }
   /// Writes `bytes` bytes. Throws write_error().
@@ -64,6 +78,10 @@ class OutputFile {
   std::FILE* file_ = nullptr;
   bool committed_ = false;
 };
+
+/// Flushes `f` (stdout or stderr, where a report was printed). Throws write_error() naming
+/// "stdout" or "stderr" when it or an earlier write to it failed (exit 3 for a full disk).
+void flush_output(std::FILE* f);
 
 /// Flushes stdout and reports whether every write to it succeeded since the start (C stdio's
 /// error flag; std::cout shares that buffer while synchronized with stdio, the default). When

@@ -10,6 +10,7 @@
 
 #include "core/backend_registry.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/quant/weight_type.hpp"
 #include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
@@ -229,7 +230,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     o.all_variants = f->variants == "all";
     nlohmann::json r = cuda::run_kernel_bench(o);
     r["environment"] = host_environment();
-    print_report(r, f->json_path == "-" ? stderr : stdout);
+    print_report(r, writes_to_stdout(f->json_path) ? stderr : stdout);
     if (!f->json_path.empty()) write_json_file(f->json_path, r);
     *exit_code = r["errors"].empty() ? 0 : static_cast<int>(ExitCode::kRuntime);
 #else

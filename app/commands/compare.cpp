@@ -7,6 +7,7 @@
 
 #include "app/report/compare_report.hpp"
 #include "core/compare/compare.hpp"
+#include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 
 namespace decodebench::app {
@@ -89,7 +90,7 @@ void run_compare(const CompareFlags& f, int* exit_code) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
   }
-  std::fflush(stdout);
+  flush_output(stdout);
   *exit_code = static_cast<int>(report.exit_code());
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/backend_registry.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
 
@@ -84,7 +85,7 @@ void setup_doctor(CLI::App& app, int* exit_code) {
     CudaProvider& cuda = require_gpu("doctor");
     nlohmann::json r = cuda.doctor();
     r["environment"] = host_environment();
-    print_doctor(r, *json_path == "-" ? stderr : stdout);
+    print_doctor(r, writes_to_stdout(*json_path) ? stderr : stdout);
     if (!json_path->empty()) write_json_file(*json_path, r);
     *exit_code = r["healthy"].get<bool>() ? 0 : static_cast<int>(ExitCode::kRuntime);
   });
@@ -111,7 +112,7 @@ void setup_bandwidth(CLI::App& app, int* exit_code) {
     const size_t bytes = static_cast<size_t>(o->size_mib) << 20;
     const double gbps = cuda.measure_read_bandwidth_gbps(bytes, o->iterations);
     const nlohmann::json gpu = cuda.environment();
-    fmt::print(o->json_path == "-" ? stderr : stdout,
+    fmt::print(writes_to_stdout(o->json_path) ? stderr : stdout,
                "{}: streaming read {:.0f} GB/s (median of {} reads of {} MiB)\n",
                gpu.value("name", std::string("GPU")), gbps, o->iterations, o->size_mib);
     if (!o->json_path.empty()) {

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/gguf/inspect.hpp"
 #include "core/gguf/reader.hpp"
+#include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 
 namespace decodebench::app {
@@ -52,7 +53,7 @@ void run_inspect(const InspectOptions& opt) {
   if (opt.json_path != "-" && opt.dump_out != "-") {
     const std::string report = gguf::inspect_report(reader);
     std::fwrite(report.data(), 1, report.size(), stdout);
-    std::fflush(stdout);
+    flush_output(stdout);
   }
   if (!opt.json_path.empty()) write_json_file(opt.json_path, gguf::inspect_json(reader));
   if (!opt.dump.empty()) write_text_file(opt.dump_out, bytes, "--dump-out");

@@ -13,6 +13,7 @@
 #include "core/gguf/reader.hpp"
 #include "core/model/gguf_export.hpp"
 #include "core/model/synthetic.hpp"
+#include "core/output_file.hpp"
 #include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
 #include "core/run_config.hpp"
@@ -72,7 +73,7 @@ void run_make_gguf(MakeGgufFlags& f) {
         config.dtype.label(), config.preset, config.shape.n_layers, config.shape.hidden,
         config.shape.vocab, config.seed,
         gigabytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
-    std::fflush(stdout);
+    flush_output(stdout);
   }
   // The whole model is generated in host memory before it is written.
   check_host_memory(synthetic_weight_bytes(config.shape, config.dtype), "generating the weights");

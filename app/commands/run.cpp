@@ -8,6 +8,7 @@
 
 #include "app/report/progress.hpp"
 #include "app/report/terminal.hpp"
+#include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 #include "core/runner.hpp"
 
@@ -189,7 +190,7 @@ int run_command(RunFlags& f) {
                        run_input_files(config.model_path, config.preset));
   }
   // With --json - the report goes to stderr so that stdout holds only the JSON document.
-  FILE* report_stream = config.json_path == "-" ? stderr : stdout;
+  FILE* report_stream = writes_to_stdout(config.json_path) ? stderr : stdout;
   ProgressFn progress;
   if (f.verbose) progress = [](const std::string& s) { spdlog::info("{}", s); };
   ProgressBar bar(!f.quiet);

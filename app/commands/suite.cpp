@@ -14,6 +14,7 @@
 #include "app/report/batch_scaling.hpp"
 #include "app/report/progress.hpp"
 #include "app/report/text.hpp"
+#include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 #include "core/run_config.hpp"
 #include "core/suite/suite_runner.hpp"
@@ -117,7 +118,7 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
     }
     check_not_an_input(json_path, "--json", inputs);
   }
-  FILE* out = json_path == "-" ? stderr : stdout;
+  FILE* out = writes_to_stdout(json_path) ? stderr : stdout;
   ProgressBar bar(!quiet);
   SuiteCallbacks callbacks;
   std::string current;
@@ -142,7 +143,7 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
       fmt::print(out, "[{}/{}] {} (exit {})  {}: {}\n", e.index + 1, total, e.status,
                  static_cast<int>(e.exit_code), e.label, printable_line(e.error, 200));
     }
-    std::fflush(out);
+    flush_output(out);
   };
   const SuiteOutcome outcome = run_suite(suite, runs, callbacks);
   bar.clear();

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/output_file.hpp"
+
 namespace decodebench::app {
 
 namespace {
@@ -142,7 +144,7 @@ bool print_batch_scaling(const nlohmann::json& doc, FILE* out) {
         roofline && efficiency ? " (BW eff.: ÷ the measured read bandwidth)" : "");
     printed = true;
   }
-  if (printed) std::fflush(out);
+  if (printed) flush_output(out);
   return printed;
 }
 

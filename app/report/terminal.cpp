@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/report/text.hpp"
+#include "core/output_file.hpp"
 #include "core/telemetry.hpp"
 
 namespace decodebench::app {
@@ -273,7 +274,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                r.warnings.size());
   }
   fmt::print(out, "verdict  {}\n", run_verdict(r));
-  std::fflush(out);
+  flush_output(out);
 }
 
 }  // namespace decodebench::app

@@ -28,8 +28,8 @@ void check_destination(const std::string& path, const std::string& flag) {
   if (path == "-") return;
   if (path.empty()) throw usage_error(flag + ": empty path");
   const OutputTarget target = resolve_output(path);
-  if (target.direct) {  // a device, FIFO or terminal: written in place, nothing to create
-    if (::access(target.path.c_str(), W_OK) != 0) {
+  if (target.kind != OutputTarget::Kind::kReplace) {  // written in place: nothing to create
+    if (target.kind == OutputTarget::Kind::kDirect && ::access(target.path.c_str(), W_OK) != 0) {
       throw usage_error(flag + ": '" + target.path + "' is not writable: " + std::strerror(errno));
     }
     return;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -225,10 +226,62 @@ TEST_F(IoPaths, OutputsFollowLinksAndKeepFifosAndModes) {
   EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
   EXPECT_EQ(gguf.substr(0, 4), "GGUF");
   EXPECT_EQ(gguf, read_file(model_)) << "the same GGUF as make-gguf wrote to a file";
+
+  // A FIFO that no process reads is refused at once instead of waiting forever.
+  const auto unread = run_decodebench(tiny({"-q", "--json", fifo.string()}), kTimeout);
+  expect_usage_error(unread, "no process reads", "FIFO without a reader");
+
+  // Setuid, setgid and sticky bits are not carried over to the result (rwx is).
+  ASSERT_EQ(::chmod(result_.c_str(), 06750), 0);
+  ASSERT_EQ(run_decodebench(tiny({"-q", "--json", result_.string()})).exit_code, 0);
+  EXPECT_EQ(fs::status(result_).permissions() & fs::perms::mask,
+            fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+}
+
+// /dev/stdout is the descriptor stdout already has: to a pipe the document arrives there (and
+// the report moves to stderr, as with --json -); to a file opened for appending it is appended,
+// never a replacement of that file.
+TEST_F(IoPaths, DevStdoutWritesThroughTheDescriptor) {
+  if (!std::filesystem::exists("/dev/stdout")) GTEST_SKIP() << "no /dev/stdout here";
+  const auto piped = run_decodebench(tiny({"--json", "/dev/stdout"}));
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["runs"].size(), 1u) << piped.out.substr(0, 200);
+  EXPECT_NE(piped.err.find("tokens/s"), std::string::npos) << "the report goes to stderr";
+  const auto log = dir_ / "log.txt";
+  write(log, "LOG LINE\n");
+  const std::string cmd = "'" + decodebench_bin().string() + "' --preset smollm2-135m --layers 1 " +
+                          "--vocab 300 --ffn 128 --tokens 2 --prompt-tokens 2 --warmup 0 " +
+                          "--backend cpu -q --json /dev/stdout >> '" + log.string() + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+  const std::string text = read_file(log);
+  EXPECT_EQ(text.rfind("LOG LINE\n{", 0), 0u) << text.substr(0, 100);
+}
+
+// A link in a shared sticky folder (as /tmp) that another user owns is not followed, as the
+// kernel's protected_symlinks rule: otherwise that user could make a run by root replace any file.
+TEST_F(IoPaths, LinksOfOtherUsersInStickyFoldersAreRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a link to another user";
+  const auto shared = dir_ / "shared";
+  std::filesystem::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const auto victim = dir_ / "victim.txt";
+  write(victim, "VICTIM");
+  const auto link = shared / "result.json";
+  std::filesystem::create_symlink(victim, link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  expect_usage_error(run_decodebench(tiny({"-q", "--json", link.string()})), "protected_symlinks",
+                     "foreign link in a sticky folder");
+  EXPECT_EQ(read_file(victim), "VICTIM");
+  // The same link owned by the user who runs it is followed.
+  ASSERT_EQ(::lchown(link.c_str(), ::geteuid(), ::getegid()), 0);
+  ASSERT_EQ(run_decodebench(tiny({"-q", "--json", link.string()})).exit_code, 0);
+  EXPECT_NE(read_file(victim).find("\"runs\""), std::string::npos);
 }
 
 // Output that cannot reach stdout (here /dev/full: every write fails with ENOSPC) is an error,
-// never exit 0 with the document lost: --json - (exit 3, disk full) and the terminal report.
+// never exit 0 with the document lost: --json -, the terminal report, compare's output (exit 3,
+// disk full; compare's exit 1 would read as a regression).
 TEST_F(IoPaths, StdoutWriteFailuresAreErrors) {
   if (!std::filesystem::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
   const auto err = dir_ / "err.txt";
@@ -241,9 +294,11 @@ TEST_F(IoPaths, StdoutWriteFailuresAreErrors) {
   };
   EXPECT_EQ(run(tiny({"-q", "--json", "-"})), 3);
   EXPECT_NE(read_file(err).find("No space left on device"), std::string::npos) << read_file(err);
-  EXPECT_EQ(run(tiny({})), 1) << read_file(err);
-  EXPECT_NE(read_file(err).find("writing to stdout failed"), std::string::npos) << read_file(err);
-  EXPECT_NE(run({"compare", result_.string(), result_.string(), "--format", "json"}), 0);
+  EXPECT_EQ(run(tiny({})), 3) << read_file(err);
+  EXPECT_NE(read_file(err).find("stdout"), std::string::npos) << read_file(err);
+  EXPECT_EQ(run({"compare", result_.string(), result_.string(), "--format", "json"}), 3)
+      << read_file(err);
+  EXPECT_EQ(run({"compare", result_.string(), result_.string()}), 3) << read_file(err);
   EXPECT_EQ(run(tiny({"-q"})), 0) << "nothing to write: " << read_file(err);
 }
 
