@@ -175,7 +175,9 @@ int run_entry(int argc, char** argv) {
 int main_entry(int argc, char** argv) {
   // A file or pipe gets one large buffer, so that a failed write (a full disk) shows at the final
   // flush below with its errno; a terminal keeps its line buffering.
-  if (::isatty(STDOUT_FILENO) == 0) std::setvbuf(stdout, nullptr, _IOFBF, size_t{1} << 20);
+  static char stdout_buffer[size_t{1} << 20];  // glibc ignores the size without a buffer
+  if (::isatty(STDOUT_FILENO) == 0)
+    std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   int code = run_entry(argc, argv);
   // A report or JSON document that did not reach stdout (full disk, closed file) is a failure,
   // not a success with the output lost.

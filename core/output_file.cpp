@@ -33,36 +33,10 @@ bool may_follow(const std::filesystem::path& link) {
 
 OutputTarget resolve_output(const std::string& path) {
   namespace fs = std::filesystem;
-  OutputTarget t;
-  struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  // The file stdout or stderr already writes to (/dev/stdout, /dev/fd/2, a file both name): the
-  // open descriptor, which keeps its offset and append mode (replacing or truncating the file
-  // would lose what the shell's redirection holds).
-  if (exists && same_file_as_fd(st, STDOUT_FILENO)) {
-    t.kind = OutputTarget::Kind::kStdout;
-    t.path = path;
-    return t;
-  }
-  if (exists && same_file_as_fd(st, STDERR_FILENO)) {
-    t.kind = OutputTarget::Kind::kStderr;
-    t.path = path;
-    return t;
-  }
-  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    // Something that exists and is no regular file, reached the way the kernel resolves it.
-    t.path = path;
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-      t.kind = OutputTarget::Kind::kDirect;
-    } else {
-      throw usage_error("'" + path + "' is a " +
-                        (S_ISBLK(st.st_mode) ? "block device" : "socket or other special file") +
-                        ", not a file to write a result to");
-    }
-    return t;
-  }
-  // A regular file, a folder (refused by the callers) or nothing yet: follow links one at a time
-  // (a dangling link names the file to create); 40 as Linux's MAXSYMLINKS.
+  // Follow links one at a time (a dangling link names the file to create; 40 as Linux's
+  // MAXSYMLINKS), each only where the kernel's protected_symlinks rule would follow it. The
+  // kernel's own links under /proc (/dev/stdout → /proc/self/fd/1 → "pipe:[N]") name no path:
+  // there the walk stops and the kernel resolves the rest.
   fs::path p(path);
   for (int depth = 0;; ++depth) {
     std::error_code ec;
@@ -75,22 +49,52 @@ OutputTarget resolve_output(const std::string& path) {
                         "' sits in a shared sticky folder and belongs to another user; not "
                         "followed (as the kernel's protected_symlinks)");
     }
+    if (p.string().rfind("/proc/", 0) == 0) break;
     const fs::path next = fs::read_symlink(p, ec);
     if (ec) throw usage_error("'" + path + "': cannot read the link: " + ec.message());
     p = next.is_absolute() ? next : p.parent_path() / next;
   }
-  t.path = p.string();
-  if (::stat(t.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    t.keep_mode = true;
-    t.mode = st.st_mode & 0777;  // never setuid, setgid or sticky on a result file
+  OutputTarget t;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+    // A regular file, a folder (refused by the callers) or nothing yet. The file stdout or
+    // stderr already writes to (a file both name) goes through that descriptor, which keeps its
+    // offset and append mode: replacing it would lose what the shell's redirection holds.
+    t.path = p.string();
+    if (::stat(t.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (same_file_as_fd(st, STDOUT_FILENO)) t.kind = OutputTarget::Kind::kStdout;
+      if (same_file_as_fd(st, STDERR_FILENO)) t.kind = OutputTarget::Kind::kStderr;
+      t.keep_mode = true;
+      t.mode = st.st_mode & 0777;  // never setuid, setgid or sticky on a result file
+    }
+    return t;
+  }
+  // Something that exists and is no regular file, reached the way the kernel resolves it.
+  t.path = path;
+  const bool tty = S_ISCHR(st.st_mode) && ::isatty(STDOUT_FILENO) != 0;
+  if (same_file_as_fd(st, STDOUT_FILENO) && (!S_ISCHR(st.st_mode) || tty)) {
+    t.kind = OutputTarget::Kind::kStdout;  // a pipe or the terminal stdout writes to
+  } else if (same_file_as_fd(st, STDERR_FILENO) &&
+             (!S_ISCHR(st.st_mode) || ::isatty(STDERR_FILENO) != 0)) {
+    t.kind = OutputTarget::Kind::kStderr;
+  } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+    t.kind = OutputTarget::Kind::kDirect;
+  } else {
+    throw usage_error("'" + path + "' is a " +
+                      (S_ISBLK(st.st_mode) ? "block device" : "socket or other special file") +
+                      ", not a file to write a result to");
   }
   return t;
 }
 
 bool writes_to_stdout(const std::string& path) {
   if (path == "-") return true;
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && same_file_as_fd(st, STDOUT_FILENO);
+  if (path.empty()) return false;
+  try {
+    return resolve_output(path).kind == OutputTarget::Kind::kStdout;
+  } catch (const Error&) {
+    return false;  // refused later, where the path is checked
+  }
 }
 
 Error write_error(const std::string& path, int err) {
@@ -164,24 +168,29 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
+namespace {
+// errno of the first failed flush of stdout (flush_output), 0 when none failed.
+int g_stdout_errno = 0;
+}  // namespace
+
 void flush_output(std::FILE* f) {
   errno = 0;
-  const bool flushed = std::fflush(f) == 0;
-  const int err = errno;
-  if (!flushed || std::ferror(f)) {
-    const std::string name = f == stdout ? "stdout" : f == stderr ? "stderr" : "output";
-    if (err == 0) throw runtime_error("cannot write to " + name + ": part of the output was lost");
-    throw write_error(name, err);
+  if ((std::fflush(f) != 0 || std::ferror(f)) && f == stdout && g_stdout_errno == 0) {
+    g_stdout_errno = errno;
   }
 }
 
 bool stdout_ok(int* err) {
   errno = 0;
-  if (std::fflush(stdout) != 0) {
-    *err = errno != 0 ? errno : EIO;
-    return false;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_errno = errno;
+  if (flushed && !std::ferror(stdout)) return true;
+  if (g_stdout_errno != 0) {
+    *err = g_stdout_errno;
+  } else if (!flushed && flush_errno != 0) {
+    *err = flush_errno;
   }
-  return !std::ferror(stdout);  // an earlier write failed; *err stays as it was
+  return false;
 }
 
 }  // namespace decodebench

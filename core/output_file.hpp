@@ -37,7 +37,8 @@ struct OutputTarget {
 OutputTarget resolve_output(const std::string& path);
 
 /// Whether `path` writes to the process's stdout: "-", or a name of the file stdout already writes
-/// to (/dev/stdout, /dev/fd/1). Commands then send their report to stderr, as with "-".
+/// to (/dev/stdout, /dev/fd/1; not a device other than a terminal, such as /dev/null, which is
+/// opened anew). Commands then send their report to stderr, as with "-".
 bool writes_to_stdout(const std::string& path);
 
 /// Error for a failed write of `path` with errno `err`: exit 3 (resources) when the disk is full
@@ -79,14 +80,15 @@ class OutputFile {
   bool committed_ = false;
 };
 
-/// Flushes `f` (stdout or stderr, where a report was printed). Throws write_error() naming
-/// "stdout" or "stderr" when it or an earlier write to it failed (exit 3 for a full disk).
+/// Flushes `f` (stdout or stderr, where a report was printed). Never throws, so that a lost
+/// report does not stop a result file from being written: a failure on stdout is remembered
+/// with its errno for stdout_ok(); stderr carries diagnostics and its failures are ignored.
 void flush_output(std::FILE* f);
 
 /// Flushes stdout and reports whether every write to it succeeded since the start (C stdio's
-/// error flag; std::cout shares that buffer while synchronized with stdio, the default). When
-/// this flush fails, sets `*err` to its errno; a failure of an earlier write leaves `*err` as it
-/// was (its errno is gone).
+/// error flag; std::cout shares that buffer while synchronized with stdio, the default). On
+/// failure sets `*err` to the errno that flush_output() remembered or of this flush; when
+/// neither is known (the failed write's errno is gone) leaves `*err` as it was.
 bool stdout_ok(int* err);
 
 }  // namespace decodebench

@@ -85,7 +85,7 @@ void run_compare(const CompareFlags& f, int* exit_code) {
     std::fwrite(rendered.data(), 1, rendered.size(), stdout);
   } else {
     write_text_file(f.output, rendered, "--output");
-    if (!f.quiet && f.output != "-") {
+    if (!f.quiet && !writes_to_stdout(f.output)) {
       const std::string text = compare_text(report);
       std::fwrite(text.data(), 1, text.size(), stdout);
     }

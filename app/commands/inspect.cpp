@@ -50,7 +50,7 @@ void run_inspect(const InspectOptions& opt) {
     std::memcpy(bytes.data(), values.data(), bytes.size());
   }
   // With `--json -` (or `--dump-out -`) stdout carries only that output, so it stays parseable.
-  if (opt.json_path != "-" && opt.dump_out != "-") {
+  if (!writes_to_stdout(opt.json_path) && !writes_to_stdout(opt.dump_out)) {
     const std::string report = gguf::inspect_report(reader);
     std::fwrite(report.data(), 1, report.size(), stdout);
     flush_output(stdout);

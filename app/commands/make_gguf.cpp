@@ -58,7 +58,7 @@ void run_make_gguf(MakeGgufFlags& f) {
   if (f.threads) check_thread_count(*f.threads);
   const RunConfig config = resolve_run_config(o, hw);
   check_destination(f.out, "--out");
-  if (f.out == "-") throw usage_error("--out: a GGUF file cannot go to stdout");
+  if (writes_to_stdout(f.out)) throw usage_error("--out: a GGUF file cannot go to stdout");
 
   GgufExportInfo info;
   info.scheme = config.dtype;

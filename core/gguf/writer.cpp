@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/gguf/reader.hpp"
@@ -168,8 +169,11 @@ void Writer::write(const std::string& path, const std::string& flag) const {
   }
   head.resize(align(head.size()), '\0');
 
-  OutputFile out(path, flag);  // a temporary file renamed over `path` by commit()
-  std::setvbuf(out.file(), nullptr, _IOFBF, size_t{4} << 20);
+  std::vector<char> buffer(size_t{4} << 20);  // outlives `out` (declared first)
+  OutputFile out(path, flag);                 // a temporary file renamed over `path` by commit()
+  if (out.file() != stdout && out.file() != stderr) {
+    std::setvbuf(out.file(), buffer.data(), _IOFBF, buffer.size());
+  }
   TensorSink sink(out.file(), out.writing());
   sink.write(head.data(), head.size());
   static const char kZeros[256] = {};

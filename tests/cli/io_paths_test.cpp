@@ -300,6 +300,10 @@ TEST_F(IoPaths, StdoutWriteFailuresAreErrors) {
       << read_file(err);
   EXPECT_EQ(run({"compare", result_.string(), result_.string()}), 3) << read_file(err);
   EXPECT_EQ(run(tiny({"-q"})), 0) << "nothing to write: " << read_file(err);
+  // A lost report does not cost the result file: it is written, then the exit code says 3.
+  const auto kept = dir_ / "kept.json";
+  EXPECT_EQ(run(tiny({"--json", kept.string()})), 3) << read_file(err);
+  EXPECT_NE(read_file(kept).find("\"runs\""), std::string::npos);
 }
 
 // inspect: a dump that fails leaves an existing --json file as it was; JSON and dump cannot share
