@@ -48,8 +48,14 @@ void check_destination(const std::string& path, const std::string& flag) {
     throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
   }
   // Prove it: create and remove a probe file now rather than fail after a long run.
-  const std::string probe = file + ".probe." + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  // A fresh name each attempt: a probe left behind by a crashed run must not block this one.
+  std::string probe;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    probe = file + ".probe." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     throw usage_error(flag + ": cannot create files next to '" + path +
                       "': " + std::strerror(errno));
