@@ -97,6 +97,16 @@ bool writes_to_stdout(const std::string& path) {
   }
 }
 
+int create_fresh_file(const std::string& stem, std::string* name) {
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    *name = stem + "." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    fd = ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  return fd;
+}
+
 Error write_error(const std::string& path, int err) {
   const std::string message = "cannot write '" + path + "': " + std::strerror(err);
   return err == ENOSPC || err == EDQUOT ? resource_error(message) : runtime_error(message);
@@ -121,13 +131,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& flag)
     const int fl = fd >= 0 ? ::fcntl(fd, F_GETFL) : -1;
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   } else {
-    // A fresh name, created exclusively and never through a link that someone placed there.
-    for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-      writing_ =
-          target_.path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
-      fd = ::open(writing_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-      if (fd < 0 && errno != EEXIST) break;
-    }
+    fd = create_fresh_file(target_.path + ".tmp", &writing_);
   }
   if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {

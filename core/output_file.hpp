@@ -41,6 +41,12 @@ OutputTarget resolve_output(const std::string& path);
 /// opened anew). Commands then send their report to stderr, as with "-".
 bool writes_to_stdout(const std::string& path);
 
+/// Creates a new file named `stem` + ".<pid>.<n>" for the first n in 0..99 whose name is free:
+/// exclusively and never through a link (O_CREAT | O_EXCL | O_NOFOLLOW), mode 0666 less the
+/// umask, so that a file left behind by a crashed run or placed there by someone else is never
+/// reused. Returns the descriptor and sets `*name`; returns -1 with errno set when it cannot.
+int create_fresh_file(const std::string& stem, std::string* name);
+
 /// Error for a failed write of `path` with errno `err`: exit 3 (resources) when the disk is full
 /// (ENOSPC) or the quota is used up (EDQUOT), exit 1 otherwise.
 [[nodiscard]] Error write_error(const std::string& path, int err);

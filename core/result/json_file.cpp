@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "core/error.hpp"
@@ -48,14 +47,8 @@ void check_destination(const std::string& path, const std::string& flag) {
     throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
   }
   // Prove it: create and remove a probe file now rather than fail after a long run.
-  // A fresh name each attempt: a probe left behind by a crashed run must not block this one.
   std::string probe;
-  int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    probe = file + ".probe." + std::to_string(::getpid()) + "." + std::to_string(attempt);
-    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  const int fd = create_fresh_file(file + ".probe", &probe);
   if (fd < 0) {
     throw usage_error(flag + ": cannot create files next to '" + path +
                       "': " + std::strerror(errno));
