@@ -20,6 +20,7 @@
 #include "app/commands/make_gguf.hpp"
 #include "app/commands/run.hpp"
 #include "app/commands/suite.hpp"
+#include "app/parse_errors.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
@@ -83,27 +84,6 @@ constexpr const char* kSweeps =
     "Sweeps: shape and run flags accept comma lists (--layers 2,4 --dtype f16,bf16); the runs are "
     "the cartesian product in flag order, first flag outermost, and --json writes one suite "
     "document (docs/ci.md). Not split: --model, --prompt, --prompt-ids, --json.";
-// CLI11's "Could not convert: --tokens = abc" as "--tokens: 'abc' is not an integer" (from the
-// type the help shows), looked up in the named subcommand, then the root; the message as is
-// otherwise.
-std::string conversion_message(const CLI::App& app, const CLI::App* named,
-                               const std::string& what) {
-  constexpr std::string_view kPrefix = "Could not convert: ";
-  const size_t eq = what.find(" = ");
-  if (!what.starts_with(kPrefix) || eq == std::string::npos) return what;
-  const std::string name = what.substr(kPrefix.size(), eq - kPrefix.size());
-  const std::string value = what.substr(eq + 3);
-  const CLI::Option* opt = named != nullptr ? named->get_option_no_throw(name) : nullptr;
-  if (opt == nullptr) opt = app.get_option_no_throw(name);
-  if (opt == nullptr || opt->get_type_name().empty()) return what;
-  const std::string type = opt->get_type_name();
-  const std::string kind = type == "INT"     ? "an integer"
-                           : type == "UINT"  ? "a non-negative integer"
-                           : type == "FLOAT" ? "a number"
-                                             : "a value of type " + type;
-  return name + ": '" + value + "' is not " + kind;
-}
-
 // Parses and runs one command; returns its exit code.
 int run_entry(int argc, char** argv) {
 #ifdef DECODEBENCH_HAVE_CUDA
@@ -151,9 +131,7 @@ int run_entry(int argc, char** argv) {
     const auto named = app.get_subcommands([](CLI::App* s) { return s->parsed(); });
     if (!named.empty()) help += " " + named.front()->get_name();
     const std::string message =
-        dynamic_cast<const CLI::ConversionError*>(&e) != nullptr
-            ? conversion_message(app, named.empty() ? nullptr : named.front(), e.what())
-            : std::string(e.what());
+        parse_error_message(app, named.empty() ? nullptr : named.front(), e);
     std::fprintf(stderr, "decodebench: error: %s\nRun '%s --help' for the flags.\n",
                  message.c_str(), help.c_str());
     return static_cast<int>(ExitCode::kUsage);

@@ -11,6 +11,7 @@
 #include "core/backend_registry.hpp"
 #include "core/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
+#include "core/gguf/reader.hpp"
 #include "core/model/gguf_model.hpp"
 #include "core/model/synthetic.hpp"
 #include "core/result/environment.hpp"
@@ -161,6 +162,11 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   };
   report.config = config;
   report.host_environment = host_environment();
+
+  // A model file that is missing or not a valid GGUF is the user's first problem: said before the
+  // backend is probed (whose "no usable CUDA device" warning would come first otherwise). The
+  // header check is cheap (the file is mapped, its tensor data not read); loading repeats it.
+  if (!config.model_path.empty()) (void)gguf::Reader(config.model_path);
 
   // Backend choice comes first: it decides how much host memory the run needs.
   CudaProvider* cuda = cuda_provider();
@@ -436,6 +442,23 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         warned_mismatch = true;
         report.exit_code = ExitCode::kVerification;
       }
+    }
+  }
+  for (const auto& p : report.passes) {
+    const PassResult& pass = p.pass;
+    if (pass.spec.max_noise > 0 && pass.stopping.rule == "time_budget") {
+      // The figures then carry more noise than the user asked for: say so, not only in the
+      // stopping record.
+      const double noise = pass.stopping.median_noise;
+      char got[64] = "not yet measurable (fewer than 6 timed steps)";
+      if (std::isfinite(noise)) std::snprintf(got, sizeof got, "%.2f%%", noise * 100.0);
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "%s: --max-noise %g%% not reached: the median's noise was %s when the "
+                    "--max-time budget (%g s) ended the pass after %lld round(s)",
+                    pass.spec.label.c_str(), pass.spec.max_noise * 100.0, got, pass.spec.max_time_s,
+                    static_cast<long long>(pass.stopping.rounds));
+      warn(buf);
     }
   }
   if (use_cuda) {  // on the CPU backend step times vary by nature (shared cores)

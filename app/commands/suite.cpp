@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "app/commands/run.hpp"
+#include "app/parse_errors.hpp"
 #include "app/report/batch_scaling.hpp"
 #include "app/report/progress.hpp"
 #include "app/report/text.hpp"
@@ -31,7 +32,7 @@ ParsedRunArgs parse_run_args(std::vector<std::string> args) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    throw usage_error(e.what());
+    throw usage_error(parse_error_message(app, nullptr, e));
   }
   bind_flags(flags);
   return {flags.options, flags.quiet, flags.verbose};
@@ -136,14 +137,19 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   const size_t total = runs.size();
   callbacks.on_finish = [&bar, out, quiet, total](const SuiteEntry& e, const nlohmann::json*) {
     bar.clear();
-    if (quiet) return;
     if (e.status == "ok") {
+      if (quiet) return;
       fmt::print(out, "[{}/{}] ok ({})  {}\n", e.index + 1, total, seconds(e.wall_ns), e.label);
+      flush_output(out);
     } else {
-      fmt::print(out, "[{}/{}] {} (exit {})  {}: {}\n", e.index + 1, total, e.status,
-                 static_cast<int>(e.exit_code), e.label, printable_line(e.error, 200));
+      // A failure is an error: with --quiet it still reaches stderr, so a CI log says why the
+      // suite's exit code is not 0.
+      FILE* to = quiet ? stderr : out;
+      fmt::print(to, "{}[{}/{}] {} (exit {})  {}: {}\n", quiet ? "decodebench: " : "", e.index + 1,
+                 total, e.status, static_cast<int>(e.exit_code), e.label,
+                 printable_line(e.error, 200));
+      flush_output(to);
     }
-    flush_output(out);
   };
   const SuiteOutcome outcome = run_suite(suite, runs, callbacks);
   bar.clear();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -200,8 +201,27 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                p.pass.spec.gpu_step_replays, p.pass.gpu_step_position);
   }
   for (const auto& [mode, ns] : r.phase_timing_overhead_ns) {
-    fmt::print(out, "phase-timing overhead ({}): {:+.1f} µs per token (median with − without)\n",
-               mode, ns / 1000.0);
+    // The difference of two noisy medians: give its uncertainty (the two medians' 95% interval
+    // half-widths combined), so that a negative or tiny figure reads as noise, not as a fact.
+    double spread2 = 0;
+    bool known = true;
+    for (const std::string& label : {mode, mode + "+phases"}) {
+      const auto p = std::find_if(r.passes.begin(), r.passes.end(),
+                                  [&](const PassReport& q) { return q.pass.spec.label == label; });
+      if (p == r.passes.end() || p->tpot_ns.count < kMinSamplesForMedianCi) {
+        known = false;
+        break;
+      }
+      const double half = (p->tpot_ns.median_ci_high - p->tpot_ns.median_ci_low) / 2;
+      spread2 += half * half;
+    }
+    const double spread = std::sqrt(spread2);
+    fmt::print(out, "phase-timing overhead ({}): {:+.1f} µs per token (median with − without{})\n",
+               mode, ns / 1000.0,
+               !known ? "; fewer than 6 steps: no uncertainty"
+               : std::fabs(ns) <= spread
+                   ? fmt::format("; ± {:.1f} µs: within the noise", spread / 1000.0)
+                   : fmt::format("; ± {:.1f} µs", spread / 1000.0));
   }
   const PassReport& main_pass = headline_pass(r);
   print_gpu_clocks(r, out);

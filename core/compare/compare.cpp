@@ -176,6 +176,16 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
   }
 }
 
+// results.start_position of a run (the position of its first timed step: the prompt length for
+// a decode from a prefilled prompt); -1 where the file does not say.
+int64_t start_position(const LoadedRun& run) {
+  const auto& results = run.run["results"];
+  if (!results.contains("start_position") || !results["start_position"].is_number_integer()) {
+    return -1;
+  }
+  return results["start_position"].get<int64_t>();
+}
+
 // Reported value and raw samples of `metric` in `run`; nullopt when the run did not measure it
 // (phase metrics of a run without --phase-timing).
 struct Series {
@@ -332,6 +342,18 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     }
     matched[base.id] = true;
     const LoadedRun& cand = *it->second;
+    // The configuration key leaves out the prompt length, but the step's cost grows with the
+    // context (attention over every cached position): runs whose timed steps start at different
+    // positions are different workloads, whatever their key.
+    const int64_t start_b = start_position(base);
+    const int64_t start_c = start_position(cand);
+    if (start_b != start_c) {
+      report.notes.push_back(
+          base.label + ": not compared: not the same workload (its timed steps " +
+          "start at position " + std::to_string(start_b) + " in " + baseline.name + ", " +
+          std::to_string(start_c) + " in " + candidate.name + ": a different prompt length)");
+      continue;
+    }
     RunComparison rc;
     rc.id = base.id;
     rc.label = base.label;
@@ -376,7 +398,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   if (report.runs.empty()) {
     std::string msg = "nothing matched: no run of " + candidate.name +
                       " has the configuration key (model, shape, dtype, backend, graph, batch, "
-                      "device) of a run of " +
+                      "device) and the start position of a run of " +
                       baseline.name + "; ";
     msg += baseline.name + " has " + std::to_string(baseline.runs.size()) + " run(s)" +
            (baseline.runs.empty() ? "" : ", e.g. '" + baseline.runs.front().id + "'");

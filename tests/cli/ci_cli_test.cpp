@@ -178,6 +178,15 @@ TEST(SuiteCli, EndToEndRecordsAFailingConfigurationAndContinues) {
     EXPECT_TRUE(contains(v.err, "results/1")) << v.err;
   }
 
+  // With --quiet the report is gone but the failure still reaches stderr (a CI log must say why
+  // the exit code is not 0).
+  const auto q = run_decodebench({"suite", suite.string(), "-q"});
+  EXPECT_EQ(q.exit_code, 2) << q.err << q.out;
+  EXPECT_EQ(q.out, "");
+  EXPECT_TRUE(contains(q.err, "[3/4] failed (exit 2)")) << q.err;
+  EXPECT_TRUE(contains(q.err, "/nonexistent/model.gguf")) << q.err;
+  EXPECT_FALSE(contains(q.err, "ok (")) << q.err;
+
   // The suite against itself: every matched run the same, the failure reported as a note.
   const auto cmp = run_decodebench({"compare", out.string(), out.string()});
   EXPECT_EQ(cmp.exit_code, 0) << cmp.err << cmp.out;
@@ -261,6 +270,11 @@ class CompareCli : public ::testing::Test {
     auto other = doc;
     for (auto& run : other["runs"]) run["key"]["id"] = run["key"]["id"].get<std::string>() + "-x";
     write(*dir_ / "other.json", other.dump());
+    auto later = doc;  // the same key, decoded after a longer prompt
+    for (auto& run : later["runs"]) {
+      run["results"]["start_position"] = run["results"]["start_position"].get<int64_t>() + 100;
+    }
+    write_scaled(later, 1.0, *dir_ / "later.json");
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -286,6 +300,18 @@ class CompareCli : public ::testing::Test {
 };
 
 TempDir* CompareCli::dir_ = nullptr;
+
+// Runs with the same key but timed from different positions (another prompt length) are not the
+// same workload: not compared, with a note naming both positions; with nothing else to compare,
+// exit 2.
+TEST_F(CompareCli, DifferentStartPositionsAreNotCompared) {
+  const auto r = run_decodebench({"compare", path("base.json"), path("later.json")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "not the same workload")) << r.err;
+  EXPECT_TRUE(contains(r.err, "start at position 4 in")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", 104 in")) << r.err;
+  EXPECT_FALSE(contains(r.out, "REGRESSION")) << r.out;
+}
 
 TEST_F(CompareCli, RealResultAgainstItselfIsTheSame) {
   const auto r = run_decodebench({"compare", path("real.json"), path("real.json")});

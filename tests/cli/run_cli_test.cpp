@@ -75,6 +75,21 @@ TEST(RunCli, CpuRunWritesNullForTheBandwidthItDidNotMeasure) {
   expect_schema_valid(out);
 }
 
+// A missing or broken model file is reported first and alone: before, the automatic backend's
+// "no usable CUDA device" warning came ahead of it on a machine without a GPU.
+TEST(RunCli, BadModelFileIsTheOnlyMessage) {
+  TempDir dir;
+  const auto broken = dir / "broken.gguf";
+  std::ofstream(broken) << "GGUF";  // a truncated header
+  for (const std::string& model : {std::string("/nonexistent/model.gguf"), broken.string()}) {
+    const auto r = run_decodebench({"--model", model, "--tokens", "4"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(model + ": "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // CPU phase timing has host phases only: no GPU time (CUDA events), neither as a summary nor as
 // per-token samples (the backend's -1 placeholder must not reach the document or the plots).
 TEST(RunCli, CpuPhaseTimingWritesNoGpuTime) {
@@ -85,6 +100,9 @@ TEST(RunCli, CpuPhaseTimingWritesNoGpuTime) {
   const auto doc = nlohmann::json::parse(read_file(out));
   ASSERT_EQ(doc["runs"].size(), 2u);  // "cpu", then "cpu+phases"
   EXPECT_EQ(doc["runs"][1]["label"], "cpu+phases");
+  // The overhead is a difference of two noisy medians: printed with its uncertainty.
+  EXPECT_NE(r.out.find("phase-timing overhead (cpu): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" µs per token (median with − without; ± "), std::string::npos) << r.out;
   const auto& results = doc["runs"][1]["results"];
   ASSERT_TRUE(results["phases"].is_object()) << results["phases"];
   EXPECT_FALSE(results["phases"].contains("gpu_ms"));
@@ -308,6 +326,15 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   const auto st = nlohmann::json::parse(r.out)["runs"][0]["results"]["stopping"];
   EXPECT_EQ(st["rule"], "time_budget");
   EXPECT_GT(st["median_noise"].get<double>(), 0.00001);
+  // The unmet target is a warning too (stderr, even with -q, and the result's warnings).
+  EXPECT_NE(r.err.find("--max-noise 0.001% not reached"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-time budget (0.3 s)"), std::string::npos) << r.err;
+  bool in_json = false;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& w : doc["warnings"]) {
+    in_json = in_json || w.get<std::string>().find("not reached") != std::string::npos;
+  }
+  EXPECT_TRUE(in_json);
   const auto bad = run_decodebench(tiny({"--max-noise", "150"}));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--max-noise"), std::string::npos) << bad.err;

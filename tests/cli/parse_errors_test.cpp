@@ -1,0 +1,75 @@
+// app::parse_error_message: unknown flags and words named in the order given, with the nearest
+// flag or command; app::edit_distance on hand-computed cases. In-process (CLI11 apps built here)
+// and end to end through the binary and a suite file.
+#include "app/parse_errors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/support.hpp"
+
+namespace decodebench::app {
+namespace {
+
+TEST(EditDistance, HandComputedCases) {
+  EXPECT_EQ(edit_distance("layers", "layers", 2), 0);
+  EXPECT_EQ(edit_distance("layer", "layers", 2), 1);     // one insertion
+  EXPECT_EQ(edit_distance("dtpye", "dtype", 2), 1);      // one transposition
+  EXPECT_EQ(edit_distance("compair", "compare", 2), 2);  // two substitutions (i→r, r→e)
+  EXPECT_EQ(edit_distance("kitten", "sitting", 5), 3);   // the textbook case
+  EXPECT_EQ(edit_distance("a", "abcdef", 2), 3);         // beyond the cap: cap + 1
+  EXPECT_EQ(edit_distance("", "", 2), 0);
+}
+
+// What the user typed, and the message's start and suggestion.
+std::string message_for(std::vector<std::string> args) {
+  CLI::App app{"t"};
+  int layers = 0;
+  std::string dtype;
+  app.add_option("--layers", layers);
+  app.add_option("--dtype", dtype);
+  app.add_subcommand("compare", "c");
+  app.add_subcommand("suite", "s");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return parse_error_message(app, nullptr, e);
+  }
+  return "(parsed)";
+}
+
+TEST(ParseErrorMessage, NamesTheUnknownFlagAndTheNearestOne) {
+  EXPECT_EQ(message_for({"--layer", "2"}), "unknown flag '--layer'; did you mean --layers?");
+  EXPECT_EQ(message_for({"--dtpye=f16"}), "unknown flag '--dtpye=f16'; did you mean --dtype?");
+  EXPECT_EQ(message_for({"--frobnicate", "1"}), "unknown flag '--frobnicate'");
+  EXPECT_EQ(message_for({"compair", "a.json"}),
+            "unexpected argument 'compair'; did you mean the command 'compare'?");
+  EXPECT_EQ(message_for({"banana"}), "unexpected argument 'banana' (commands: compare, suite)");
+  EXPECT_EQ(message_for({"--layers", "x"}), "--layers: 'x' is not an integer");
+}
+
+TEST(ParseErrorMessage, BinaryAndSuiteFilesSayTheSame) {
+  const auto r = testing::run_decodebench({"--preset", "smollm2-135m", "--layer", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown flag '--layer'; did you mean --layers?"), std::string::npos)
+      << r.err;
+  const auto c = testing::run_decodebench({"compair", "a.json", "b.json"});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("unexpected argument 'compair'; did you mean the command 'compare'?"),
+            std::string::npos)
+      << c.err;
+  testing::TempDir dir;
+  const auto suite = dir / "typo.json";
+  std::ofstream(suite) << R"({"name": "typo", "configurations": [
+      {"preset": "smollm2-135m", "dtyp": "f16", "backend": "cpu"}]})";
+  const auto s = testing::run_decodebench({"suite", suite.string(), "--list"});
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_NE(s.err.find("did you mean --dtype?"), std::string::npos) << s.err;
+}
+
+}  // namespace
+}  // namespace decodebench::app
