@@ -1,6 +1,7 @@
 #include "app/parse_errors.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <string_view>
 #include <vector>
 
@@ -28,14 +29,26 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
   return name + ": '" + value + "' is not " + kind;
 }
 
-// The closest of `candidates` to `word` within an edit distance of 2 (1 for words of up to 4
-// characters, where 2 edits make most words alike); empty when none is.
+// `word` without its leading dashes, in lower case: "--Layer" → "layer" (a shifted key is one
+// mistake less than another letter).
+std::string bare(const std::string& word) {
+  const size_t n = word.find_first_not_of('-');
+  std::string b = n == std::string::npos ? std::string() : word.substr(n);
+  for (char& ch : b) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return b;
+}
+
+// The closest of `candidates` to `word` within an edit distance of 2 (1 for names of up to 4
+// characters, where 2 edits make most names alike), compared without their dashes; empty when
+// none is.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
-  const int cap = word.size() <= 4 ? 1 : 2;
+  const std::string w = bare(word);
+  if (w.empty()) return "";
+  const int cap = w.size() <= 4 ? 1 : 2;
   std::string best;
   int best_d = cap + 1;
   for (const std::string& c : candidates) {
-    const int d = edit_distance(word, c, cap);
+    const int d = edit_distance(w, bare(c), cap);
     if (d < best_d) {
       best_d = d;
       best = c;
@@ -44,44 +57,64 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
-// "--layer" (or "--layer=2") among the flags of `app`: its long names with "--", short with "-".
+// "--layer" (or "--layer=2", "-Q") among the flags of `app`: long names with "--", short with "-".
 std::string flag_suggestion(const CLI::App& app, std::string arg) {
   if (const size_t eq = arg.find('='); eq != std::string::npos) arg.resize(eq);
+  const bool is_long = arg.starts_with("--");
   std::vector<std::string> names;
   for (const CLI::Option* o : app.get_options()) {
-    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    if (is_long) {
+      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    } else {
+      for (const std::string& s : o->get_snames()) names.push_back("-" + s);
+    }
   }
   return closest(arg, names);
 }
 
-std::string extras_message(const CLI::App& app, const CLI::App* named) {
-  const CLI::App& owner = named != nullptr ? *named : app;
-  std::vector<std::string> extras = owner.remaining();
-  if (extras.empty() && named != nullptr) extras = app.remaining();
+// A word that reads as a flag: "-x", "--xy", not "-", "--" (the end of the flags) or a negative
+// number ("-5").
+bool looks_like_flag(const std::string& a) {
+  return a.size() >= 2 && a[0] == '-' && a != "--" &&
+         !(std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.');
+}
+
+// The first word `parser` did not take: the first flag-like one, else the first one.
+std::string extras_of(const CLI::App& parser, const CLI::App& root, bool is_root) {
+  const std::vector<std::string> extras = parser.remaining();
   if (extras.empty()) return "";
-  // The first unknown flag is the likely mistake (the words after it are often its value).
-  const auto flag = std::find_if(extras.begin(), extras.end(),
-                                 [](const std::string& a) { return a.starts_with("-"); });
-  if (flag != extras.end()) {
+  const auto end = std::find(extras.begin(), extras.end(), std::string("--"));
+  const auto flag = std::find_if(extras.begin(), end, looks_like_flag);
+  if (flag != end) {
     std::string msg = "unknown flag '" + *flag + "'";
-    const std::string near = flag_suggestion(owner, *flag);
+    const std::string near = flag_suggestion(parser, *flag);
     if (!near.empty()) msg += "; did you mean " + near + "?";
     return msg;
   }
-  std::string msg = "unexpected argument '" + extras.front() + "'";
-  if (named == nullptr) {
+  const auto word =
+      std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return a != "--"; });
+  if (word == extras.end()) return "";
+  std::string msg = "unexpected argument '" + *word + "'";
+  if (is_root) {
     std::vector<std::string> commands;
-    for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) {
+    for (const CLI::App* s : root.get_subcommands([](const CLI::App*) { return true; })) {
       commands.push_back(s->get_name());
     }
     if (!commands.empty()) {
-      const std::string near = closest(extras.front(), commands);
+      const std::string near = closest(*word, commands);
       if (!near.empty()) return msg + "; did you mean the command '" + near + "'?";
       msg += " (commands:";
       for (size_t i = 0; i < commands.size(); ++i) msg += (i == 0 ? " " : ", ") + commands[i];
       msg += ")";
     }
   }
+  return msg;
+}
+
+// Words before a subcommand belong to the root: its extras are the earlier mistake.
+std::string extras_message(const CLI::App& app, const CLI::App* named) {
+  std::string msg = extras_of(app, app, true);
+  if (msg.empty() && named != nullptr) msg = extras_of(*named, app, false);
   return msg;
 }
 

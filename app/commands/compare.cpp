@@ -31,8 +31,9 @@ std::string help_footer() {
     metrics += std::string("  ") + m.name + ": " + m.description + "\n";
   }
   return "Runs are matched by their configuration key (runs[].key.id: model, shape, dtype, "
-         "backend, "
-         "graph, batch, device); repeats of a key in one file match in order.\n"
+         "backend, graph, batch, device) and the position of their first timed step "
+         "(results.start_position: another prompt length is another workload); repeats in one "
+         "file match in order.\n"
          "Verdict per matched run and metric, from a two-sided Mann-Whitney U test (normal "
          "approximation with tie and continuity corrections; Mann & Whitney 1947) of the raw "
          "per-token samples and the change = (new - baseline) / baseline:\n"
@@ -43,7 +44,7 @@ std::string help_footer() {
          metrics +
          "Exit codes: 0 nothing slower · 1 at least one slower (a regression) · 2 usage or data "
          "error (unreadable file, different or unknown schema_version, missing samples, nothing "
-         "matched).\n";
+         "matched, e.g. every run timed from another start position).\n";
 }
 
 void run_compare(const CompareFlags& f, int* exit_code) {

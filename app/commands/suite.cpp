@@ -137,19 +137,22 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   const size_t total = runs.size();
   callbacks.on_finish = [&bar, out, quiet, total](const SuiteEntry& e, const nlohmann::json*) {
     bar.clear();
+    // A failure, or an "ok" configuration with a non-zero exit code (4: a verification failure
+    // under --keep-going), reaches stderr even with --quiet, so that a CI log says why the suite's
+    // exit code is not 0.
+    const bool failed = e.status != "ok" || e.exit_code != ExitCode::kOk;
+    if (quiet && !failed) return;
+    FILE* to = quiet ? stderr : out;
+    const char* prefix = quiet ? "decodebench: " : "";
+    const int code = static_cast<int>(e.exit_code);
     if (e.status == "ok") {
-      if (quiet) return;
-      fmt::print(out, "[{}/{}] ok ({})  {}\n", e.index + 1, total, seconds(e.wall_ns), e.label);
-      flush_output(out);
+      fmt::print(to, "{}[{}/{}] ok ({}){}  {}\n", prefix, e.index + 1, total, seconds(e.wall_ns),
+                 code == 0 ? std::string() : fmt::format(", exit {}", code), e.label);
     } else {
-      // A failure is an error: with --quiet it still reaches stderr, so a CI log says why the
-      // suite's exit code is not 0.
-      FILE* to = quiet ? stderr : out;
-      fmt::print(to, "{}[{}/{}] {} (exit {})  {}: {}\n", quiet ? "decodebench: " : "", e.index + 1,
-                 total, e.status, static_cast<int>(e.exit_code), e.label,
-                 printable_line(e.error, 200));
-      flush_output(to);
+      fmt::print(to, "{}[{}/{}] {} (exit {})  {}: {}\n", prefix, e.index + 1, total, e.status, code,
+                 e.label, printable_line(e.error, 200));
     }
+    flush_output(to);
   };
   const SuiteOutcome outcome = run_suite(suite, runs, callbacks);
   bar.clear();

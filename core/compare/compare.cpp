@@ -6,8 +6,10 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/result/json_file.hpp"
@@ -165,8 +167,15 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
       }
     }
     check_stored_median(run["results"], values, at);
-    const int n = ++seen[id];
     LoadedRun r;
+    r.key_id = id;
+    const auto& results = run["results"];
+    if (results.contains("start_position") && results["start_position"].is_number_integer()) {
+      r.start_position = results["start_position"].get<int64_t>();
+    }
+    r.repeat_of_key = ++seen[id];
+    const int n = ++seen[id + "\n@" + std::to_string(r.start_position)];
+    r.repeat_at_start = n;
     r.id = n == 1 ? id : id + "#" + std::to_string(n);
     r.label = short_label(run["key"]) + (n == 1 ? "" : " #" + std::to_string(n));
     r.key = run["key"];
@@ -176,14 +185,16 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
   }
 }
 
-// results.start_position of a run (the position of its first timed step: the prompt length for
-// a decode from a prefilled prompt); -1 where the file does not say.
-int64_t start_position(const LoadedRun& run) {
-  const auto& results = run.run["results"];
-  if (!results.contains("start_position") || !results["start_position"].is_number_integer()) {
-    return -1;
+// Where a document holds one key at several start positions (a sweep of prompt lengths), the
+// runs' ids and labels say which position each is: "@N".
+void name_start_positions(LoadedRuns& out) {
+  std::map<std::string, std::set<int64_t>> starts;
+  for (const auto& r : out.runs) starts[r.key_id].insert(r.start_position);
+  for (auto& r : out.runs) {
+    if (starts[r.key_id].size() < 2) continue;
+    r.id += "@" + std::to_string(r.start_position);
+    r.label += " @" + std::to_string(r.start_position);
   }
-  return results["start_position"].get<int64_t>();
 }
 
 // Reported value and raw samples of `metric` in `run`; nullopt when the run did not measure it
@@ -264,6 +275,7 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
   if (!is_suite) {
     out.kind = "result";
     add_result_runs(doc, name, out, seen);
+    name_start_positions(out);
     return out;
   }
   out.kind = "suite";
@@ -277,6 +289,7 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
   for (size_t i = 0; i < doc["results"].size(); ++i) {
     add_result_runs(doc["results"][i], name + ": results[" + std::to_string(i) + "]", out, seen);
   }
+  name_start_positions(out);
   if (doc.contains("configurations") && doc["configurations"].is_array()) {
     for (const auto& c : doc["configurations"]) {
       if (c.is_object() && c.value("status", std::string()) != "ok") {
@@ -331,29 +344,48 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     report.notes.push_back(candidate.name + ": failed " + f);
   }
 
-  std::map<std::string, const LoadedRun*> by_id;
-  for (const auto& r : candidate.runs) by_id[r.id] = &r;
-  std::map<std::string, bool> matched;
+  // Runs match by configuration key and, since the key leaves out the prompt length while a
+  // step's cost grows with the context (attention over every cached position), by the position
+  // of their first timed step; repeats in document order. A file without start positions (older
+  // writers) matches by key alone.
+  bool any_known = false, any_unknown = false;
+  for (const LoadedRuns* f : {&baseline, &candidate}) {
+    for (const auto& r : f->runs) (r.start_position >= 0 ? any_known : any_unknown) = true;
+  }
+  const bool by_start = !any_unknown;
+  if (any_known && any_unknown) {
+    report.notes.push_back(
+        "start positions not compared: a file has runs without results.start_position");
+  }
+  using MatchKey = std::tuple<std::string, int64_t, int>;
+  const auto match_key = [by_start](const LoadedRun& r) {
+    return by_start ? MatchKey{r.key_id, r.start_position, r.repeat_at_start}
+                    : MatchKey{r.key_id, -1, r.repeat_of_key};
+  };
+  std::map<MatchKey, const LoadedRun*> by_key;
+  for (const auto& r : candidate.runs) by_key[match_key(r)] = &r;
+  std::set<const LoadedRun*> used;
   for (const auto& base : baseline.runs) {
-    const auto it = by_id.find(base.id);
-    if (it == by_id.end()) {
+    const auto it = by_key.find(match_key(base));
+    if (it == by_key.end()) {
       report.only_in_baseline.push_back(base.id);
+      // The same key at other positions only: say why they are not compared.
+      std::string others;
+      for (const auto& c : candidate.runs) {
+        if (c.key_id == base.key_id && c.start_position != base.start_position) {
+          others += (others.empty() ? "" : ", ") + std::to_string(c.start_position);
+        }
+      }
+      if (!others.empty()) {
+        report.notes.push_back(base.label + ": not compared: its timed steps start at position " +
+                               std::to_string(base.start_position) + " in " + baseline.name +
+                               ", at " + others + " in " + candidate.name +
+                               " (another prompt length: not the same workload)");
+      }
       continue;
     }
-    matched[base.id] = true;
     const LoadedRun& cand = *it->second;
-    // The configuration key leaves out the prompt length, but the step's cost grows with the
-    // context (attention over every cached position): runs whose timed steps start at different
-    // positions are different workloads, whatever their key.
-    const int64_t start_b = start_position(base);
-    const int64_t start_c = start_position(cand);
-    if (start_b != start_c) {
-      report.notes.push_back(
-          base.label + ": not compared: not the same workload (its timed steps " +
-          "start at position " + std::to_string(start_b) + " in " + baseline.name + ", " +
-          std::to_string(start_c) + " in " + candidate.name + ": a different prompt length)");
-      continue;
-    }
+    used.insert(&cand);
     RunComparison rc;
     rc.id = base.id;
     rc.label = base.label;
@@ -393,7 +425,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     report.runs.push_back(std::move(rc));
   }
   for (const auto& r : candidate.runs) {
-    if (!matched.count(r.id)) report.only_in_candidate.push_back(r.id);
+    if (!used.count(&r)) report.only_in_candidate.push_back(r.id);
   }
   if (report.runs.empty()) {
     std::string msg = "nothing matched: no run of " + candidate.name +

@@ -46,11 +46,19 @@ double parse_threshold_percent(const std::string& text);
 
 /// One run of a loaded document.
 struct LoadedRun {
-  std::string id;     ///< runs[].key.id, with "#2", "#3", ... appended to repeats in the document
-  std::string label;  ///< short display name: model, shape, dtype, graph (+ "#n" for repeats)
+  /// runs[].key.id, with "#2", "#3", ... appended to repeats at the same start position, and
+  /// "@N" where the document holds the key at several start positions (a prompt-length sweep)
+  std::string id;
+  std::string label;   ///< short display name: model, shape, dtype, graph (+ "#n", " @N" as id)
+  std::string key_id;  ///< runs[].key.id as stored
   nlohmann::json key;
   nlohmann::json run;  ///< the runs[] element
   std::string origin;  ///< "FILE" or "FILE: results[3]" (for messages)
+  /// results.start_position: the position of the first timed step (the prompt length when
+  /// decoding after a prefilled prompt); -1 where the document does not say
+  int64_t start_position = -1;
+  int repeat_at_start = 1;  ///< 1, 2, ...: the n-th run of key_id at this start position
+  int repeat_of_key = 1;    ///< 1, 2, ...: the n-th run of key_id in the document
 };
 
 /// A result or suite document reduced to its runs.

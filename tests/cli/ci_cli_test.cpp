@@ -275,6 +275,17 @@ class CompareCli : public ::testing::Test {
       run["results"]["start_position"] = run["results"]["start_position"].get<int64_t>() + 100;
     }
     write_scaled(later, 1.0, *dir_ / "later.json");
+    // A prompt-length sweep: the run at positions 4 and 104, in both orders; and a file that
+    // does not say where its steps start.
+    const auto& run0 = doc["runs"][0];
+    auto sweep = doc;
+    sweep["runs"] = nlohmann::json::array({run0, later["runs"][0]});
+    write_scaled(sweep, 1.0, *dir_ / "sweep.json");
+    std::swap(sweep["runs"][0], sweep["runs"][1]);
+    write_scaled(sweep, 1.0, *dir_ / "sweep-reversed.json");
+    auto unknown = doc;
+    for (auto& run : unknown["runs"]) run["results"].erase("start_position");
+    write_scaled(unknown, 1.0, *dir_ / "unknown-start.json");
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -301,16 +312,33 @@ class CompareCli : public ::testing::Test {
 
 TempDir* CompareCli::dir_ = nullptr;
 
-// Runs with the same key but timed from different positions (another prompt length) are not the
-// same workload: not compared, with a note naming both positions; with nothing else to compare,
-// exit 2.
-TEST_F(CompareCli, DifferentStartPositionsAreNotCompared) {
+// Runs match by key and by the position of their first timed step: the same key timed from
+// another position (another prompt length) is not the same workload. Alone, it is not compared
+// (a note names both positions; nothing else to compare: exit 2); a prompt-length sweep matches
+// position by position whatever the order; one pair compared and one refused exits 0 with the
+// note; a file without start positions matches by key alone, with a note.
+TEST_F(CompareCli, RunsMatchByStartPosition) {
   const auto r = run_decodebench({"compare", path("base.json"), path("later.json")});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "not the same workload")) << r.err;
   EXPECT_TRUE(contains(r.err, "start at position 4 in")) << r.err;
-  EXPECT_TRUE(contains(r.err, ", 104 in")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", at 104 in")) << r.err;
   EXPECT_FALSE(contains(r.out, "REGRESSION")) << r.out;
+
+  const auto swept = run_decodebench({"compare", path("sweep.json"), path("sweep-reversed.json")});
+  EXPECT_EQ(swept.exit_code, 0) << swept.out << swept.err;
+  EXPECT_TRUE(contains(swept.out, "0 slower, 0 faster, 2 same, 0 unclear in 2 matched run(s)"))
+      << swept.out;
+  EXPECT_TRUE(contains(swept.out, "@104")) << swept.out;
+
+  const auto mixed = run_decodebench({"compare", path("sweep.json"), path("base.json")});
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.out << mixed.err;
+  EXPECT_TRUE(contains(mixed.out, "in 1 matched run(s)")) << mixed.out;
+  EXPECT_TRUE(contains(mixed.out, "start at position 104 in")) << mixed.out;
+
+  const auto unknown = run_decodebench({"compare", path("unknown-start.json"), path("later.json")});
+  EXPECT_EQ(unknown.exit_code, 0) << unknown.out << unknown.err;
+  EXPECT_TRUE(contains(unknown.out, "start positions not compared")) << unknown.out;
 }
 
 TEST_F(CompareCli, RealResultAgainstItselfIsTheSame) {

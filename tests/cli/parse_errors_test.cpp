@@ -31,6 +31,8 @@ std::string message_for(std::vector<std::string> args) {
   std::string dtype;
   app.add_option("--layers", layers);
   app.add_option("--dtype", dtype);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet);
   app.add_subcommand("compare", "c");
   app.add_subcommand("suite", "s");
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
@@ -50,6 +52,15 @@ TEST(ParseErrorMessage, NamesTheUnknownFlagAndTheNearestOne) {
             "unexpected argument 'compair'; did you mean the command 'compare'?");
   EXPECT_EQ(message_for({"banana"}), "unexpected argument 'banana' (commands: compare, suite)");
   EXPECT_EQ(message_for({"--layers", "x"}), "--layers: 'x' is not an integer");
+  // The first of several unknown flags; the dashes do not count towards the distance ("--ids"
+  // is not near "--quiet"), short flags are matched with short ones.
+  EXPECT_EQ(message_for({"--frob", "--layer", "2"}), "unknown flag '--frob'");
+  EXPECT_EQ(message_for({"--ids", "3"}), "unknown flag '--ids'");
+  EXPECT_EQ(message_for({"-Q"}), "unknown flag '-Q'; did you mean -q?");
+  // After "--" words are arguments, and so is a negative number.
+  EXPECT_EQ(message_for({"--", "foo"}), "unexpected argument 'foo' (commands: compare, suite)");
+  EXPECT_EQ(message_for({"--layers", "4", "-5"}),
+            "unexpected argument '-5' (commands: compare, suite)");
 }
 
 TEST(ParseErrorMessage, BinaryAndSuiteFilesSayTheSame) {
@@ -57,6 +68,11 @@ TEST(ParseErrorMessage, BinaryAndSuiteFilesSayTheSame) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown flag '--layer'; did you mean --layers?"), std::string::npos)
       << r.err;
+  // A mistake before the subcommand is the one named, with the root's flags to suggest from.
+  const auto both = testing::run_decodebench({"--layer", "2", "compare", "a.json", "b.json"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("unknown flag '--layer'; did you mean --layers?"), std::string::npos)
+      << both.err;
   const auto c = testing::run_decodebench({"compair", "a.json", "b.json"});
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_NE(c.err.find("unexpected argument 'compair'; did you mean the command 'compare'?"),

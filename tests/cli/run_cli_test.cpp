@@ -82,7 +82,9 @@ TEST(RunCli, BadModelFileIsTheOnlyMessage) {
   const auto broken = dir / "broken.gguf";
   std::ofstream(broken) << "GGUF";  // a truncated header
   for (const std::string& model : {std::string("/nonexistent/model.gguf"), broken.string()}) {
-    const auto r = run_decodebench({"--model", model, "--tokens", "4"});
+    // No visible device, so that a CUDA build probes and fails to find one even on a GPU host.
+    const auto r =
+        run_decodebench({"--model", model, "--tokens", "4"}, 300, {"CUDA_VISIBLE_DEVICES="});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(model + ": "), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
