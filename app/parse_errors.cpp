@@ -38,13 +38,13 @@ std::string bare(const std::string& word) {
   return b;
 }
 
-// The closest of `candidates` to `word` within an edit distance of 2 (1 for names of up to 4
-// characters, where 2 edits make most names alike), compared without their dashes; empty when
-// none is.
+// The closest of `candidates` to `word` within an edit distance of 2 (1 for names of 2 to 4
+// characters, where 2 edits make most names alike; 0 for one letter, which any other letter is
+// one edit from: only a case change), compared without their dashes; empty when none is.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
   const std::string w = bare(word);
   if (w.empty()) return "";
-  const int cap = w.size() <= 4 ? 1 : 2;
+  const int cap = w.size() == 1 ? 0 : w.size() <= 4 ? 1 : 2;
   std::string best;
   int best_d = cap + 1;
   for (const std::string& c : candidates) {
@@ -57,17 +57,14 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
-// "--layer" (or "--layer=2", "-Q") among the flags of `app`: long names with "--", short with "-".
+// "--layer" (or "--layer=2", "-Q", "-tokens") among the flags of `app`, long ("--x") and short
+// ("-x") names alike: the dashes do not count.
 std::string flag_suggestion(const CLI::App& app, std::string arg) {
   if (const size_t eq = arg.find('='); eq != std::string::npos) arg.resize(eq);
-  const bool is_long = arg.starts_with("--");
   std::vector<std::string> names;
   for (const CLI::Option* o : app.get_options()) {
-    if (is_long) {
-      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
-    } else {
-      for (const std::string& s : o->get_snames()) names.push_back("-" + s);
-    }
+    for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : o->get_snames()) names.push_back("-" + s);
   }
   return closest(arg, names);
 }
@@ -79,15 +76,17 @@ bool looks_like_flag(const std::string& a) {
          !(std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.');
 }
 
-// The first word `parser` did not take: the first flag-like one, else the first one.
-std::string extras_of(const CLI::App& parser, const CLI::App& root, bool is_root) {
+// The first word `parser` did not take: the first flag-like one (with the nearest flag of
+// `flags`), else the first one (with the nearest command when `parser` is the root).
+std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::App& root,
+                      bool is_root) {
   const std::vector<std::string> extras = parser.remaining();
   if (extras.empty()) return "";
   const auto end = std::find(extras.begin(), extras.end(), std::string("--"));
   const auto flag = std::find_if(extras.begin(), end, looks_like_flag);
   if (flag != end) {
     std::string msg = "unknown flag '" + *flag + "'";
-    const std::string near = flag_suggestion(parser, *flag);
+    const std::string near = flag_suggestion(flags, *flag);
     if (!near.empty()) msg += "; did you mean " + near + "?";
     return msg;
   }
@@ -111,10 +110,16 @@ std::string extras_of(const CLI::App& parser, const CLI::App& root, bool is_root
   return msg;
 }
 
-// Words before a subcommand belong to the root: its extras are the earlier mistake.
+// Words before a subcommand belong to the root: its extras are the earlier mistake. With a
+// command named, a flag the root did not take was meant for the command (whose flags go after
+// it): suggested from the command's flags, as the command's --help lists them.
 std::string extras_message(const CLI::App& app, const CLI::App* named) {
-  std::string msg = extras_of(app, app, true);
-  if (msg.empty() && named != nullptr) msg = extras_of(*named, app, false);
+  const CLI::App& flags = named != nullptr ? *named : app;
+  std::string msg = extras_of(app, flags, app, named == nullptr);
+  if (!msg.empty() && named != nullptr && msg.starts_with("unknown flag")) {
+    msg += " (the flags of '" + named->get_name() + "' go after it)";
+  }
+  if (msg.empty() && named != nullptr) msg = extras_of(*named, *named, app, false);
   return msg;
 }
 

@@ -380,7 +380,16 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         }
         warn("graph capture failed (" + why + "); " + pass.exec.recovery + ", ran eagerly instead");
       }
-      if (!pass.argmax_mismatches.empty()) report.exit_code = ExitCode::kVerification;
+      if (!pass.argmax_mismatches.empty()) {
+        // Only under --keep-going (else the first mismatch throws): a warning says why the
+        // exit code is 4, also where only a suite's one-line status is printed.
+        const auto& first = pass.argmax_mismatches.front();
+        warn(spec.label + ": " + std::to_string(pass.argmax_mismatches.size()) +
+             " argmax mismatch(es) against the CPU's argmax of the same logits (first at step " +
+             std::to_string(first.step) + ": " + std::to_string(first.backend_id) + " against " +
+             std::to_string(first.cpu_id) + ")");
+        report.exit_code = ExitCode::kVerification;
+      }
       report.passes.push_back(make_pass_report(std::move(pass), model.info.bytes_per_token));
     }
   }

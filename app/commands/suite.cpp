@@ -146,8 +146,12 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
     const char* prefix = quiet ? "decodebench: " : "";
     const int code = static_cast<int>(e.exit_code);
     if (e.status == "ok") {
+      // An "ok" configuration ends with exit 4 only under --keep-going: its warnings say which
+      // check failed.
       fmt::print(to, "{}[{}/{}] ok ({}){}  {}\n", prefix, e.index + 1, total, seconds(e.wall_ns),
-                 code == 0 ? std::string() : fmt::format(", exit {}", code), e.label);
+                 code == 0 ? std::string()
+                           : fmt::format(", exit {}: a check failed, see its warnings", code),
+                 e.label);
     } else {
       fmt::print(to, "{}[{}/{}] {} (exit {})  {}: {}\n", prefix, e.index + 1, total, e.status, code,
                  e.label, printable_line(e.error, 200));

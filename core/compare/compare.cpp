@@ -176,8 +176,10 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     r.repeat_of_key = ++seen[id];
     const int n = ++seen[id + "\n@" + std::to_string(r.start_position)];
     r.repeat_at_start = n;
-    r.id = n == 1 ? id : id + "#" + std::to_string(n);
-    r.label = short_label(run["key"]) + (n == 1 ? "" : " #" + std::to_string(n));
+    // "@N" always where the position is known, so one workload keeps its id in every comparison.
+    r.id = id + (r.start_position >= 0 ? "@" + std::to_string(r.start_position) : "") +
+           (n == 1 ? "" : "#" + std::to_string(n));
+    r.label = short_label(run["key"]);  // name_start_positions adds " @N" where needed, then #n
     r.key = run["key"];
     r.run = run;
     r.origin = where;
@@ -186,14 +188,15 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
 }
 
 // Where a document holds one key at several start positions (a sweep of prompt lengths), the
-// runs' ids and labels say which position each is: "@N".
+// runs' labels say which position each is (" @N", " @?" where unknown); then " #n" for repeats.
 void name_start_positions(LoadedRuns& out) {
   std::map<std::string, std::set<int64_t>> starts;
   for (const auto& r : out.runs) starts[r.key_id].insert(r.start_position);
   for (auto& r : out.runs) {
-    if (starts[r.key_id].size() < 2) continue;
-    r.id += "@" + std::to_string(r.start_position);
-    r.label += " @" + std::to_string(r.start_position);
+    if (starts[r.key_id].size() >= 2) {
+      r.label += r.start_position >= 0 ? " @" + std::to_string(r.start_position) : " @?";
+    }
+    if (r.repeat_at_start > 1) r.label += " #" + std::to_string(r.repeat_at_start);
   }
 }
 
@@ -348,19 +351,31 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   // step's cost grows with the context (attention over every cached position), by the position
   // of their first timed step; repeats in document order. A file without start positions (older
   // writers) matches by key alone.
-  bool any_known = false, any_unknown = false;
+  // Per key: where any run of it, in either file, lacks results.start_position, that key's runs
+  // match by repeat order alone.
+  std::set<std::string> unknown_start;
+  std::map<std::string, std::string> known_start;  // key id → its label
   for (const LoadedRuns* f : {&baseline, &candidate}) {
-    for (const auto& r : f->runs) (r.start_position >= 0 ? any_known : any_unknown) = true;
+    for (const auto& r : f->runs) {
+      if (r.start_position < 0) {
+        unknown_start.insert(r.key_id);
+      } else {
+        known_start.emplace(r.key_id, short_label(r.key));
+      }
+    }
   }
-  const bool by_start = !any_unknown;
-  if (any_known && any_unknown) {
-    report.notes.push_back(
-        "start positions not compared: a file has runs without results.start_position");
+  for (const auto& [id, label] : known_start) {
+    if (unknown_start.count(id) > 0) {
+      report.notes.push_back(label +
+                             ": start positions not compared (a file has runs of it without "
+                             "results.start_position)");
+    }
   }
   using MatchKey = std::tuple<std::string, int64_t, int>;
-  const auto match_key = [by_start](const LoadedRun& r) {
-    return by_start ? MatchKey{r.key_id, r.start_position, r.repeat_at_start}
-                    : MatchKey{r.key_id, -1, r.repeat_of_key};
+  const auto match_key = [&unknown_start](const LoadedRun& r) {
+    return unknown_start.count(r.key_id) == 0
+               ? MatchKey{r.key_id, r.start_position, r.repeat_at_start}
+               : MatchKey{r.key_id, -1, r.repeat_of_key};
   };
   std::map<MatchKey, const LoadedRun*> by_key;
   for (const auto& r : candidate.runs) by_key[match_key(r)] = &r;
@@ -369,14 +384,18 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     const auto it = by_key.find(match_key(base));
     if (it == by_key.end()) {
       report.only_in_baseline.push_back(base.id);
-      // The same key at other positions only: say why they are not compared.
-      std::string others;
+      // The same key only at other positions in the new file: say why it is not compared (a
+      // missing repeat at the same position needs no note).
+      std::set<int64_t> positions;
+      bool same_position = false;
       for (const auto& c : candidate.runs) {
-        if (c.key_id == base.key_id && c.start_position != base.start_position) {
-          others += (others.empty() ? "" : ", ") + std::to_string(c.start_position);
-        }
+        if (c.key_id != base.key_id) continue;
+        positions.insert(c.start_position);
+        same_position = same_position || c.start_position == base.start_position;
       }
-      if (!others.empty()) {
+      std::string others;
+      for (const int64_t p : positions) others += (others.empty() ? "" : ", ") + std::to_string(p);
+      if (unknown_start.count(base.key_id) == 0 && !same_position && !others.empty()) {
         report.notes.push_back(base.label + ": not compared: its timed steps start at position " +
                                std::to_string(base.start_position) + " in " + baseline.name +
                                ", at " + others + " in " + candidate.name +
@@ -430,7 +449,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   if (report.runs.empty()) {
     std::string msg = "nothing matched: no run of " + candidate.name +
                       " has the configuration key (model, shape, dtype, backend, graph, batch, "
-                      "device) and the start position of a run of " +
+                      "device) and the start position (where both files give it) of a run of " +
                       baseline.name + "; ";
     msg += baseline.name + " has " + std::to_string(baseline.runs.size()) + " run(s)" +
            (baseline.runs.empty() ? "" : ", e.g. '" + baseline.runs.front().id + "'");

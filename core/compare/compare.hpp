@@ -109,7 +109,7 @@ struct CompareReport {
   std::string baseline_name, candidate_name;
   CompareOptions options;
   std::vector<RunComparison> runs;            ///< matched, in baseline order
-  std::vector<std::string> only_in_baseline;  ///< key ids
+  std::vector<std::string> only_in_baseline;  ///< LoadedRun ids (key id, "@N", "#n")
   std::vector<std::string> only_in_candidate;
   std::vector<std::string> notes;  ///< skipped metrics, failed suite configurations
 

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -92,11 +94,41 @@ TEST_F(IoPaths, FoldersFifosAndPipes) {
                      "not valid JSON", "suite fifo");
   expect_usage_error(run_decodebench(tiny({"--preset", fifo.string()}), kTimeout), "not valid JSON",
                      "--preset fifo");
-  // The writer blocks in open() until compare opens the FIFO for reading.
+  // The writer blocks in open() until compare opens the FIFO for reading. It must be waiting there
+  // before compare starts: a compare that opened and read the FIFO first would find no writer
+  // (empty input), and the writer would then wait forever (a 600 s hang under a loaded CI).
   const std::string text = read_file(result_);
-  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << text; });
+  std::atomic<pid_t> writer_tid{0};
+  std::thread writer([&] {
+    writer_tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    std::ofstream(fifo, std::ios::binary) << text;
+  });
+  const auto waiting = [&] {
+    const pid_t tid = writer_tid.load();
+    if (tid == 0) return false;
+    std::ifstream wchan("/proc/self/task/" + std::to_string(tid) + "/wchan");
+    std::string where;
+    return static_cast<bool>(wchan >> where) && where == "wait_for_partner";
+  };
+  // /proc may not say (wchan "0" in some containers): then at most 2 s of waiting.
+  for (int i = 0; i < 200 && !waiting(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   const auto piped = run_decodebench({"compare", fifo.string(), result_.string()}, kTimeout);
-  writer.join();
+  {
+    // If compare never opened the FIFO (it failed first), open it here so the writer returns and
+    // the test fails on the checks below instead of hanging.
+    // Its text is drained (a writer with no reader would be killed by SIGPIPE).
+    const int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    if (unblock >= 0) {
+      ::fcntl(unblock, F_SETFL, ::fcntl(unblock, F_GETFL) & ~O_NONBLOCK);
+      char buf[4096];
+      while (::read(unblock, buf, sizeof buf) > 0) {
+      }
+      ::close(unblock);
+    }
+    writer.join();
+  }
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_NE(piped.out.find("no regression"), std::string::npos) << piped.out;
 }

@@ -57,6 +57,8 @@ TEST(ParseErrorMessage, NamesTheUnknownFlagAndTheNearestOne) {
   EXPECT_EQ(message_for({"--frob", "--layer", "2"}), "unknown flag '--frob'");
   EXPECT_EQ(message_for({"--ids", "3"}), "unknown flag '--ids'");
   EXPECT_EQ(message_for({"-Q"}), "unknown flag '-Q'; did you mean -q?");
+  EXPECT_EQ(message_for({"--q"}), "unknown flag '--q'; did you mean -q?");
+  EXPECT_EQ(message_for({"-x"}), "unknown flag '-x'");  // one letter: only a case change is near
   // After "--" words are arguments, and so is a negative number.
   EXPECT_EQ(message_for({"--", "foo"}), "unexpected argument 'foo' (commands: compare, suite)");
   EXPECT_EQ(message_for({"--layers", "4", "-5"}),
@@ -68,11 +70,14 @@ TEST(ParseErrorMessage, BinaryAndSuiteFilesSayTheSame) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown flag '--layer'; did you mean --layers?"), std::string::npos)
       << r.err;
-  // A mistake before the subcommand is the one named, with the root's flags to suggest from.
-  const auto both = testing::run_decodebench({"--layer", "2", "compare", "a.json", "b.json"});
+  // A flag before the command is the mistake named, suggested from the command's own flags.
+  const auto both = testing::run_decodebench({"--quite", "compare", "a.json", "b.json"});
   EXPECT_EQ(both.exit_code, 2);
-  EXPECT_NE(both.err.find("unknown flag '--layer'; did you mean --layers?"), std::string::npos)
+  EXPECT_NE(both.err.find("unknown flag '--quite'; did you mean --quiet? (the flags of 'compare' "
+                          "go after it)"),
+            std::string::npos)
       << both.err;
+  EXPECT_NE(both.err.find("Run 'decodebench compare --help'"), std::string::npos) << both.err;
   const auto c = testing::run_decodebench({"compair", "a.json", "b.json"});
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_NE(c.err.find("unexpected argument 'compair'; did you mean the command 'compare'?"),
