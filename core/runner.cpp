@@ -459,9 +459,8 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     const PassResult& pass = p.pass;
     if (pass.spec.max_noise > 0 && pass.stopping.rule == "time_budget") {
       // The figures then carry more noise than the user asked for: say so, not only in the
-      // stopping record.
-      // Below kMinSamplesForMedianCi steps there is no 95% interval (the JSON's median_noise is
-      // null then), so no noise figure either.
+      // stopping record. Below kMinSamplesForMedianCi steps there is no 95% interval (the
+      // JSON's median_noise is null then), so no noise figure either.
       char got[64] = "not yet measurable (fewer than 6 timed steps)";
       if (static_cast<int64_t>(pass.samples_ns.size()) >= kMinSamplesForMedianCi) {
         std::snprintf(got, sizeof got, "%.2f%%", pass.stopping.median_noise * 100.0);

@@ -173,6 +173,8 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     if (results.contains("start_position") && results["start_position"].is_number_integer()) {
       r.start_position = results["start_position"].get<int64_t>();
     }
+    // `seen` counts runs per key id and, under "id\n@position" (no key id holds a newline), per
+    // key id and start position.
     r.repeat_of_key = ++seen[id];
     const int n = ++seen[id + "\n@" + std::to_string(r.start_position)];
     r.repeat_at_start = n;
@@ -349,10 +351,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
 
   // Runs match by configuration key and, since the key leaves out the prompt length while a
   // step's cost grows with the context (attention over every cached position), by the position
-  // of their first timed step; repeats in document order. A file without start positions (older
-  // writers) matches by key alone.
-  // Per key: where any run of it, in either file, lacks results.start_position, that key's runs
-  // match by repeat order alone.
+  // of their first timed step; repeats in document order. Where any run of a key, in either file,
+  // lacks results.start_position (older writers), that key's runs match by repeat order alone.
   std::set<std::string> unknown_start;
   std::map<std::string, std::string> known_start;  // key id → its label
   for (const LoadedRuns* f : {&baseline, &candidate}) {

@@ -46,10 +46,12 @@ double parse_threshold_percent(const std::string& text);
 
 /// One run of a loaded document.
 struct LoadedRun {
-  /// runs[].key.id, with "#2", "#3", ... appended to repeats at the same start position, and
-  /// "@N" where the document holds the key at several start positions (a prompt-length sweep)
+  /// runs[].key.id, then "@N" (the start position, where the document gives it), then "#2",
+  /// "#3", ... for repeats at the same start position: one workload keeps its id in every report
   std::string id;
-  std::string label;   ///< short display name: model, shape, dtype, graph (+ "#n", " @N" as id)
+  /// short display name: model, shape, dtype, graph, then " @N" where the document holds the
+  /// key at several start positions (a prompt-length sweep; " @?" where unknown), then " #n"
+  std::string label;
   std::string key_id;  ///< runs[].key.id as stored
   nlohmann::json key;
   nlohmann::json run;  ///< the runs[] element
