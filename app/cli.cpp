@@ -112,13 +112,38 @@ int run_entry(int argc, char** argv) {
   setup_bench_kernels(app, &exit_code);
   setup_make_gguf(app);
 
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  // The root parser takes the run flags, so a run flag before a command ("decodebench --layers 2
+  // compare A B") would be parsed and then ignored by the command: refused here, after parsing and
+  // before the command's callback runs.
+  app.parse_complete_callback([&app, &args] {
+    const auto named = app.get_subcommands();
+    if (named.empty()) {
+      // A command after "--" is parsed (CLI11 2.1) but not listed as named, so the main run
+      // would go ahead without it.
+      const auto parsed = app.get_subcommands([](CLI::App* s) { return s->parsed() > 0; });
+      if (!parsed.empty()) {
+        const std::string name = parsed.front()->get_name();
+        throw CLI::ValidationError("'" + name + "' came after '--', which ends the flags: name " +
+                                   "the command first (decodebench " + name + " ...)");
+      }
+      return;
+    }
+    const std::string message = flags_before_command_message(app, *named.front(), args);
+    if (!message.empty()) throw CLI::ValidationError(message);
+  });
+
   bool verbose = false;
   try {
     // A comma list in a sweep flag (--layers 2,4 --dtype f16,bf16) runs the cartesian product.
-    const std::vector<std::string> args(argv + 1, argv + argc);
     check_raw_values(args);
     const std::vector<SweepPoint> sweep = expand_sweep(args);
-    if (sweep.size() > 1) return sweep_command(sweep, args);
+    if (sweep.size() > 1) {
+      // A sweep runs the main run only: a command after its flags is named as such.
+      const std::string message = command_after_flags_message(app, args);
+      if (!message.empty()) throw CLI::ValidationError(message);
+      return sweep_command(sweep, args);
+    }
     app.parse(argc, argv);
     RunFlags& flags = run->parsed() ? run_flags : root_flags;
     verbose = flags.verbose;

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.hpp"
+
 namespace decodebench::app {
 namespace {
 
@@ -123,28 +125,59 @@ std::string extras_message(const CLI::App& app, const CLI::App* named) {
   return msg;
 }
 
-}  // namespace
-
-int edit_distance(const std::string& a, const std::string& b, int cap) {
-  const size_t n = a.size(), m = b.size();
-  if ((n > m ? n - m : m - n) > static_cast<size_t>(cap)) return cap + 1;
-  // Rows i − 2, i − 1 and i of the optimal-string-alignment table.
-  std::vector<int> prev2(m + 1), prev(m + 1), cur(m + 1);
-  for (size_t j = 0; j <= m; ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= n; ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= m; ++j) {
-      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
-      }
-    }
-    prev2.swap(prev);
-    prev.swap(cur);
+// The name of `opt` as the user typed it in `args` ("-q" or "--quiet", without "=value"); its
+// first long name (else short name) when no word matches, as in a cluster of short flags ("-qv").
+std::string typed_name(const CLI::Option& opt, const std::vector<std::string>& args) {
+  const auto end = std::find(args.begin(), args.end(), std::string("--"));
+  for (auto a = args.begin(); a != end; ++a) {
+    if (!looks_like_flag(*a)) continue;
+    const std::string name = a->substr(0, a->find('='));
+    if (opt.check_name(name)) return name;
   }
-  return std::min(prev[m], cap + 1);
+  if (!opt.get_lnames().empty()) return "--" + opt.get_lnames().front();
+  return opt.get_snames().empty() ? opt.get_name() : "-" + opt.get_snames().front();
 }
+
+// True when `command` has a flag of any of `opt`'s names.
+bool command_has(const CLI::App& command, const CLI::Option& opt) {
+  for (const std::string& l : opt.get_lnames()) {
+    if (command.get_option_no_throw("--" + l) != nullptr) return true;
+  }
+  for (const std::string& s : opt.get_snames()) {
+    if (command.get_option_no_throw("-" + s) != nullptr) return true;
+  }
+  return false;
+}
+
+// "--a", "--a and --b", "--a, --b and --c" (or "or").
+std::string joined(const std::vector<std::string>& names, const char* conjunction = "and") {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) {
+    s += (i == 0                  ? ""
+          : i + 1 == names.size() ? std::string(" ") + conjunction + " "
+                                  : ", ") +
+         names[i];
+  }
+  return s;
+}
+
+// The message for flags typed before `command`, each with whether `command` has it too.
+std::string before_command_text(const CLI::App& command, const std::vector<std::string>& all,
+                                const std::vector<std::string>& shared,
+                                const std::vector<std::string>& missing) {
+  const std::string name = command.get_name();
+  const std::string flags =
+      joined(all) + (all.size() == 1 ? " was" : " were") + " given before '" + name + "'";
+  if (name == "run") {  // the same flags, given to the root instead of the command
+    return flags + ": the flags of 'run' go after it (or leave 'run' out)";
+  }
+  std::string msg = flags + ", which takes no flags before it";
+  if (!shared.empty()) msg += ": put " + joined(shared) + " after it";
+  if (!missing.empty()) msg += "; '" + name + "' has no " + joined(missing, "or");
+  return msg;
+}
+
+}  // namespace
 
 std::string parse_error_message(const CLI::App& app, const CLI::App* named,
                                 const CLI::ParseError& e) {
@@ -159,6 +192,57 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
   } catch (...) {  // a message, never a second failure
   }
   return e.what();
+}
+
+std::string flags_before_command_message(const CLI::App& root, const CLI::App& command,
+                                         const std::vector<std::string>& args) {
+  try {
+    std::vector<const CLI::Option*> given;  // in the order given, each once
+    for (const CLI::Option* o : root.parse_order()) {
+      if (o == root.get_help_ptr() || o == root.get_version_ptr()) continue;
+      if (std::find(given.begin(), given.end(), o) == given.end()) given.push_back(o);
+    }
+    if (given.empty()) return "";
+    std::vector<std::string> all, shared, missing;
+    for (const CLI::Option* o : given) {
+      const std::string typed = typed_name(*o, args);
+      all.push_back(typed);
+      (command_has(command, *o) ? shared : missing).push_back(typed);
+    }
+    return before_command_text(command, all, shared, missing);
+  } catch (...) {  // a message, never a second failure
+    return "flags of the main run were given before '" + command.get_name() +
+           "', which does not take them";
+  }
+}
+
+std::string command_after_flags_message(const CLI::App& root,
+                                        const std::vector<std::string>& args) {
+  try {
+    if (args.empty() || !looks_like_flag(args[0])) return "";
+    for (size_t k = 1; k < args.size() && args[k] != "--"; ++k) {
+      const std::string& word = args[k];
+      const auto named =
+          root.get_subcommands([&word](const CLI::App* c) { return c->check_name(word); });
+      if (named.empty()) continue;
+      const CLI::App* command = named.front();
+      // The value of the flag before it ("--prompt run") is not a command.
+      const CLI::Option* prev = root.get_option_no_throw(args[k - 1]);
+      if (prev != nullptr && prev->get_expected_min() > 0) continue;
+      std::vector<std::string> all, shared, missing;
+      for (size_t i = 0; i < k; ++i) {
+        if (!looks_like_flag(args[i])) continue;
+        const std::string typed = args[i].substr(0, args[i].find('='));
+        if (std::find(all.begin(), all.end(), typed) != all.end()) continue;
+        all.push_back(typed);
+        const CLI::Option* o = root.get_option_no_throw(typed);
+        (o != nullptr && command_has(*command, *o) ? shared : missing).push_back(typed);
+      }
+      return all.empty() ? "" : before_command_text(*command, all, shared, missing);
+    }
+  } catch (...) {  // a message, never a second failure
+  }
+  return "";
 }
 
 }  // namespace decodebench::app

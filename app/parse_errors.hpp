@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace decodebench::app {
 
@@ -15,8 +16,21 @@ namespace decodebench::app {
 std::string parse_error_message(const CLI::App& app, const CLI::App* named,
                                 const CLI::ParseError& e);
 
-/// Edit distance (insertions, deletions, substitutions, adjacent transpositions) between a and b,
-/// capped at cap + 1 (Damerau–Levenshtein, optimal string alignment).
-int edit_distance(const std::string& a, const std::string& b, int cap);
+/// The message for the main run's flags given before `command` ("decodebench --layers 2 compare
+/// A B"), which the root parser took and the command would silently ignore; "" when none was
+/// given. `root` is the parsed root app (its options counted), `args` the command line without
+/// argv[0]. The flags are named as typed, in their order; one that `command` has too is to go
+/// after it, one it lacks to be left out:
+/// "--layers was given before 'compare', which takes no flags before it; 'compare' has no
+/// --layers". Never throws.
+std::string flags_before_command_message(const CLI::App& root, const CLI::App& command,
+                                         const std::vector<std::string>& args);
+
+/// The same message for a command line that names a command after main-run flags, found in the
+/// words themselves (no parse: a comma-list sweep, "--layers 2,4 compare A B", is expanded before
+/// the parser runs and would otherwise report the command as an unexpected argument); "" when
+/// `args` (without argv[0]) does not start with a flag or names no command after it (a word that
+/// is the value of the flag before it does not count). Never throws.
+std::string command_after_flags_message(const CLI::App& root, const std::vector<std::string>& args);
 
 }  // namespace decodebench::app

@@ -192,6 +192,11 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   }
   if (config.backend == BackendKind::kAuto && cuda && !use_cuda) {
     warn("no usable CUDA device (" + why_not + "); using the cpu backend");
+    report.backend_fallback = "no usable CUDA device (" + why_not + ")";
+  }
+  // A CPU-only build has nothing to fall back from (no warning), but the report still says why.
+  if (config.backend == BackendKind::kAuto && !cuda) {
+    report.backend_fallback = "this build has no CUDA backend";
   }
   const bool want_reference = use_cuda && config.verify_tokens > 0;
   if (!use_cuda && config.verify_tokens > 0) {

@@ -55,6 +55,9 @@ struct RunReport {
   ModelInfo model_info;
   std::string tokenizer_kind;  ///< "" for synthetic models
   std::string backend;         ///< "cpu" / "cuda"
+  /// Why --backend auto decodes on the CPU ("no usable CUDA device (<reason>)", "this build has no
+  /// CUDA backend"); "" when the backend was named (--backend cpu|cuda) or auto found a GPU.
+  std::string backend_fallback;
   std::string device;
   KernelMix kernels;  ///< the backend's batch-1 kernels after the passes (empty for the CPU)
   nlohmann::json host_environment;

@@ -55,8 +55,20 @@ void run_inspect(const InspectOptions& opt) {
     std::fwrite(report.data(), 1, report.size(), stdout);
     flush_output(stdout);
   }
-  if (!opt.json_path.empty()) write_json_file(opt.json_path, gguf::inspect_json(reader));
-  if (!opt.dump.empty()) write_text_file(opt.dump_out, bytes, "--dump-out");
+  // Files written are named on stderr, as a run names its --json file.
+  if (!opt.json_path.empty()) {
+    write_json_file(opt.json_path, gguf::inspect_json(reader));
+    if (!writes_to_stdout(opt.json_path)) {
+      std::fprintf(stderr, "decodebench: wrote %s\n", opt.json_path.c_str());
+    }
+  }
+  if (!opt.dump.empty()) {
+    write_text_file(opt.dump_out, bytes, "--dump-out");
+    if (!writes_to_stdout(opt.dump_out)) {
+      std::fprintf(stderr, "decodebench: wrote %s (%zu bytes, %zu f32 values)\n",
+                   opt.dump_out.c_str(), bytes.size(), bytes.size() / sizeof(float));
+    }
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
 #include "core/run_config.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::app {
 
@@ -33,11 +34,6 @@ struct MakeGgufFlags {
   CLI::Option* qkv_bias = nullptr;
   CLI::Option* no_qkv_bias = nullptr;
 };
-
-std::string gigabytes(uint64_t bytes) {
-  const auto b = static_cast<double>(bytes);
-  return b >= 1e9 ? fmt::format("{:.2f} GB", b / 1e9) : fmt::format("{:.1f} MB", b / 1e6);
-}
 
 void run_make_gguf(MakeGgufFlags& f) {
   RunOptions& o = f.options;
@@ -72,7 +68,7 @@ void run_make_gguf(MakeGgufFlags& f) {
         "generating {} weights ({}, {} layers, hidden {}, vocab {}, seed {}): {}\n",
         config.dtype.label(), config.preset, config.shape.n_layers, config.shape.hidden,
         config.shape.vocab, config.seed,
-        gigabytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
+        decimal_bytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
     flush_output(stdout);
   }
   // The whole model is generated in host memory before it is written.
@@ -83,7 +79,7 @@ void run_make_gguf(MakeGgufFlags& f) {
   if (!f.quiet) {
     const gguf::Reader check(f.out);  // re-validate what was written
     fmt::print("wrote {} ({}, {}, {} tensors, {})\n", f.out, gguf_architecture_for(model.config),
-               config.dtype.label(), check.tensors().size(), gigabytes(check.file_size()));
+               config.dtype.label(), check.tensors().size(), decimal_bytes(check.file_size()));
   }
 }
 

@@ -10,17 +10,14 @@
 #include "app/report/text.hpp"
 #include "core/output_file.hpp"
 #include "core/telemetry.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::app {
 
 namespace {
 
 std::string bytes_text(int64_t b) {
-  const double v = static_cast<double>(b);
-  if (v >= 1e9) return fmt::format("{:.2f} GB", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.1f} MB", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f} kB", v / 1e3);
-  return fmt::format("{} B", b);
+  return decimal_bytes(static_cast<uint64_t>(std::max<int64_t>(b, 0)));
 }
 
 std::string count_text(int64_t n) {
@@ -104,6 +101,9 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   const ModelConfig& c = r.model_config;
   const ModelInfo& m = r.model_info;
   fmt::print(out, "decodebench · {} backend · {}\n", r.backend, r.device);
+  if (!r.backend_fallback.empty()) {
+    fmt::print(out, "backend  {}, chosen by --backend auto: {}\n", r.backend, r.backend_fallback);
+  }
   const std::string what = m.source == "gguf"
                                ? fmt::format("{} ({}, {})", m.path, c.architecture, m.file_type)
                                : fmt::format("{} {}", m.name, m.file_type);

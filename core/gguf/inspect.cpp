@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/quant/dequant.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::gguf {
 
@@ -211,11 +212,22 @@ std::string opt_text(const std::optional<T>& v) {
 
 std::string opt_text(const std::optional<double>& v) { return v ? float_text(*v) : "?"; }
 
-std::string human_bytes(uint64_t b) {
-  if (b >= (uint64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(uint64_t{1} << 30));
-  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", b / double(uint64_t{1} << 20));
-  if (b >= (uint64_t{1} << 10)) return fmt::format("{:.2f} KiB", b / double(uint64_t{1} << 10));
-  return fmt::format("{} B", b);
+// "no tensor named 'X'" with the file's tensor names: all of them when there are few, else the
+// nearest by edit distance.
+std::string no_tensor_message(const Reader& r, const std::string& name) {
+  constexpr size_t kListAll = 8;  // up to this many tensors are all listed
+  constexpr size_t kNearest = 5;
+  std::string msg = "no tensor named '" + name + "'";
+  std::vector<std::string> names;
+  for (const TensorInfo& t : r.tensors()) names.push_back(t.name);
+  if (names.empty()) return msg + " (the file holds no tensors)";
+  const bool all = names.size() <= kListAll;
+  const std::vector<std::string> shown = all ? names : nearest_names(name, names, kNearest);
+  msg += all ? fmt::format("; the file's {} tensor{}: ", names.size(), names.size() == 1 ? "" : "s")
+             : "; nearest: ";
+  for (size_t i = 0; i < shown.size(); ++i) msg += (i == 0 ? "" : ", ") + escape_text(shown[i], 64);
+  if (!all) msg += fmt::format(" ('decodebench inspect' lists all {})", names.size());
+  return msg;
 }
 
 }  // namespace
@@ -380,7 +392,7 @@ std::string inspect_report(const Reader& r) {
   };
   line(fmt::format("file: {}", escape_text(r.path(), r.path().size())));
   line(fmt::format("  GGUF v{}, {} bytes ({}), alignment {}, data offset {}", r.version(),
-                   r.file_size(), human_bytes(r.file_size()), r.alignment(), r.data_offset()));
+                   r.file_size(), decimal_bytes(r.file_size()), r.alignment(), r.data_offset()));
   line(fmt::format("  {} tensors, {} metadata keys", r.tensors().size(), r.metadata().size()));
 
   line("");
@@ -438,19 +450,19 @@ std::string inspect_report(const Reader& r) {
   line(fmt::format("  {:<8}  {:>8}  {:>16}", "type", "tensors", "bytes"));
   for (const TypeUsage& u : bytes_per_type(r)) {
     line(fmt::format("  {:<8}  {:>8}  {:>16}  ({})", ggml_type_name(u.type_id), u.count, u.bytes,
-                     human_bytes(u.bytes)));
+                     decimal_bytes(u.bytes)));
   }
   line(fmt::format("  {:<8}  {:>8}  {:>16}  ({}), {} parameters", "total", r.tensors().size(),
-                   total_bytes, human_bytes(total_bytes), parameters));
+                   total_bytes, decimal_bytes(total_bytes), parameters));
   const uint64_t per_token = decode_bytes_per_token(r);
   line("");
-  line(fmt::format("bytes read per decode token: {} ({})", per_token, human_bytes(per_token)));
+  line(fmt::format("bytes read per decode token: {} ({})", per_token, decimal_bytes(per_token)));
   return out;
 }
 
 std::vector<float> dequantize_tensor(const Reader& r, const std::string& name) {
   const TensorInfo* t = r.find_tensor(name);
-  if (t == nullptr) throw usage_error(r.path() + ": no tensor named '" + name + "'");
+  if (t == nullptr) throw usage_error(r.path() + ": " + no_tensor_message(r, name));
   if (!is_supported_weight_type(t->type_id)) {
     throw usage_error(r.path() + ": tensor '" + name + "' has type " + ggml_type_name(t->type_id) +
                       ", which decodebench cannot dequantize");

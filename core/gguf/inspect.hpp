@@ -63,7 +63,8 @@ nlohmann::json inspect_json(const Reader& reader);
 /// (quant::dequantize_row), in storage order: dims[0] contiguous, then dims[1], ... (a matrix of
 /// ne1 rows × ne0 columns, row-major). For comparing our dequantization with other readers
 /// (`inspect FILE --dump NAME --dump-out PATH`). Throws decodebench::Error (exit 2) for a missing
-/// tensor or a type decodebench does not support.
+/// tensor (the message lists the file's tensors when there are at most 8, else the 5 nearest
+/// names by edit distance) or a type decodebench does not support.
 std::vector<float> dequantize_tensor(const Reader& reader, const std::string& name);
 
 /// The terminal report of `inspect` (several lines, ends with a newline). Long strings and arrays

@@ -298,7 +298,12 @@ nlohmann::json result_json(const RunReport& r) {
       {"environment", env},
       {"config", config},
       {"model", model_json(r)},
-      {"backend", {{"name", r.backend}, {"device", r.device}, {"kernels", kernels_json(r)}}},
+      {"backend",
+       {{"name", r.backend},
+        {"device", r.device},
+        {"kernels", kernels_json(r)},
+        {"fallback", r.backend_fallback.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(r.backend_fallback)}}},
       {"prompt", {{"ids", r.prompt_ids}, {"text", r.config.prompt_text}}},
       {"timing", {{"load_ns", r.load_ns}, {"setup_ns", r.setup_ns}, {"prefill_ns", r.prefill_ns}}},
       {"generated_text", r.generated_text},

@@ -2,6 +2,8 @@
 // vocabulary files, JSON output, and exit 2 (never a signal) with the offset for malformed files.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -146,6 +148,7 @@ TEST(InspectCli, TerminalReportAndJsonFile) {
       run_decodebench({"inspect", path.string(), "--json", json_path.string()}, 60);
   ASSERT_EQ(r.signal, 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "decodebench: wrote " + json_path.string() + "\n");  // the file, named
   EXPECT_TRUE(contains(r.out, "GGUF v2")) << r.out;
   EXPECT_TRUE(contains(r.out, "10 tensors")) << r.out;
   // Long arrays: type, count and the first few elements.
@@ -272,6 +275,79 @@ TEST(InspectCli, TruncatedFilesExitTwo) {
   const CommandResult ok = run_decodebench({"inspect", path.string()}, 60);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_TRUE(contains(ok.out, "Q4_K")) << ok.out;
+}
+
+// Sizes in the decimal units of the run report (kB, MB, GB), never KiB/MiB/GiB: the fixture's
+// 82,756 bytes per token were "80.82 KiB" before.
+TEST(InspectCli, SizesInDecimalUnitsAsTheRunReport) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const auto path = dir / "model.gguf";
+  ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--alignment", "64"}));
+  const CommandResult r = run_decodebench({"inspect", path.string()}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "bytes read per decode token: 82756 (82.8 kB)\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  F32              5              1280  (1.3 kB)\n")) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, "  total           21             84864  (84.9 kB), 78144 parameters"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "iB")) << r.out;
+
+  // Megabytes: a 1-layer f32 model written by make-gguf (6.5 MB of weights).
+  const auto big = dir / "f32.gguf";
+  const CommandResult made =
+      run_decodebench({"make-gguf", "-q", "--preset", "smollm2-135m", "--layers", "1", "--vocab",
+                       "512", "--ffn", "256", "--dtype", "f32", "--out", big.string()});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const CommandResult text = run_decodebench({"inspect", big.string()}, 60);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const uint64_t size = std::filesystem::file_size(big);
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.1f MB", static_cast<double>(size) / 1e6);
+  EXPECT_TRUE(contains(text.out, std::to_string(size) + " bytes (" + mb + ")")) << text.out;
+  EXPECT_GT(size, 6'000'000u);
+  EXPECT_FALSE(contains(text.out, "iB")) << text.out;
+}
+
+// --dump of a name the file lacks: exit 2 with the nearest names (edit distance), or all of them
+// when the file has few; a written --dump-out file is named on stderr with its size.
+TEST(InspectCli, DumpNamesTheNearestTensorsAndTheFileWritten) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const auto path = dir / "model.gguf";
+  ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--alignment", "64"}));
+  const std::string dump = (dir / "v.f32").string();
+  const CommandResult typo = run_decodebench(
+      {"inspect", path.string(), "--dump", "blk.0.attn_q.weigth", "--dump-out", dump}, 60);
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_EQ(typo.err, "decodebench: error: " + path.string() +
+                          ": no tensor named 'blk.0.attn_q.weigth'; nearest: "
+                          "blk.0.attn_q.weight, blk.0.attn_k.weight, blk.0.attn_v.weight, "
+                          "blk.1.attn_q.weight, blk.1.attn_k.weight ('decodebench inspect' lists "
+                          "all 21)\n");
+  EXPECT_EQ(typo.out, "");
+  EXPECT_FALSE(std::filesystem::exists(dump));
+
+  // A file of 3 tensors: all are listed.
+  const auto small = dir / "small.gguf";
+  build_gguf(base_spec()).write(small);
+  const CommandResult few =
+      run_decodebench({"inspect", small.string(), "--dump", "d", "--dump-out", dump}, 60);
+  EXPECT_EQ(few.exit_code, 2) << few.err;
+  EXPECT_TRUE(contains(few.err, "no tensor named 'd'; the file's 3 tensors: a, b, c\n")) << few.err;
+
+  // output_norm.weight: 64 F32 values.
+  const CommandResult ok = run_decodebench(
+      {"inspect", path.string(), "--dump", "output_norm.weight", "--dump-out", dump}, 60);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(std::filesystem::file_size(dump), 256u);
+  EXPECT_EQ(ok.err, "decodebench: wrote " + dump + " (256 bytes, 64 f32 values)\n");
+  // With --dump-out - the values are stdout, and nothing is announced.
+  const CommandResult piped = run_decodebench(
+      {"inspect", path.string(), "--dump", "output_norm.weight", "--dump-out", "-"}, 60);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out.size(), 256u);
+  EXPECT_EQ(piped.err, "");
 }
 
 TEST(InspectCli, UsageErrors) {

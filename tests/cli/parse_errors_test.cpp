@@ -1,14 +1,16 @@
 // app::parse_error_message: unknown flags and words named in the order given, with the nearest
-// flag or command; app::edit_distance on hand-computed cases. In-process (CLI11 apps built here)
-// and end to end through the binary and a suite file.
+// flag or command; edit_distance (core/text.hpp) on hand-computed cases. In-process (CLI11 apps
+// built here) and end to end through the binary and a suite file.
 #include "app/parse_errors.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/text.hpp"
 #include "tests/support/support.hpp"
 
 namespace decodebench::app {
@@ -22,6 +24,28 @@ TEST(EditDistance, HandComputedCases) {
   EXPECT_EQ(edit_distance("kitten", "sitting", 5), 3);   // the textbook case
   EXPECT_EQ(edit_distance("a", "abcdef", 2), 3);         // beyond the cap: cap + 1
   EXPECT_EQ(edit_distance("", "", 2), 0);
+  // nearest_names: by distance, ties in the candidates' order, at most `count`.
+  const std::vector<std::string> names = {"output.weight", "blk.0.attn_k.weight",
+                                          "blk.0.attn_q.weight", "blk.1.attn_q.weight"};
+  EXPECT_EQ(nearest_names("blk.0.attn_q.weigth", names, 3),
+            (std::vector<std::string>{"blk.0.attn_q.weight", "blk.0.attn_k.weight",
+                                      "blk.1.attn_q.weight"}));
+  EXPECT_EQ(nearest_names("x", names, 9).size(), 4u);
+}
+
+// decimal_bytes: the units the run report, inspect and make-gguf print, without "1000.0 kB".
+TEST(DecimalBytes, UnitsAndTheirEdges) {
+  EXPECT_EQ(decimal_bytes(0), "0 B");
+  EXPECT_EQ(decimal_bytes(999), "999 B");
+  EXPECT_EQ(decimal_bytes(1000), "1.0 kB");
+  EXPECT_EQ(decimal_bytes(82756), "82.8 kB");
+  EXPECT_EQ(decimal_bytes(999949), "999.9 kB");
+  EXPECT_EQ(decimal_bytes(999950), "1.0 MB");
+  EXPECT_EQ(decimal_bytes(999999), "1.0 MB");
+  EXPECT_EQ(decimal_bytes(98362432), "98.4 MB");
+  EXPECT_EQ(decimal_bytes(999949999), "999.9 MB");
+  EXPECT_EQ(decimal_bytes(999950000), "1.00 GB");
+  EXPECT_EQ(decimal_bytes(14141000000), "14.14 GB");
 }
 
 // What the user typed, and the message's start and suggestion.
@@ -90,6 +114,71 @@ TEST(ParseErrorMessage, BinaryAndSuiteFilesSayTheSame) {
   const auto s = testing::run_decodebench({"suite", suite.string(), "--list"});
   EXPECT_EQ(s.exit_code, 2);
   EXPECT_NE(s.err.find("did you mean --dtype?"), std::string::npos) << s.err;
+}
+
+// The root parser takes the main run's flags; given before a command they would be parsed and
+// then ignored by it. They are refused (exit 2, before the command runs), named as typed, with
+// the fix: after the command where it has the flag, else left out.
+TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
+  testing::TempDir dir;
+  const std::string suite =
+      (testing::source_dir() / "bench-configs" / "suites" / "ci-smoke.json").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--layers", "2", "compare", "a.json", "b.json"},
+       "--layers was given before 'compare', which takes no flags before it; 'compare' has no "
+       "--layers"},
+      // Comma lists (sweeps) are expanded before the parser runs; the message is the same.
+      {{"--layers", "2,4", "compare", "a.json", "b.json"},
+       "--layers was given before 'compare', which takes no flags before it; 'compare' has no "
+       "--layers"},
+      {{"--layers=2,4", "--prompt", "x", "suite", suite, "--list"},
+       "--layers and --prompt were given before 'suite', which takes no flags before it; 'suite' "
+       "has no --layers or --prompt"},
+      {{"--tokens", "2,3", "run", "--layers", "1"},
+       "--tokens was given before 'run': the flags of 'run' go after it (or leave 'run' out)"},
+      // After "--" a command was parsed but not run: the main run went ahead without it.
+      {{"--layers", "1", "--", "compare", "a.json", "b.json"},
+       "'compare' came after '--', which ends the flags: name the command first (decodebench "
+       "compare ...)"},
+      // Without the check, these two list the suite and exit 0 with the flag ignored.
+      {{"--tokens", "5", "suite", suite, "--list"},
+       "--tokens was given before 'suite', which takes no flags before it; 'suite' has no "
+       "--tokens"},
+      {{"--threads=2", "suite", suite, "--list"},
+       "--threads was given before 'suite', which takes no flags before it: put --threads after "
+       "it"},
+      // (Small models after the commands: ignored flags would not make them build a 7B.)
+      {{"-q", "--layers", "2", "--tokens", "3", "make-gguf", "--preset", "smollm2-135m", "--layers",
+        "1", "--vocab", "512", "--ffn", "256", "--out", (dir / "m.gguf").string()},
+       "-q, --layers and --tokens were given before 'make-gguf', which takes no flags before it: "
+       "put -q and --layers after it; 'make-gguf' has no --tokens"},
+      {{"--layers", "2", "run", "--preset", "smollm2-135m", "--layers", "1", "--vocab", "512",
+        "--ffn", "256", "--tokens", "2", "--prompt-tokens", "2", "--backend", "cpu"},
+       "--layers was given before 'run': the flags of 'run' go after it (or leave 'run' out)"},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const std::string& a : c.args) line += " " + a;
+    SCOPED_TRACE("decodebench" + line);
+    const auto r = testing::run_decodebench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("decodebench: error: " + c.message + "\n"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "make-gguf must not have run";
+  // --help and --version still work in front of a command, and the command's own flags after it.
+  const auto help = testing::run_decodebench({"--help", "suite"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("suite"), std::string::npos) << help.out;
+  const auto version = testing::run_decodebench({"--version", "compare"});
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("decodebench ", 0), 0u) << version.out;
+  const auto after = testing::run_decodebench({"suite", suite, "--list", "--threads", "2", "-q"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
 }
 
 }  // namespace

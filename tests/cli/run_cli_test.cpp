@@ -430,6 +430,41 @@ TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {
   EXPECT_EQ(r.out, "") << "quiet prints nothing on stdout";
 }
 
+// A run that --backend auto puts on the CPU says why on stdout and in the JSON (backend.fallback),
+// not only in a stderr warning; a run on a named backend has no such line. The GPU is hidden, so
+// a CUDA build falls back as a CPU-only build does.
+TEST(RunCli, CpuFallbackReasonInTheReportAndJson) {
+#ifdef DECODEBENCH_HAVE_CUDA
+  const std::string why = "no usable CUDA device (";
+#else
+  const std::string why = "this build has no CUDA backend";
+#endif
+  TempDir dir;
+  const auto out = dir / "auto.json";
+  const std::vector<std::string> hide_gpu = {"CUDA_VISIBLE_DEVICES="};
+  const auto r =
+      run_decodebench(tiny({"--backend", "auto", "--json", out.string()}), 300, hide_gpu);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string line = "\nbackend  cpu, chosen by --backend auto: ";
+  EXPECT_NE(r.out.find(line + why), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(doc["backend"]["name"], "cpu");
+  ASSERT_TRUE(doc["backend"]["fallback"].is_string()) << doc["backend"].dump();
+  EXPECT_EQ(doc["backend"]["fallback"].get<std::string>().rfind(why, 0), 0u)
+      << doc["backend"].dump();
+  // The report's line and the JSON give the same reason.
+  EXPECT_NE(r.out.find(line + doc["backend"]["fallback"].get<std::string>() + "\n"),
+            std::string::npos)
+      << r.out;
+  expect_schema_valid(out);
+
+  const auto cpu_out = dir / "cpu.json";
+  const auto named = run_decodebench(tiny({"--json", cpu_out.string()}), 300, hide_gpu);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(named.out.find("chosen by --backend auto"), std::string::npos) << named.out;
+  EXPECT_TRUE(nlohmann::json::parse(read_file(cpu_out))["backend"]["fallback"].is_null());
+}
+
 // The argv checks concern option values only: a prompt may end in '=' or hold long digit runs,
 // and float options take any number CLI11 can read.
 TEST(RunCli, RawValueChecksLeaveTextAndFloatsAlone) {

@@ -1,0 +1,58 @@
+#include "core/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace decodebench {
+
+int edit_distance(const std::string& a, const std::string& b, int cap) {
+  const size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > static_cast<size_t>(cap)) return cap + 1;
+  // Rows i − 2, i − 1 and i of the optimal-string-alignment table.
+  std::vector<int> prev2(m + 1), prev(m + 1), cur(m + 1);
+  for (size_t j = 0; j <= m; ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= n; ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= m; ++j) {
+      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
+    }
+    prev2.swap(prev);
+    prev.swap(cur);
+  }
+  return std::min(prev[m], cap + 1);
+}
+
+std::vector<std::string> nearest_names(const std::string& word,
+                                       const std::vector<std::string>& candidates, size_t count) {
+  std::vector<int> distance(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    // Uncapped: the longer of the two lengths is the largest distance there is.
+    const int cap = static_cast<int>(std::max(word.size(), candidates[i].size()));
+    distance[i] = edit_distance(word, candidates[i], cap);
+  }
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&distance](size_t x, size_t y) { return distance[x] < distance[y]; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < std::min(count, order.size()); ++i) names.push_back(candidates[order[i]]);
+  return names;
+}
+
+std::string decimal_bytes(uint64_t bytes) {
+  const auto v = static_cast<double>(bytes);
+  // Each unit from where the one below would round to 1000.0: 999,950 bytes is "1.0 MB", not
+  // "1000.0 kB".
+  if (v >= 999.95e6) return fmt::format("{:.2f} GB", v / 1e9);
+  if (v >= 999.95e3) return fmt::format("{:.1f} MB", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f} kB", v / 1e3);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace decodebench

@@ -1,0 +1,24 @@
+// Small text helpers shared by the CLI and core messages: edit distance for "did you mean"
+// suggestions, and byte sizes in the decimal units every report uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace decodebench {
+
+/// Edit distance (insertions, deletions, substitutions, adjacent transpositions) between a and b,
+/// capped at cap + 1 (Damerau–Levenshtein, optimal string alignment).
+int edit_distance(const std::string& a, const std::string& b, int cap);
+
+/// The (at most) `count` names of `candidates` nearest to `word` by edit distance, nearest first
+/// (ties in the candidates' order).
+std::vector<std::string> nearest_names(const std::string& word,
+                                       const std::vector<std::string>& candidates, size_t count);
+
+/// A byte count in decimal units, as the run report, make-gguf and the docs print sizes:
+/// "1.23 GB" (2 decimals), "12.3 MB", "4.1 kB" (1 decimal), "512 B".
+std::string decimal_bytes(uint64_t bytes);
+
+}  // namespace decodebench
