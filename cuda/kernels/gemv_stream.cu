@@ -30,7 +30,8 @@
 // Layout: a persistent grid of 8-warp CTAs loops over tasks (kRows consecutive rows); the ks
 // warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
 // order (deterministic). Piece copies cover the 16-byte aligned span around each row's chunk, so
-// any block size works; the matrix end must be 16-byte aligned (stream_supported).
+// any block size works; the matrix end must be 16-byte aligned (stream_supported). Where a row is
+// one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
 #include <algorithm>
 #include <cmath>
 #include <string>
