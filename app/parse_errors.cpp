@@ -19,7 +19,7 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
   const size_t eq = what.find(" = ");
   if (!what.starts_with(kPrefix) || eq == std::string::npos) return what;
   const std::string name = what.substr(kPrefix.size(), eq - kPrefix.size());
-  const std::string value = what.substr(eq + 3);
+  std::string value = what.substr(eq + 3);
   const CLI::Option* opt = named != nullptr ? named->get_option_no_throw(name) : nullptr;
   if (opt == nullptr) opt = app.get_option_no_throw(name);
   if (opt == nullptr || opt->get_type_name().empty()) return what;
@@ -28,7 +28,21 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
                            : type == "UINT"  ? "a non-negative integer"
                            : type == "FLOAT" ? "a number"
                                              : "a value of type " + type;
-  return name + ": '" + value + "' is not " + kind;
+  // CLI11 joins every occurrence's value with commas ("--tokens 4 --tokens abc": "4,abc"), though
+  // only the last one is read (a flag given twice takes its last value).
+  const std::vector<std::string>& given = opt->results();
+  std::string note;
+  if (given.size() > 1) {
+    value = given.back();
+    note = " (" + name + " is given " + std::to_string(given.size()) +
+           " times; the last value counts)";
+  } else if (value.find(',') != std::string::npos && named != nullptr &&
+             named->get_name() != "run") {
+    // "make-gguf --layers 1,2": comma lists are the main run's sweeps.
+    note = " (comma lists sweep the main run only; '" + named->get_name() +
+           "' takes one value per flag)";
+  }
+  return name + ": '" + value + "' is not " + kind + note;
 }
 
 // `word` without its leading dashes, in lower case: "--Layer" → "layer" (a shifted key is one

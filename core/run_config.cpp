@@ -3,9 +3,11 @@
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -90,7 +92,10 @@ T parse_choice(const std::string& flag, const std::string& text, const char* con
     if (text == names[i]) return values[i];
     choices += (i ? "|" : "") + std::string(names[i]);
   }
-  throw usage_error(flag + ": invalid value '" + text + "' (expected " + choices + ")");
+  throw usage_error(
+      flag + ": invalid value '" + text + "'" +
+      choice_hint(text, std::vector<std::string>(std::begin(names), std::end(names))) +
+      " (expected " + choices + ")");
 }
 
 // Collects resolved values with their origins, in the order they are resolved.
@@ -304,8 +309,13 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     static const char* const kNames[] = {"auto", "cpu", "cuda"};
     static const BackendKind kValues[] = {BackendKind::kAuto, BackendKind::kCpu,
                                           BackendKind::kCuda};
-    c.backend = parse_choice("--backend", r.get<std::string>("backend", o.backend, nullptr, "auto"),
-                             kNames, kValues);
+    const std::string backend = r.get<std::string>("backend", o.backend, nullptr, "auto");
+    // "gpu" is one letter from "cpu": the hint would point the wrong way.
+    if (backend == "gpu" || backend == "GPU") {
+      throw usage_error("--backend: invalid value '" + backend +
+                        "' (the GPU backend is 'cuda'; expected auto|cpu|cuda)");
+    }
+    c.backend = parse_choice("--backend", backend, kNames, kValues);
   }
   const int64_t threads = r.get<int64_t>("threads", o.threads, nullptr, hardware_threads);
   check_thread_count(threads);

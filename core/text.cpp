@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 namespace decodebench {
@@ -43,6 +44,18 @@ std::vector<std::string> nearest_names(const std::string& word,
   std::vector<std::string> names;
   for (size_t i = 0; i < std::min(count, order.size()); ++i) names.push_back(candidates[order[i]]);
   return names;
+}
+
+std::string choice_hint(const std::string& value, const std::vector<std::string>& names) {
+  std::string lower = value;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower != value && std::find(names.begin(), names.end(), lower) != names.end()) {
+    return " (did you mean '" + lower + "'? names are lower case)";
+  }
+  const int cap = lower.size() <= 4 ? 1 : 2;
+  const std::vector<std::string> near = nearest_names(lower, names, 1);
+  if (near.empty() || edit_distance(lower, near.front(), cap) > cap) return "";
+  return " (did you mean '" + near.front() + "'?)";
 }
 
 std::string decimal_bytes(uint64_t bytes) {

@@ -50,8 +50,21 @@ void run_inspect(const InspectOptions& opt) {
     std::memcpy(bytes.data(), values.data(), bytes.size());
   }
   // With `--json -` (or `--dump-out -`) stdout carries only that output, so it stays parseable.
+  // A dump asks about one tensor: the report is then the tensor's line, not the whole file's.
   if (!writes_to_stdout(opt.json_path) && !writes_to_stdout(opt.dump_out)) {
-    const std::string report = gguf::inspect_report(reader);
+    std::string report;
+    if (opt.dump.empty()) {
+      report = gguf::inspect_report(reader);
+    } else {
+      const gguf::TensorInfo& t = *reader.find_tensor(opt.dump);
+      std::string shape;
+      for (uint32_t d = 0; d < t.n_dims; ++d) {
+        shape += (d == 0 ? "" : " x ") + std::to_string(t.dims[d]);
+      }
+      report = opt.dump + ": " + gguf::ggml_type_name(t.type_id) + ", ne " + shape + ", " +
+               std::to_string(t.elements()) + " values dequantized to f32 (rows of " +
+               std::to_string(t.dims[0]) + "; the whole file's report: leave out --dump)\n";
+    }
     std::fwrite(report.data(), 1, report.size(), stdout);
     flush_output(stdout);
   }
@@ -80,7 +93,8 @@ void setup_inspect(CLI::App& app) {
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
   cmd->add_option("--json", opt->json_path, "Also write the report as JSON to PATH ('-' = stdout)");
   cmd->add_option("--dump", opt->dump,
-                  "Dequantize tensor NAME with decodebench's CPU dequantizer (needs --dump-out)");
+                  "Dequantize tensor NAME with decodebench's CPU dequantizer (needs --dump-out); "
+                  "the report is then that tensor's line");
   cmd->add_option("--dump-out", opt->dump_out,
                   "Write the --dump values to PATH as raw little-endian f32, rows of ne0 values "
                   "('-' = stdout)");

@@ -65,9 +65,10 @@ void run_make_gguf(MakeGgufFlags& f) {
                                             config.dtype.flag_name(), config.seed);
   if (!f.quiet) {
     fmt::print(
-        "generating {} weights ({}, {} layers, hidden {}, vocab {}, seed {}): {}\n",
-        config.dtype.label(), config.preset, config.shape.n_layers, config.shape.hidden,
-        config.shape.vocab, config.seed,
+        "generating {} weights ({}, {} {}, hidden {}, vocab {}, seed {}): {}\n",
+        config.dtype.label(), config.preset, config.shape.n_layers,
+        config.shape.n_layers == 1 ? "layer" : "layers", config.shape.hidden, config.shape.vocab,
+        config.seed,
         decimal_bytes(static_cast<uint64_t>(synthetic_weight_bytes(config.shape, config.dtype))));
     flush_output(stdout);
   }

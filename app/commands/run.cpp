@@ -148,6 +148,7 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                  "N defaults to 8 when the flag has no value)")
       ->expected(0, 1)
       ->default_str("8")
+      ->option_text("[N]")  // "INT=8" would read as a default that applies without the flag
       ->group(verify);
   f.keep_going = app.add_flag("--keep-going")
                      ->description(

@@ -112,10 +112,11 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   const std::string per_step = bytes_text(m.bytes_per_token) + " read per step" +
                                (m.bytes_per_token < m.weight_bytes ? " (one embedding row)" : "");
   fmt::print(out,
-             "         {} layers · hidden {} · heads {}/{} · head_dim {} · ffn {} · vocab {} · "
+             "         {} {} · hidden {} · heads {}/{} · head_dim {} · ffn {} · vocab {} · "
              "{} parameters · {} weights · {}\n",
-             c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab,
-             count_text(m.parameters), bytes_text(m.weight_bytes), per_step);
+             c.n_layers, c.n_layers == 1 ? "layer" : "layers", c.hidden, c.n_heads, c.n_kv_heads,
+             c.head_dim, c.ffn, c.vocab, count_text(m.parameters), bytes_text(m.weight_bytes),
+             per_step);
   if (!r.kernels.gemv_per_step.empty()) {
     std::string mix;
     for (const auto& [name, n] : r.kernels.gemv_per_step) {
@@ -190,6 +191,12 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
       fmt::print(out, "  {:<20} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", "gpu (events)",
                  gpu->second.median * 1e3, gpu->second.mean * 1e3, gpu->second.p90 * 1e3,
                  gpu->second.p99 * 1e3, gpu->second.max * 1e3);
+    }
+    // The phases are a GPU step's; on the CPU the whole step is the "launch" call.
+    if (r.backend == "cpu") {
+      fmt::print(out,
+                 "  (cpu backend: the forward pass runs inside 'launch', on the calling threads; "
+                 "h2d and wait have no work)\n");
     }
   }
   for (const auto& p : r.passes) {

@@ -78,7 +78,8 @@ CpuBackend::CpuBackend(const Model& model, int64_t max_positions, int threads, i
 }
 
 std::string CpuBackend::device_name() const {
-  return cpu_model_name() + " (" + std::to_string(pool_.threads()) + " threads)";
+  const int n = pool_.threads();
+  return cpu_model_name() + " (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
 }
 
 void CpuBackend::layer(int64_t slot, int64_t l, int64_t pos) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -60,11 +61,14 @@ std::vector<WeightType> WeightScheme::types() const {
 
 WeightScheme parse_weight_scheme(const std::string& name, const std::string& flag) {
   std::string choices;
+  std::vector<std::string> names;
   for (const auto& [n, scheme] : kSchemes) {
     if (name == n) return scheme;
     choices += (choices.empty() ? "" : "|") + std::string(n);
+    names.emplace_back(n);
   }
-  throw usage_error(flag + ": invalid value '" + name + "' (expected " + choices + ")");
+  throw usage_error(flag + ": invalid value '" + name + "'" + choice_hint(name, names) +
+                    " (expected " + choices + ")");
 }
 
 void check_weight_scheme_fits(const ModelConfig& config, const WeightScheme& scheme) {

@@ -79,6 +79,8 @@ TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
       with(kTinyShape, {"--layers", "2", "--batch", "1,2", "--json", out.string()}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(contains(r.out, "suite sweep: 2 configuration(s), 2 ok")) << r.out;
+  // The suite table's tokens/s is per sequence, the scaling table's aggregate is not: both said.
+  EXPECT_TRUE(contains(r.out, "tokens/s: timed steps ÷ their summed time, per sequence")) << r.out;
   EXPECT_TRUE(contains(r.out, "batch scaling · cpu")) << r.out;
   EXPECT_TRUE(contains(r.out, "aggregate tok/s")) << r.out;
   EXPECT_TRUE(contains(r.out, "vs batch 1")) << r.out;

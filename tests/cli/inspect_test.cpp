@@ -310,7 +310,8 @@ TEST(InspectCli, SizesInDecimalUnitsAsTheRunReport) {
 }
 
 // --dump of a name the file lacks: exit 2 with the nearest names (edit distance), or all of them
-// when the file has few; a written --dump-out file is named on stderr with its size.
+// when the file has few; a written --dump-out file is named on stderr with its size, and stdout
+// describes the tensor.
 TEST(InspectCli, DumpNamesTheNearestTensorsAndTheFileWritten) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
@@ -342,6 +343,10 @@ TEST(InspectCli, DumpNamesTheNearestTensorsAndTheFileWritten) {
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(std::filesystem::file_size(dump), 256u);
   EXPECT_EQ(ok.err, "decodebench: wrote " + dump + " (256 bytes, 64 f32 values)\n");
+  // The report is the dumped tensor's line, not the whole file's.
+  EXPECT_EQ(ok.out,
+            "output_norm.weight: F32, ne 64, 64 values dequantized to f32 (rows of 64; the whole "
+            "file's report: leave out --dump)\n");
   // With --dump-out - the values are stdout, and nothing is announced.
   const CommandResult piped = run_decodebench(
       {"inspect", path.string(), "--dump", "output_norm.weight", "--dump-out", "-"}, 60);

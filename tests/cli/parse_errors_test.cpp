@@ -181,5 +181,50 @@ TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
   EXPECT_EQ(after.exit_code, 0) << after.err;
 }
 
+// Bad values named as typed: the last of a repeated flag's values (CLI11 joins them all), a comma
+// list given to a command that does not sweep, a space inside a sweep list, and a choice in the
+// wrong case or one letter off.
+TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
+  testing::TempDir dir;
+  const std::string out = (dir / "m.gguf").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--tokens", "4", "--backend", "cpu", "--tokens", "abc"},
+       "--tokens: 'abc' is not an integer (--tokens is given 2 times; the last value counts)"},
+      {{"make-gguf", "--layers", "1,2", "--out", out},
+       "--layers: '1,2' is not an integer (comma lists sweep the main run only; 'make-gguf' takes "
+       "one value per flag)"},
+      {{"--preset", "smollm2-135m", "--layers", "1,", "2"},
+       "--layers: the list '1,' ends with a comma (a sweep list has no spaces: a space after a "
+       "comma ends the list, so write 2,4,8, not 2, 4, 8)"},
+      {{"--preset", "smollm2-135m", "--dtype", "F16", "--backend", "cpu"},
+       "--dtype: invalid value 'F16' (did you mean 'f16'? names are lower case) (expected "},
+      {{"--preset", "smollm2-135m", "--dtype", "q4-k-m", "--backend", "cpu"},
+       "--dtype: invalid value 'q4-k-m' (did you mean 'q4_k_m'?) (expected "},
+      {{"--preset", "smollm2-135m", "--backend", "cdua"},
+       "--backend: invalid value 'cdua' (did you mean 'cuda'?) (expected auto|cpu|cuda)"},
+      {{"--preset", "smollm2-135m", "--backend", "gpu"},
+       "--backend: invalid value 'gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
+  };
+  for (const Case& c : cases) {
+    std::string line;
+    for (const std::string& a : c.args) line += " " + a;
+    SCOPED_TRACE("decodebench" + line);
+    const auto r = testing::run_decodebench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("decodebench: error: " + c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "make-gguf must not have run";
+  // choice_hint on its own: nothing near, a case change, one edit on a short name.
+  EXPECT_EQ(choice_hint("zz", {"on", "off"}), "");
+  EXPECT_EQ(choice_hint("ON", {"on", "off"}), " (did you mean 'on'? names are lower case)");
+  EXPECT_EQ(choice_hint("onn", {"on", "off"}), " (did you mean 'on'?)");
+  EXPECT_EQ(choice_hint("q4_0x", {"q4_0", "q4_1"}), " (did you mean 'q4_0'?)");
+}
+
 }  // namespace
 }  // namespace decodebench::app

@@ -105,6 +105,9 @@ TEST(RunCli, CpuPhaseTimingWritesNoGpuTime) {
   // The overhead is a difference of two noisy medians: printed with its uncertainty.
   EXPECT_NE(r.out.find("phase-timing overhead (cpu): "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" µs per token (median with − without; ± "), std::string::npos) << r.out;
+  // What the GPU phases mean on the CPU.
+  EXPECT_NE(r.out.find("(cpu backend: the forward pass runs inside 'launch'"), std::string::npos)
+      << r.out;
   const auto& results = doc["runs"][1]["results"];
   ASSERT_TRUE(results["phases"].is_object()) << results["phases"];
   EXPECT_FALSE(results["phases"].contains("gpu_ms"));
@@ -171,7 +174,7 @@ TEST(RunCli, JsonToStdoutKeepsStdoutPureJson) {
 }
 
 // Flags that do less than they seem to say so: --min-time beyond --max-time (min wins),
-// --verify-argmax on the cpu backend (it checks the CPU against itself), and more --threads than
+// --verify-argmax on the cpu backend (no second argmax: skipped), and more --threads than
 // the machine has.
 TEST(RunCli, WarnsAboutFlagsThatDoLessThanAsked) {
   const auto r = run_decodebench(
@@ -181,6 +184,11 @@ TEST(RunCli, WarnsAboutFlagsThatDoLessThanAsked) {
   EXPECT_NE(r.err.find("--min-time 0.2 s is longer than --max-time 0.1 s"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("--verify-argmax re-checks a GPU's argmax"), std::string::npos) << r.err;
+  // Skipped, so the report claims no check ("argmax checked on N steps, 0 mismatches").
+  const auto report = run_decodebench(tiny({"--verify-argmax"}));
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.err.find("it was skipped"), std::string::npos) << report.err;
+  EXPECT_EQ(report.out.find("argmax checked"), std::string::npos) << report.out;
   if (std::thread::hardware_concurrency() > 0) {
     EXPECT_NE(r.err.find("hardware threads"), std::string::npos) << r.err;
   }

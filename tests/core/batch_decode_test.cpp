@@ -129,15 +129,6 @@ TEST(BatchDecode, ExplicitPromptIsSharedByEverySequenceWithAWarning) {
   EXPECT_NE(r.warnings[0].find("same prompt"), std::string::npos) << r.warnings[0];
 }
 
-TEST(BatchDecode, VerifyArgmaxChecksEverySequenceOfEveryStep) {
-  RunOptions o = tiny(3);
-  o.verify_argmax = true;
-  const RunReport r = run(o);
-  EXPECT_EQ(r.passes[0].pass.argmax_checked, 3 * 16);
-  EXPECT_TRUE(r.passes[0].pass.argmax_mismatches.empty());
-  EXPECT_EQ(r.exit_code, ExitCode::kOk);
-}
-
 TEST(BatchDecode, ResultJsonHasBatchSequencesAndAggregate) {
   const RunReport r = run(tiny(3));
   const nlohmann::json doc = result_json(r);
@@ -173,6 +164,37 @@ ModelConfig small_config() {
   ModelConfig c = ::decodebench::testing::small_model_config(2, 64, 4, 2, 16, 96, 300);
   c.rms_eps = 1e-5;
   return c;
+}
+
+// The decode loop checks the argmax of every sequence at every step (here on the CPU backend,
+// whose logits it re-reads); a run on the cpu backend skips the check with a warning, as there
+// is no second argmax to compare.
+TEST(BatchDecode, VerifyArgmaxChecksEverySequenceOfEveryStep) {
+  cpu::ThreadPool pool(2);
+  const Model m = make_synthetic_model(small_config(), WeightType::kF32, 3, pool);
+  cpu::CpuBackend b(m, 32, 2, 3);
+  std::vector<int32_t> firsts(3);
+  b.prefill_batch(std::vector<std::vector<int32_t>>{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}, firsts);
+  PassSpec spec;
+  spec.label = "cpu";
+  spec.start_pos = 3;
+  spec.tokens = 16;
+  spec.batch = 3;
+  spec.first_tokens = firsts;
+  spec.first_token = firsts[0];
+  spec.verify_argmax = true;
+  const PassResult pass = run_pass(b, spec);
+  EXPECT_EQ(pass.argmax_checked, 3 * 16);
+  EXPECT_TRUE(pass.argmax_mismatches.empty());
+
+  RunOptions o = tiny(3);
+  o.verify_argmax = true;
+  const RunReport r = run(o);
+  EXPECT_EQ(r.passes[0].pass.argmax_checked, 0);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("no other argmax to check and it was skipped"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_EQ(r.exit_code, ExitCode::kOk);
 }
 
 TEST(BatchDecode, EndOfGenerationStopsBatchOneButNeverABatchedPass) {

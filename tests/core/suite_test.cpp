@@ -99,8 +99,21 @@ TEST(Sweep, OtherSubcommandsAndHelpAreNotExpanded) {
 }
 
 TEST(Sweep, EmptyElementIsAUsageError) {
-  expect_usage_error([] { (void)expand_sweep({"--layers", "2,,4"}); }, {"--layers", "2,,4"});
-  expect_usage_error([] { (void)expand_sweep({"--dtype=f16,"}); }, {"--dtype", "empty element"});
+  expect_usage_error(
+      [] {
+        (void)expand_sweep({"--layers", "2,,4"});
+      },
+      {"--layers", "empty element", "2,,4"});
+  expect_usage_error([] { (void)expand_sweep({"--layers", ",4"}); }, {"--layers", "empty element"});
+  // "--layers 1, 2": the shell gives "1," and "2"; the message names the space, not an empty
+  // element.
+  expect_usage_error(
+      [] {
+        (void)expand_sweep({"--layers", "1,", "2"});
+      },
+      {"--layers", "the list '1,' ends with a comma", "no spaces"});
+  expect_usage_error([] { (void)expand_sweep({"--dtype=f16,"}); },
+                     {"--dtype", "ends with a comma"});
 }
 
 TEST(Sweep, FlagSet) {
