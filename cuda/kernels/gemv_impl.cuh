@@ -56,6 +56,7 @@ struct KernelArgs {
   int pdl = 0;         ///< 1: launched with the programmatic-dependent-launch attribute
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
+  int ring_slots = 0;  ///< stream kernel's ring form: shared-memory slots (0: the per-warp form)
 };
 
 /// A launch configuration.
@@ -66,7 +67,8 @@ struct Plan {
   int ksplit = 1;
   int rows_per_warp = 1;
   int64_t ntasks = 0;
-  int chunk = 0;  ///< MMA / stream kernels: blocks per stage
+  int chunk = 0;       ///< MMA / stream kernels: blocks per stage
+  int ring_slots = 0;  ///< stream kernel: > 0 runs its ring form (whole rows) with that many slots
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------

@@ -34,7 +34,10 @@
 // one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/quant/tiled_layout.hpp"
@@ -440,6 +443,42 @@ __host__ __device__ constexpr int stream_smem(int cb, int bb, int stages) {
          2 * kWarps * kRows * 4;
 }
 
+/// Adds to acc[i] the dot product of row i's chunk (shared address chunk[i] of its first block,
+/// `tiles` tiles of at most kTilesPerChunk) with x' (gx: the chunk's first group of the stream
+/// layout). Lane l takes tiles l, l + 32, ...; a last pass of at most 16 tiles (3,584 columns: 112
+/// tiles, 3.5 passes) gives lanes 0-15 row 0 and lanes 16-31 row 1 instead of half the warp idling
+/// over both rows. acc[i] holds the lane's partial sum (warp_sum completes it).
+template <typename Ops, int kTilesPerChunk>
+__device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kRows], int tiles,
+                                          const int8_t* gx, int lane, float (&acc)[kRows]) {
+  // Each lane's place in both rows' chunks, and for a split last pass in the row of its
+  // half-warp: computed once per chunk.
+  typename Ops::Cursor cur[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) cur[i] = Ops::cursor(chunk[i], lane);
+#pragma unroll
+  for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
+    // This pass's 32 tiles are one group of the stream layout (chunks start at multiples of 32
+    // tiles).
+    const int8_t* g = gx + jj / kStreamGroupTiles * kStreamGroupBytes;
+    if (tiles - jj > 0 && tiles - jj <= 16) {
+      if (jj + (lane & 15) < tiles) {
+        const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane & 15);
+        const bool second = lane >= 16;
+        const typename Ops::Cursor half = Ops::cursor(second ? chunk[1] : chunk[0], lane & 15);
+        const float v = Ops::dot(half, jj / 32, x, tiles - jj);
+        acc[0] += second ? 0.0f : v;
+        acc[1] += second ? v : 0.0f;
+      }
+    } else if (jj + lane < tiles) {
+      const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane);
+      const int n = min(32, tiles - jj);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(cur[i], jj / 32, x, n);
+    }
+  }
+}
+
 /// kTiled: the weights are in the tiled layout (TiledStreamOps), else GGUF blocks (StreamOps).
 template <WeightType T, bool kTiled>
 __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelArgs a) {
@@ -604,8 +643,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         // Probe 3: every chunk reads the first chunk's x' (L1-resident): the cost of the math
         // alone.
         const int64_t tile0 = a.probe == 3 ? 0 : static_cast<int64_t>(blk0) * kTilesPerBlock;
-        // Each lane's place in both rows' chunks, and for a split last pass (below) in the row
-        // of its half-warp: computed once per chunk.
+        // The ring kernel's chunk_dot, written out: a build calling it here (the ring form off)
+        // ran the 7B Q4_0 step 1.5% slower than the build before (H200, docs/performance.md,
+        // round 24). Each lane's place in both rows' chunks, and for a split last pass (below)
+        // in the row of its half-warp: computed once per chunk.
         typename Ops::Cursor cur[kRows];
 #pragma unroll
         for (int i = 0; i < kRows; ++i) cur[i] = Ops::cursor(chunk[i], lane);
@@ -673,6 +714,123 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   }
 }
 
+// ---- the ring kernel (whole rows) --------------------------------------------------------------
+// Where rows are 16-byte multiples and a group of them fits the shared memory (4-bit types: the
+// 7B QKV, o, gate/up and LM-head matrices; Q8_0 in fewer slots), a CTA of kRW warps streams groups
+// of kRW · kRows consecutive rows (32 KiB for 16 Q4_0 rows of 3,584 columns) with one bulk copy
+// each into a ring of `slots` shared-memory slots, instead of each warp copying its own two rows (4
+// KB). A standalone probe of the 7B step's weight stream (docs/probes/persistent_stream.cu)
+// streamed 32-64 KiB copies at 81% of the read bandwidth against 58-75% for 8-16 KiB ones. Warp w
+// takes rows 2w and 2w + 1 of each group (the stream kernel's math, chunk_dot); the last warp done
+// with a slot (a counter per slot) refills it with the CTA's group `slots` ahead. CTA b takes
+// groups b, b + grid, ...
+
+constexpr int kMaxRingSlots = 4;
+
+/// Dynamic shared memory of the ring kernel: the slots, then kMaxRingSlots mbarriers and counters.
+__host__ __device__ constexpr int ring_smem(int slot_bytes, int slots) {
+  return slots * slot_bytes + kMaxRingSlots * (8 + 8);
+}
+
+template <WeightType T, bool kTiled, int kRW>
+__global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const KernelArgs a) {
+  using Ops = typename OpsFor<T, kTiled>::type;
+  constexpr int kTilesPerBlock = Ops::kBE / 32;
+  constexpr int kTilesPerChunk = Ops::kChunkCols / Ops::kBE * kTilesPerBlock;
+  constexpr int kChunkBytes = Ops::kChunkCols / Ops::kBE * Ops::kBB;
+  constexpr uint32_t kGroupRows = kRW * kRows;
+  extern __shared__ __align__(128) uint8_t smem[];
+
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int slots = a.ring_slots;
+  const uint32_t nb = static_cast<uint32_t>(a.cols / Ops::kBE);
+  const uint32_t row_bytes = nb * static_cast<uint32_t>(Ops::kBB);
+  const uint32_t slot_bytes = kGroupRows * row_bytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + slots * slot_bytes);
+  uint32_t* done = reinterpret_cast<uint32_t*>(full + kMaxRingSlots);
+  const uint32_t rows = static_cast<uint32_t>(a.rows);
+  const uint32_t groups = (rows + kGroupRows - 1) / kGroupRows;
+  const uint32_t mine = blockIdx.x < groups ? (groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < slots; ++s) {
+      mbar_init(&full[s], 1);
+      done[s] = 0;
+    }
+    kernels::mbar_init_fence();
+  }
+  __syncthreads();
+
+  // Group k of this CTA into slot s: its rows are one contiguous byte range (32-bit offsets:
+  // stream_supported keeps the matrix below 4 GiB).
+  const auto issue = [&](uint32_t k, int s) {
+    const uint32_t r0 = (blockIdx.x + k * gridDim.x) * kGroupRows;
+    const uint32_t len = min(kGroupRows, rows - r0) * row_bytes;
+    // Earlier generic-proxy reads of this slot are ordered before the async-proxy refill.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    mbar_arrive_expect_tx(&full[s], len);
+    bulk_copy(smem + s * slot_bytes, a.w + r0 * row_bytes, len, &full[s]);
+  };
+  // Weights do not depend on earlier kernels: every slot is asked for before the PDL wait.
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < slots && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
+  }
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
+
+  const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
+  const uint32_t ring = smem_addr(smem);
+  const int tiles = static_cast<int>(nb) * kTilesPerBlock;
+  int s = 0;
+  uint32_t parity = 0, use = 0;
+  for (uint32_t k = 0; k < mine; ++k) {
+    const uint32_t row0 = (blockIdx.x + k * gridDim.x) * kGroupRows + warp * kRows;
+    // The row's bias or residual, read while the slot's bytes arrive.
+    float add = 0.0f;
+    if (lane < kRows && row0 + lane < rows) add = kernels::row_addend(a.y, row0 + lane);
+    mbar_wait(&full[s], parity);
+    float acc[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+    if (row0 < rows && a.probe != 1) {
+      // Rows past the end read bytes of the slot no copy wrote; their sums are not stored. A row
+      // of several chunks (Q8_0's groups of 1,024 columns) is taken chunk by chunk.
+      const uint32_t row_addr = ring + s * slot_bytes + warp * kRows * row_bytes;
+      for (int c = 0; c * kTilesPerChunk < tiles; ++c) {
+        uint32_t chunk[kRows];
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          chunk[i] = row_addr + i * row_bytes + c * static_cast<uint32_t>(kChunkBytes);
+        }
+        chunk_dot<Ops, kTilesPerChunk>(
+            chunk, min(kTilesPerChunk, tiles - c * kTilesPerChunk),
+            sx + c * (kTilesPerChunk / kStreamGroupTiles) * kStreamGroupBytes, lane, acc);
+      }
+    }
+    __syncwarp();  // every lane is done with slot s
+    if (lane == 0) {
+      // acq_rel: this warp's reads of the slot happen before the last warp's refill.
+      uint32_t before;
+      asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;\n"
+                   : "=r"(before)
+                   : "r"(smem_addr(&done[s]))
+                   : "memory");
+      if (before == (use + 1) * kRW - 1 && k + slots < mine) issue(k + slots, s);
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) acc[i] = kernels::warp_sum(acc[i]);
+    if (lane < kRows && row0 + lane < rows) {
+      kernels::store_row_added(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1], add);
+    }
+    if (++s == slots) {
+      s = 0;
+      parity ^= 1;
+      ++use;
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -714,12 +872,61 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
   return known && ok;
 }
 
+namespace {
+
+/// The ring form's shape {warps per CTA, slots}: 8 warps and 2 slots, measured best on the H200
+/// (7B steps against the per-warp form: Q4_0 −2.5% to −3.4%, Q8_0 −3.4%, Q4_K_M −1.8% to −2.4%;
+/// 8 × 3 and 16 × 2-3 gained less; docs/performance.md, round 24). DECODEBENCH_GEMV_RING
+/// overrides it for measurements: "0" turns the ring form off, "WxS" asks for W = 8 or 16 warps
+/// and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error (exit 1).
+std::pair<int, int> ring_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING");
+  if (e == nullptr || *e == '\0') return {8, 2};
+  if (std::string(e) == "0") return {0, 0};
+  int w = 0, s = 0;
+  char end = 0;
+  if (std::sscanf(e, "%dx%d%c", &w, &s, &end) != 2 || (w != 8 && w != 16) || s < 1 ||
+      s > kMaxRingSlots) {
+    throw runtime_error(std::string("DECODEBENCH_GEMV_RING: '") + e +
+                        "' is neither 0 (the ring form off) nor WxS (W = 8 or 16 warps, S = 1 to " +
+                        std::to_string(kMaxRingSlots) + " slots)");
+  }
+  return {w, s};
+}
+
+template <WeightType T, bool kTiled>
+const void* ring_kernel(int warps) {
+  return warps == 16 ? reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>)
+                     : reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8>);
+}
+
+}  // namespace
+
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) {
   Plan p;
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
     using Ops = typename OpsFor<T, kTiled>::type;
     const int64_t nb = cols / Ops::kBE;
     const int cb = Ops::kChunkCols / Ops::kBE;
+    const int64_t row_bytes = nb * Ops::kBB;
+    const auto [ring_warps, ring_slots] = ring_request();
+    if (ring_warps > 0 && row_bytes % 16 == 0) {
+      const int64_t group_rows = static_cast<int64_t>(ring_warps) * kRows;
+      const int64_t smem = ring_smem(static_cast<int>(group_rows * row_bytes), ring_slots);
+      if (smem <= smem_optin()) {
+        p.block = ring_warps * 32;
+        p.rows_per_warp = kRows;
+        p.chunk = cb;
+        p.smem = static_cast<int>(smem);
+        p.ring_slots = ring_slots;
+        const int ctas =
+            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps), p.block, p.smem));
+        p.ntasks = ceil_div<int64_t>(rows, group_rows);
+        p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
+        p.ksplit = 1;
+        return;
+      }
+    }
     p.block = kThreads;
     p.rows_per_warp = kRows;
     p.chunk = cb;
@@ -761,11 +968,15 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   KernelArgs args = a;
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
+  args.ring_slots = p.ring_slots;
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
-    launch_with_attrs(reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>), params,
-                      dim3(static_cast<unsigned>(p.grid)), dim3(static_cast<unsigned>(p.block)),
-                      static_cast<size_t>(p.smem), a.pdl != 0, stream);
+    const void* kernel = p.ring_slots > 0
+                             ? ring_kernel<T, kTiled>(p.block / 32)
+                             : reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>);
+    launch_with_attrs(kernel, params, dim3(static_cast<unsigned>(p.grid)),
+                      dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,
+                      stream);
   });
   if (!known) {
     throw runtime_error(std::string("GEMV: the stream kernel does not read ") +

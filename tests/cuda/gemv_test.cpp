@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -1090,6 +1091,73 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "stream");
   p.rows = 986896;  // 4,294,971,392 bytes
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
+}
+
+// The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
+// per bulk copy) takes matrices whose row groups fit two slots: the 7B QKV shape in Q4_K (rows of
+// 2,016 bytes, 288 groups) but not its down projection (rows of 10,656 bytes: two slots of 16
+// rows would need 341 KB), which keeps the per-warp form (two rows per task). DECODEBENCH_GEMV_RING
+// switches it off ("0") or picks another shape; anything else is refused. Both forms match the
+// CPU on whole-row shapes with a partial last group (1,031 and 97 rows).
+TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  struct EnvGuard {
+    ~EnvGuard() { unsetenv("DECODEBENCH_GEMV_RING"); }
+  } guard;
+  unsetenv("DECODEBENCH_GEMV_RING");
+  DeviceBuffer x(1 << 16), y(1 << 16), split(gemv_x_split_bytes(18944));
+  GemvParams p;
+  p.type = WeightType::kQ4_K;
+  p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // 16-byte aligned, never read
+  p.x = x.data<float>();
+  p.y = y.data<float>();
+  p.x_split = split.get();
+  p.rows = 4608;
+  p.cols = 3584;
+  GemvLaunchInfo ring = gemv_launch_info(p);
+  EXPECT_STREQ(ring.kernel, "stream");
+  EXPECT_EQ(ring.block, 256);
+  EXPECT_EQ(ring.tasks, 288);                      // groups of 16 rows
+  EXPECT_EQ(ring.smem_bytes, 2 * 16 * 2016 + 64);  // two slots, mbarriers and counters
+  setenv("DECODEBENCH_GEMV_RING", "16x3", 1);
+  ring = gemv_launch_info(p);
+  EXPECT_EQ(ring.block, 512);
+  EXPECT_EQ(ring.tasks, 144);
+  EXPECT_EQ(ring.smem_bytes, 3 * 32 * 2016 + 64);
+  setenv("DECODEBENCH_GEMV_RING", "0", 1);
+  const GemvLaunchInfo per_warp = gemv_launch_info(p);
+  EXPECT_EQ(per_warp.tasks, 2304);  // two rows per task
+  for (const char* bad : {"8", "12x2", "8x5", "8x2x", "on"}) {
+    setenv("DECODEBENCH_GEMV_RING", bad, 1);
+    try {
+      (void)gemv_launch_info(p);
+      ADD_FAILURE() << "DECODEBENCH_GEMV_RING=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("DECODEBENCH_GEMV_RING: '" + std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv("DECODEBENCH_GEMV_RING");
+  p.rows = 3584;
+  p.cols = 18944;
+  EXPECT_EQ(gemv_launch_info(p).tasks, 1792);  // the down projection: per-warp tasks
+  // Both forms against the CPU (the ring form by default, then the per-warp form).
+  for (const char* form : {"", "0", "16x2"}) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING=") + form);
+    setenv("DECODEBENCH_GEMV_RING", form, 1);
+    for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
+      // Variant 4: GGUF blocks; 7: the tiled layout (Q4_0, Q8_0).
+      for (const int v : {4, 7}) {
+        if (v == 7 && t == WeightType::kQ4_K) continue;
+        check_gemv(t, 1031, 2816, false, false, 0, 0, v);
+        check_gemv(t, 97, 1024, true, true, 0, 0, v);
+      }
+    }
+  }
 }
 
 // The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
