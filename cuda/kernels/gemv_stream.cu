@@ -32,6 +32,8 @@
 // order (deterministic). Piece copies cover the 16-byte aligned span around each row's chunk, so
 // any block size works; the matrix end must be 16-byte aligned (stream_supported). Where a row is
 // one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
+// Where rows are 16-byte multiples and two slots of 16 rows fit the shared memory, the ring form
+// runs instead (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -875,10 +877,11 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
 namespace {
 
 /// The ring form's shape {warps per CTA, slots}: 8 warps and 2 slots, measured best on the H200
-/// (7B steps against the per-warp form: Q4_0 −2.5% to −3.4%, Q8_0 −3.4%, Q4_K_M −1.8% to −2.4%;
-/// 8 × 3 and 16 × 2-3 gained less; docs/performance.md, round 24). DECODEBENCH_GEMV_RING
-/// overrides it for measurements: "0" turns the ring form off, "WxS" asks for W = 8 or 16 warps
-/// and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error (exit 1).
+/// (7B steps against the per-warp form: Q4_0 −2.0% to −3.4%, Q8_0 −3.1% to −3.4%, Q4_K_M −1.8%
+/// to −2.4% over three runs; 8 × 3 and 16 × 2-3 gained less; docs/performance.md, round 24).
+/// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring form off, "WxS" asks for
+/// W = 8 or 16 warps and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error
+/// (exit 1).
 std::pair<int, int> ring_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING");
   if (e == nullptr || *e == '\0') return {8, 2};
