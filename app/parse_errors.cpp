@@ -30,17 +30,20 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
                                              : "a value of type " + type;
   // CLI11 joins every occurrence's value with commas ("--tokens 4 --tokens abc": "4,abc"), though
   // only the last one is read (a flag given twice takes its last value).
+  // An option that splits its values on commas (bench-kernels --batches 1,x,4) holds one result
+  // per item: the joined list is what was typed.
   const std::vector<std::string>& given = opt->results();
+  const bool splits = opt->get_delimiter() != '\0';
   std::string note;
-  if (given.size() > 1) {
+  if (given.size() > 1 && !splits) {
     value = given.back();
     note = " (" + name + " is given " + std::to_string(given.size()) +
            " times; the last value counts)";
-  } else if (value.find(',') != std::string::npos && named != nullptr &&
+  } else if (!splits && value.find(',') != std::string::npos && named != nullptr &&
              named->get_name() != "run") {
     // "make-gguf --layers 1,2": comma lists are the main run's sweeps.
-    note = " (comma lists sweep the main run only; '" + named->get_name() +
-           "' takes one value per flag)";
+    note = " (comma lists sweep the main run only; " + name + " of '" + named->get_name() +
+           "' takes one value)";
   }
   return name + ": '" + value + "' is not " + kind + note;
 }

@@ -1,5 +1,6 @@
 #include "core/run_config.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -311,7 +312,9 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
                                           BackendKind::kCuda};
     const std::string backend = r.get<std::string>("backend", o.backend, nullptr, "auto");
     // "gpu" is one letter from "cpu": the hint would point the wrong way.
-    if (backend == "gpu" || backend == "GPU") {
+    std::string lower = backend;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "gpu") {
       throw usage_error("--backend: invalid value '" + backend +
                         "' (the GPU backend is 'cuda'; expected auto|cpu|cuda)");
     }

@@ -211,6 +211,30 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         "--verify-argmax re-checks a GPU's argmax on the CPU; on the cpu backend there is no "
         "other argmax to check and it was skipped");
   }
+  // CUDA-only execution flags given for a cpu run change nothing: said, as --verify is.
+  if (!use_cuda) {
+    static const std::pair<const char*, const char*> kCudaOnly[] = {
+        {"capture_mode", "--capture-mode"},
+        {"inject_capture_fault", "--inject-capture-fault"},
+        {"fusion", "--fusion"},
+        {"pdl", "--pdl"},
+        {"weight_layout", "--weight-layout"}};
+    std::string given;
+    int count = 0;
+    for (const auto& p : config.params) {
+      if (p.origin != Origin::kFlag) continue;
+      for (const auto& [name, flag] : kCudaOnly) {
+        if (p.name == name) {
+          given += (count++ == 0 ? "" : ", ") + std::string(flag);
+        }
+      }
+    }
+    if (count > 0) {
+      warn(given + (count == 1 ? " applies" : " apply") +
+           " to the CUDA backend only; the cpu backend ran without " +
+           (count == 1 ? "it" : "them"));
+    }
+  }
   if (config.min_time_s > config.max_time_s) {
     warn("--min-time " + seconds_text(config.min_time_s) + " is longer than --max-time " +
          seconds_text(config.max_time_s) + ": rounds go on until " +
@@ -561,11 +585,15 @@ std::string run_verdict(const RunReport& r) {
     if (p.pass.spec.label == "graph" && p.pass.exec.captured) graph = &p;
   }
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s: %.1f tokens/s (median TPOT %.1f µs)",
+  // tokens/s counts every timed step (steps ÷ their summed time, as tokens_per_s in the JSON);
+  // the median TPOT beside it is the robust step time: the two differ where some steps are slow.
+  std::snprintf(buf, sizeof buf,
+                "%s: %.1f tokens/s (timed steps ÷ their summed time; median TPOT %.1f µs)",
                 best->pass.spec.label.c_str(), best->tokens_per_s, best->tpot_ns.median / 1e3);
   std::string v = buf;
   if (best->pass.spec.batch > 1) {
-    std::snprintf(buf, sizeof buf, " per sequence, batch %lld: %.1f tokens/s aggregate",
+    std::snprintf(buf, sizeof buf,
+                  " per sequence, batch %lld: %.1f tokens/s aggregate (batch ÷ median step)",
                   static_cast<long long>(best->pass.spec.batch), best->aggregate_tokens_per_s);
     v += buf;
   }

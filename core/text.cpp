@@ -53,8 +53,11 @@ std::string choice_hint(const std::string& value, const std::vector<std::string>
     return " (did you mean '" + lower + "'? names are lower case)";
   }
   const int cap = lower.size() <= 4 ? 1 : 2;
-  const std::vector<std::string> near = nearest_names(lower, names, 1);
-  if (near.empty() || edit_distance(lower, near.front(), cap) > cap) return "";
+  const std::vector<std::string> near = nearest_names(lower, names, 2);
+  if (near.empty()) return "";
+  const int d = edit_distance(lower, near.front(), cap);
+  // Two names as near ("of": on, off) make a guess: none is offered.
+  if (d > cap || (near.size() > 1 && edit_distance(lower, near[1], cap) == d)) return "";
   return " (did you mean '" + near.front() + "'?)";
 }
 

@@ -19,7 +19,8 @@ std::vector<std::string> nearest_names(const std::string& word,
 
 /// For a value that is none of `names`: " (did you mean 'f16'? names are lower case)" when it
 /// differs from one only in case, " (did you mean 'q4_k_m'?)" when one is within 2 edits of it
-/// (1 for values of up to 4 characters), else "". Appended to an "invalid value" message.
+/// (1 for values of up to 4 characters) and nearer than every other, else "". Appended to an
+/// "invalid value" message.
 std::string choice_hint(const std::string& value, const std::vector<std::string>& names);
 
 /// A byte count in decimal units, as the run report, make-gguf and the docs print sizes:

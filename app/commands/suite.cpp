@@ -100,7 +100,7 @@ void print_summary(const SuiteOutcome& outcome, FILE* out) {
   fmt::print(out,
              "noise: half-width of the median step's 95% confidence interval, relative to the "
              "median ('-' below 6 timed steps); tokens/s: timed steps ÷ their summed time, per "
-             "sequence (a batch's aggregate is batch × that)\n");
+             "sequence (the scaling table of a --batch sweep takes the median step)\n");
 }
 
 // Runs a suite definition: validation of every configuration, the runs, the report, the document.

@@ -1,8 +1,10 @@
 #include "core/result/environment.hpp"
 
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -31,8 +33,10 @@ std::string cpu_model_name() {
 }
 
 namespace {
-int64_t meminfo_kb(const std::string& key) {
-  std::ifstream in("/proc/meminfo");
+// The number of the "key: N kB" line of a /proc file (/proc/meminfo, /proc/self/status); -1 when
+// absent.
+int64_t meminfo_kb(const std::string& key, const char* file = "/proc/meminfo") {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key + ":", 0) == 0) {
@@ -78,6 +82,20 @@ void check_host_memory(int64_t needed, const std::string& what) {
     throw resource_error("not enough host memory: " + what + " needs " + std::to_string(needed) +
                          " bytes (" + gib(needed) + "), " + std::to_string(available) + " bytes (" +
                          gib(available) + ") are available");
+  }
+  // A limit on this process's address space (ulimit -v) fails the allocation with no numbers:
+  // its headroom is checked as well.
+  rlimit limit{};
+  const int64_t vm_size = meminfo_kb("VmSize", "/proc/self/status");
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && vm_size >= 0) {
+    const int64_t headroom = static_cast<int64_t>(limit.rlim_cur) - vm_size * 1024;
+    if (needed > headroom) {
+      throw resource_error("not enough host memory: " + what + " needs " + std::to_string(needed) +
+                           " bytes (" + gib(needed) + "), " +
+                           std::to_string(std::max<int64_t>(0, headroom)) + " bytes (" +
+                           gib(std::max<int64_t>(0, headroom)) +
+                           ") are left under this process's address-space limit (ulimit -v)");
+    }
   }
 }
 

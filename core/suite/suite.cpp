@@ -30,8 +30,8 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
       // "--layers 1, 2" reaches here as "1,": the space ended the list.
       if (comma == std::string::npos && !text.empty()) {
         throw usage_error(flag + ": the list '" + text +
-                          "' ends with a comma (a sweep list has no spaces: a space after a "
-                          "comma ends the list, so write 2,4,8, not 2, 4, 8)");
+                          "' ends with a comma (if a space followed it, the space ended the list: "
+                          "write 2,4,8, not 2, 4, 8)");
       }
       throw usage_error(flag + ": empty element in the list '" + text +
                         "' (a sweep is a comma-separated list of values, e.g. 2,4,8)");

@@ -717,8 +717,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 }
 
 // ---- the ring kernel (whole rows) --------------------------------------------------------------
-// Where rows are 16-byte multiples and a group of them fits the shared memory (4-bit types: the
-// 7B QKV, o, gate/up and LM-head matrices; Q8_0 in fewer slots), a CTA of kRW warps streams groups
+// Where rows are 16-byte multiples and two slots of a group fit the shared memory (the 7B QKV, o,
+// gate/up and LM-head matrices of Q4_0, Q8_0 and Q4_K), a CTA of kRW warps streams groups
 // of kRW · kRows consecutive rows (32 KiB for 16 Q4_0 rows of 3,584 columns) with one bulk copy
 // each into a ring of `slots` shared-memory slots, instead of each warp copying its own two rows (4
 // KB). A standalone probe of the 7B step's weight stream (docs/probes/persistent_stream.cu)
@@ -876,9 +876,10 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
 
 namespace {
 
-/// The ring form's shape {warps per CTA, slots}: 8 warps and 2 slots, measured best on the H200
-/// (7B steps against the per-warp form: Q4_0 −2.0% to −3.4%, Q8_0 −3.1% to −3.4%, Q4_K_M −1.8%
-/// to −2.4% over three runs; 8 × 3 and 16 × 2-3 gained less; docs/performance.md, round 24).
+/// The ring form's shape {warps per CTA, slots}: 8 warps and 2 slots, measured on the H200 (7B
+/// steps, the adopted build against the one before: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0%; 8 × 3
+/// tied with it in one run and lost in another, 16 × 2 and 16 × 3 gained less;
+/// docs/performance.md, round 24).
 /// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring form off, "WxS" asks for
 /// W = 8 or 16 warps and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error
 /// (exit 1).
@@ -913,9 +914,15 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int cb = Ops::kChunkCols / Ops::kBE;
     const int64_t row_bytes = nb * Ops::kBB;
     const auto [ring_warps, ring_slots] = ring_request();
-    if (ring_warps > 0 && row_bytes % 16 == 0) {
+    // The ring's slots are packed: only decoders that read nothing past a row's last block take
+    // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
+    // one word past it, which the per-warp form's regions leave room for).
+    constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
+    if (kReadsWithinRow && ring_warps > 0 && row_bytes % 16 == 0) {
       const int64_t group_rows = static_cast<int64_t>(ring_warps) * kRows;
-      const int64_t smem = ring_smem(static_cast<int>(group_rows * row_bytes), ring_slots);
+      // In 64 bits: a long row must not wrap into a small slot.
+      const int64_t slot_bytes = group_rows * row_bytes;
+      const int64_t smem = static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0);
       if (smem <= smem_optin()) {
         p.block = ring_warps * 32;
         p.rows_per_warp = kRows;

@@ -195,11 +195,13 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
       {{"--tokens", "4", "--backend", "cpu", "--tokens", "abc"},
        "--tokens: 'abc' is not an integer (--tokens is given 2 times; the last value counts)"},
       {{"make-gguf", "--layers", "1,2", "--out", out},
-       "--layers: '1,2' is not an integer (comma lists sweep the main run only; 'make-gguf' takes "
-       "one value per flag)"},
+       "--layers: '1,2' is not an integer (comma lists sweep the main run only; --layers of "
+       "'make-gguf' takes one value)"},
+      // A flag whose values are comma lists: the list as typed, no note.
+      {{"bench-kernels", "--batches", "1,x,4"}, "--batches: '1,x,4' is not an integer\n"},
       {{"--preset", "smollm2-135m", "--layers", "1,", "2"},
-       "--layers: the list '1,' ends with a comma (a sweep list has no spaces: a space after a "
-       "comma ends the list, so write 2,4,8, not 2, 4, 8)"},
+       "--layers: the list '1,' ends with a comma (if a space followed it, the space ended the "
+       "list: write 2,4,8, not 2, 4, 8)"},
       {{"--preset", "smollm2-135m", "--dtype", "F16", "--backend", "cpu"},
        "--dtype: invalid value 'F16' (did you mean 'f16'? names are lower case) (expected "},
       {{"--preset", "smollm2-135m", "--dtype", "q4-k-m", "--backend", "cpu"},
@@ -208,6 +210,8 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
        "--backend: invalid value 'cdua' (did you mean 'cuda'?) (expected auto|cpu|cuda)"},
       {{"--preset", "smollm2-135m", "--backend", "gpu"},
        "--backend: invalid value 'gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
+      {{"--preset", "smollm2-135m", "--backend", "Gpu"},
+       "--backend: invalid value 'Gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
   };
   for (const Case& c : cases) {
     std::string line;
@@ -223,6 +227,7 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
   EXPECT_EQ(choice_hint("zz", {"on", "off"}), "");
   EXPECT_EQ(choice_hint("ON", {"on", "off"}), " (did you mean 'on'? names are lower case)");
   EXPECT_EQ(choice_hint("onn", {"on", "off"}), " (did you mean 'on'?)");
+  EXPECT_EQ(choice_hint("of", {"on", "off"}), "");  // one edit from both: no guess
   EXPECT_EQ(choice_hint("q4_0x", {"q4_0", "q4_1"}), " (did you mean 'q4_0'?)");
 }
 

@@ -105,6 +105,11 @@ TEST(RunCli, CpuPhaseTimingWritesNoGpuTime) {
   // The overhead is a difference of two noisy medians: printed with its uncertainty.
   EXPECT_NE(r.out.find("phase-timing overhead (cpu): "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" µs per token (median with − without; ± "), std::string::npos) << r.out;
+  // The verdict's tokens/s is said to count every timed step, beside the median TPOT.
+  EXPECT_NE(r.out.find("verdict  cpu: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" tokens/s (timed steps ÷ their summed time; median TPOT "),
+            std::string::npos)
+      << r.out;
   // What the GPU phases mean on the CPU.
   EXPECT_NE(r.out.find("(cpu backend: the forward pass runs inside 'launch'"), std::string::npos)
       << r.out;
@@ -192,6 +197,14 @@ TEST(RunCli, WarnsAboutFlagsThatDoLessThanAsked) {
   if (std::thread::hardware_concurrency() > 0) {
     EXPECT_NE(r.err.find("hardware threads"), std::string::npos) << r.err;
   }
+  // CUDA-only execution flags on the cpu backend.
+  const auto cuda_only =
+      run_decodebench(tiny({"-q", "--capture-mode", "global", "--weight-layout", "tiled"}));
+  ASSERT_EQ(cuda_only.exit_code, 0) << cuda_only.err;
+  EXPECT_NE(cuda_only.err.find("--capture-mode, --weight-layout apply to the CUDA backend only; "
+                               "the cpu backend ran without them"),
+            std::string::npos)
+      << cuda_only.err;
   const auto quiet = run_decodebench(tiny({"-q", "--threads", "1"}));
   EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;
 }
@@ -426,6 +439,23 @@ TEST(RunCli, GraphOnWithoutAGpuIsAMissingResource) {
   EXPECT_NE(r.err.find("--graph on needs a CUDA device"), std::string::npos) << r.err;
   // No "using the cpu backend" announcement for a run that does not happen.
   EXPECT_EQ(r.err.find("using the cpu backend"), std::string::npos) << r.err;
+}
+
+// Under an address-space limit (ulimit -v) the model's memory is checked against what the limit
+// leaves, so the error gives both numbers instead of a bare "out of host memory" from a failed
+// allocation.
+TEST(RunCli, AddressSpaceLimitIsNamedWithBothNumbers) {
+  const auto r = run_command({"/bin/sh", "-c", "ulimit -v 200000 && exec \"$0\" \"$@\"",
+                              decodebench_bin().string(), "--preset", "smollm2-135m", "--backend",
+                              "cpu", "--tokens", "2", "-q"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("not enough host memory: the synthetic model (weights 269100288 bytes + "
+                       "KV cache and workspace "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("are left under this process's address-space limit (ulimit -v)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(RunCli, CpuFallbackWarnsOnStderrEvenWhenQuiet) {

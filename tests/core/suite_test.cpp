@@ -111,7 +111,7 @@ TEST(Sweep, EmptyElementIsAUsageError) {
       [] {
         (void)expand_sweep({"--layers", "1,", "2"});
       },
-      {"--layers", "the list '1,' ends with a comma", "no spaces"});
+      {"--layers", "the list '1,' ends with a comma", "if a space followed it"});
   expect_usage_error([] { (void)expand_sweep({"--dtype=f16,"}); },
                      {"--dtype", "ends with a comma"});
 }

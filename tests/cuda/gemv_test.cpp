@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/ops.hpp"
@@ -1098,14 +1099,25 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 // 2,016 bytes, 288 groups) but not its down projection (rows of 10,656 bytes: two slots of 16
 // rows would need 341 KB), which keeps the per-warp form (two rows per task). DECODEBENCH_GEMV_RING
 // switches it off ("0") or picks another shape; anything else is refused. Both forms match the
-// CPU on whole-row shapes with a partial last group (1,031 and 97 rows).
+// CPU on whole-row shapes with a partial last group (1,031 and 97 rows), the ring also with many
+// groups per CTA (slots refilled).
 TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   DB_REQUIRE_CUDA();
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  // The caller's setting comes back after the test (a run with the ring forced keeps it).
   struct EnvGuard {
-    ~EnvGuard() { unsetenv("DECODEBENCH_GEMV_RING"); }
+    const char* old = std::getenv("DECODEBENCH_GEMV_RING");
+    std::string saved = old != nullptr ? old : "";
+    bool had = old != nullptr;
+    ~EnvGuard() {
+      if (had) {
+        setenv("DECODEBENCH_GEMV_RING", saved.c_str(), 1);
+      } else {
+        unsetenv("DECODEBENCH_GEMV_RING");
+      }
+    }
   } guard;
   unsetenv("DECODEBENCH_GEMV_RING");
   DeviceBuffer x(1 << 16), y(1 << 16), split(gemv_x_split_bytes(18944));
@@ -1145,17 +1157,35 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   p.rows = 3584;
   p.cols = 18944;
   EXPECT_EQ(gemv_launch_info(p).tasks, 1792);  // the down projection: per-warp tasks
-  // Both forms against the CPU (the ring form by default, then the per-warp form).
+  // Both forms against the CPU (the ring form by default, then the per-warp form). The ring
+  // takes the tiled layout (variant 7: Q4_0, Q8_0) and the K-quants in GGUF blocks (variant 4:
+  // Q4_K); the 32-column GGUF blocks keep the per-warp form.
+  const struct {
+    WeightType t;
+    int variant;
+  } forms[] = {{WeightType::kQ4_0, 7}, {WeightType::kQ8_0, 7}, {WeightType::kQ4_K, 4}};
   for (const char* form : {"", "0", "16x2"}) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING=") + form);
     setenv("DECODEBENCH_GEMV_RING", form, 1);
-    for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
-      // Variant 4: GGUF blocks; 7: the tiled layout (Q4_0, Q8_0).
-      for (const int v : {4, 7}) {
-        if (v == 7 && t == WeightType::kQ4_K) continue;
-        check_gemv(t, 1031, 2816, false, false, 0, 0, v);
-        check_gemv(t, 97, 1024, true, true, 0, 0, v);
-      }
+    for (const auto& f : forms) {
+      check_gemv(f.t, 1031, 2816, false, false, 0, 0, f.variant);
+      check_gemv(f.t, 97, 1024, true, true, 0, 0, f.variant);
+    }
+  }
+  // Many groups per CTA, so that slots are refilled (24,000 rows of 3,584 columns: 1,500 groups
+  // of 16 rows on at most 396 CTAs), with one slot (every group waits for the previous one's
+  // refill) to four.
+  for (const char* form : {"8x1", "8x2", "8x4", "16x2"}) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING=") + form);
+    setenv("DECODEBENCH_GEMV_RING", form, 1);
+    for (const auto& f : forms) check_gemv(f.t, 24000, 3584, false, true, 0, 0, f.variant);
+  }
+  // The per-warp form on the shapes the ring now takes by default: one-chunk whole rows (5 ×
+  // 2,048, 67 × 4,096: the clamped last task) and a column split (9 × 4,352).
+  setenv("DECODEBENCH_GEMV_RING", "0", 1);
+  for (const auto& f : forms) {
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{5, 2048}, {67, 4096}, {9, 4352}}) {
+      check_gemv(f.t, rows, cols, false, false, 0, 0, f.variant);
     }
   }
 }
