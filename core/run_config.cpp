@@ -1,5 +1,7 @@
 #include "core/run_config.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -374,8 +376,8 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   }
   const double noise_pct = r.get<double>("max_noise_pct", o.max_noise, nullptr, 0.0);
   if (!(noise_pct >= 0 && noise_pct < 100)) {
-    throw usage_error("--max-noise must be a percentage in [0, 100) (got " +
-                      std::to_string(noise_pct) + ")");
+    throw usage_error(
+        fmt::format("--max-noise must be a percentage in [0, 100) (got {:g})", noise_pct));
   }
   c.max_noise = noise_pct / 100.0;
   c.max_time_s = r.get<double>("max_time_s", o.max_time, nullptr, 30.0);

@@ -360,7 +360,9 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   EXPECT_TRUE(in_json);
   const auto bad = run_decodebench(tiny({"--max-noise", "150"}));
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--max-noise"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--max-noise must be a percentage in [0, 100) (got 150)"),
+            std::string::npos)
+      << bad.err;
   // "5%" reads as 5 (as compare --threshold takes percentages); "x%" is still an error.
   const auto pct = run_decodebench(
       tiny({"--max-noise", "5%", "--max-time", "0.3", "--json", "-", "-q", "--tokens", "2"}));
