@@ -202,6 +202,38 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
     if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
       return conversion_message(app, named, e.what());
     }
+    const std::string what = e.what();
+    // CLI11's "--format: markdown not in {text,md,json}" as the run flags say it, with a hint.
+    if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
+      const size_t colon = what.find(": ");
+      const size_t in = what.rfind(" not in {");
+      if (colon != std::string::npos && in != std::string::npos && in > colon &&
+          what.back() == '}') {
+        const std::string value = what.substr(colon + 2, in - colon - 2);
+        const std::string list = what.substr(in + 9, what.size() - in - 10);
+        std::vector<std::string> names;
+        std::string choices;
+        for (size_t start = 0; start <= list.size();) {
+          const size_t comma = std::min(list.find(',', start), list.size());
+          names.push_back(list.substr(start, comma - start));
+          choices += (choices.empty() ? "" : "|") + names.back();
+          start = comma + 1;
+        }
+        return what.substr(0, colon) + ": invalid value '" + value + "'" +
+               choice_hint(value, names) + " (expected " + choices + ")";
+      }
+    }
+    // "new is required": a command's missing argument, named with what it is.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && named != nullptr &&
+        what.ends_with(" is required")) {
+      const std::string name = what.substr(0, what.size() - 12);
+      const CLI::Option* opt = named->get_option_no_throw(name);
+      if (opt != nullptr && opt->get_lnames().empty() && opt->get_snames().empty()) {
+        const std::string desc = opt->get_description();
+        return "'" + named->get_name() + "' is missing its argument '" + name + "'" +
+               (desc.empty() ? "" : ": " + desc);
+      }
+    }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       const std::string msg = extras_message(app, named);
       if (!msg.empty()) return msg;

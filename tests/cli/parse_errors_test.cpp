@@ -210,6 +210,10 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
        "--backend: invalid value 'cdua' (did you mean 'cuda'?) (expected auto|cpu|cuda)"},
       {{"--preset", "smollm2-135m", "--backend", "gpu"},
        "--backend: invalid value 'gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
+      // A command's own choices and arguments.
+      {{"compare", "a.json", "b.json", "--format", "jsn"},
+       "--format: invalid value 'jsn' (did you mean 'json'?) (expected text|md|json)"},
+      {{"compare", "a.json"}, "'compare' is missing its argument 'new': New result or suite JSON"},
       {{"--preset", "smollm2-135m", "--backend", "Gpu"},
        "--backend: invalid value 'Gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
   };
