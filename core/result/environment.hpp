@@ -14,7 +14,8 @@ std::string cpu_model_name();
 int64_t available_host_memory_bytes();
 
 /// Throws decodebench::Error (exit 3) naming both numbers (bytes and GiB) when `needed` bytes for
-/// `what` exceed available_host_memory_bytes(); does nothing when that is unknown.
+/// `what` exceed available_host_memory_bytes() (not checked when that is unknown) or what this
+/// process's address-space limit (RLIMIT_AS, ulimit -v) leaves above its present size (VmSize).
 void check_host_memory(int64_t needed, const std::string& what);
 
 /// Total host memory (MemTotal), or -1 when unknown.

@@ -68,6 +68,27 @@ std::string message_for(std::vector<std::string> args) {
   return "(parsed)";
 }
 
+// A command line and the start of its error message (the whole line when `whole`).
+struct Case {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+// Each case exits 2 with "decodebench: error: MESSAGE" on stderr and nothing on stdout.
+void expect_usage_errors(const std::vector<Case>& cases, bool whole) {
+  for (const Case& c : cases) {
+    std::string line;
+    for (const std::string& a : c.args) line += " " + a;
+    SCOPED_TRACE("decodebench" + line);
+    const auto r = testing::run_decodebench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("decodebench: error: " + c.message + (whole ? "\n" : "")),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 TEST(ParseErrorMessage, NamesTheUnknownFlagAndTheNearestOne) {
   EXPECT_EQ(message_for({"--layer", "2"}), "unknown flag '--layer'; did you mean --layers?");
   EXPECT_EQ(message_for({"--dtpye=f16"}), "unknown flag '--dtpye=f16'; did you mean --dtype?");
@@ -123,10 +144,6 @@ TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
   testing::TempDir dir;
   const std::string suite =
       (testing::source_dir() / "bench-configs" / "suites" / "ci-smoke.json").string();
-  struct Case {
-    std::vector<std::string> args;
-    std::string message;
-  };
   const std::vector<Case> cases = {
       {{"--layers", "2", "compare", "a.json", "b.json"},
        "--layers was given before 'compare', which takes no flags before it; 'compare' has no "
@@ -160,15 +177,7 @@ TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
         "--ffn", "256", "--tokens", "2", "--prompt-tokens", "2", "--backend", "cpu"},
        "--layers was given before 'run': the flags of 'run' go after it (or leave 'run' out)"},
   };
-  for (const Case& c : cases) {
-    std::string line;
-    for (const std::string& a : c.args) line += " " + a;
-    SCOPED_TRACE("decodebench" + line);
-    const auto r = testing::run_decodebench(c.args);
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("decodebench: error: " + c.message + "\n"), std::string::npos) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
+  expect_usage_errors(cases, true);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "make-gguf must not have run";
   // --help and --version still work in front of a command, and the command's own flags after it.
   const auto help = testing::run_decodebench({"--help", "suite"});
@@ -187,10 +196,6 @@ TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
 TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
   testing::TempDir dir;
   const std::string out = (dir / "m.gguf").string();
-  struct Case {
-    std::vector<std::string> args;
-    std::string message;
-  };
   const std::vector<Case> cases = {
       {{"--tokens", "4", "--backend", "cpu", "--tokens", "abc"},
        "--tokens: 'abc' is not an integer (--tokens is given 2 times; the last value counts)"},
@@ -217,15 +222,7 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
       {{"--preset", "smollm2-135m", "--backend", "Gpu"},
        "--backend: invalid value 'Gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
   };
-  for (const Case& c : cases) {
-    std::string line;
-    for (const std::string& a : c.args) line += " " + a;
-    SCOPED_TRACE("decodebench" + line);
-    const auto r = testing::run_decodebench(c.args);
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("decodebench: error: " + c.message), std::string::npos) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
+  expect_usage_errors(cases, false);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "make-gguf must not have run";
   // choice_hint on its own: nothing near, a case change, one edit on a short name.
   EXPECT_EQ(choice_hint("zz", {"on", "off"}), "");

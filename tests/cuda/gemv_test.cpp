@@ -1073,6 +1073,22 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   }
 }
 
+// Inputs for planning only (gemv_launch_info): x, y and a pre-split x of up to `cols` columns on
+// the device, and a 16-byte aligned weight address that is never read.
+struct PlanningBuffers {
+  DeviceBuffer x{size_t{1} << 16}, y{size_t{1} << 16}, split;
+  explicit PlanningBuffers(int64_t cols) : split(static_cast<size_t>(gemv_x_split_bytes(cols))) {}
+  GemvParams params(WeightType t) {
+    GemvParams p;
+    p.type = t;
+    p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);
+    p.x = x.data<float>();
+    p.y = y.data<float>();
+    p.x_split = split.get();
+    return p;
+  }
+};
+
 // The stream kernel keeps 32-bit byte offsets within a matrix: from 4 GiB of weights a pre-split
 // x goes to the mma kernel instead. Planning only (nothing is launched or read).
 TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
@@ -1080,13 +1096,8 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
-  DeviceBuffer x(1 << 16), y(1 << 16), split(gemv_x_split_bytes(4096));
-  GemvParams p;
-  p.type = WeightType::kQ8_0;
-  p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // 16-byte aligned, never read
-  p.x = x.data<float>();
-  p.y = y.data<float>();
-  p.x_split = split.get();
+  PlanningBuffers bufs(4096);
+  GemvParams p = bufs.params(WeightType::kQ8_0);
   p.cols = 4096;    // 4352 bytes per row
   p.rows = 986895;  // 4,294,967,040 bytes: 256 below 4 GiB
   EXPECT_STREQ(gemv_launch_info(p).kernel, "stream");
@@ -1120,13 +1131,8 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
     }
   } guard;
   unsetenv("DECODEBENCH_GEMV_RING");
-  DeviceBuffer x(1 << 16), y(1 << 16), split(gemv_x_split_bytes(18944));
-  GemvParams p;
-  p.type = WeightType::kQ4_K;
-  p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);  // 16-byte aligned, never read
-  p.x = x.data<float>();
-  p.y = y.data<float>();
-  p.x_split = split.get();
+  PlanningBuffers bufs(18944);
+  GemvParams p = bufs.params(WeightType::kQ4_K);
   p.rows = 4608;
   p.cols = 3584;
   GemvLaunchInfo ring = gemv_launch_info(p);
