@@ -194,6 +194,10 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     warn("no usable CUDA device (" + why_not + "); using the cpu backend");
     report.backend_fallback = "no usable CUDA device (" + why_not + ")";
   }
+  // Variables that change the kernels or their timing (recorded in environment.variables).
+  for (const auto& w : run_variable_warnings(report.host_environment["variables"], use_cuda)) {
+    warn(w);
+  }
   // A CPU-only build has nothing to fall back from (no warning), but the report still says why.
   if (config.backend == BackendKind::kAuto && !cuda) {
     report.backend_fallback = "this build has no CUDA backend";

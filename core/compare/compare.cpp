@@ -185,6 +185,10 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     r.key = run["key"];
     r.run = run;
     r.origin = where;
+    if (doc.contains("environment") && doc["environment"].is_object() &&
+        doc["environment"].contains("variables") && doc["environment"]["variables"].is_object()) {
+      r.variables = doc["environment"]["variables"];
+    }
     out.runs.push_back(std::move(r));
   }
 }
@@ -262,6 +266,28 @@ std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metr
     }
   }
   return s;
+}
+
+// "NAME '0' in A, unset in B; ..." for the variables whose values differ; empty when they agree
+// or either side does not record them (null).
+std::string variables_difference(const nlohmann::json& a, const std::string& a_name,
+                                 const nlohmann::json& b, const std::string& b_name) {
+  if (!a.is_object() || !b.is_object()) return "";
+  std::set<std::string> names;
+  for (const auto& [k, v] : a.items()) names.insert(k);
+  for (const auto& [k, v] : b.items()) names.insert(k);
+  const auto value = [](const nlohmann::json& vars, const std::string& k) {
+    const auto it = vars.find(k);
+    if (it == vars.end()) return std::string("unset");
+    return "'" + (it->is_string() ? it->get<std::string>() : it->dump()) + "'";
+  };
+  std::string out;
+  for (const auto& k : names) {
+    const std::string va = value(a, k), vb = value(b, k);
+    if (va == vb) continue;
+    out += (out.empty() ? "" : "; ") + k + " " + va + " in " + a_name + ", " + vb + " in " + b_name;
+  }
+  return out;
 }
 
 }  // namespace
@@ -377,6 +403,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                ? MatchKey{r.key_id, r.start_position, r.repeat_at_start}
                : MatchKey{r.key_id, -1, r.repeat_of_key};
   };
+  std::map<std::string, int> differing;  // variables_difference text → matched runs with it
   std::map<MatchKey, const LoadedRun*> by_key;
   for (const auto& r : candidate.runs) by_key[match_key(r)] = &r;
   std::set<const LoadedRun*> used;
@@ -405,6 +432,9 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     }
     const LoadedRun& cand = *it->second;
     used.insert(&cand);
+    const std::string differ =
+        variables_difference(base.variables, baseline.name, cand.variables, candidate.name);
+    if (!differ.empty()) ++differing[differ];
     RunComparison rc;
     rc.id = base.id;
     rc.label = base.label;
@@ -445,6 +475,11 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   }
   for (const auto& r : candidate.runs) {
     if (!used.count(&r)) report.only_in_candidate.push_back(r.id);
+  }
+  for (const auto& [text, n] : differing) {
+    report.notes.push_back("environment variables differ in " + std::to_string(n) + " of " +
+                           std::to_string(report.runs.size()) + " matched run(s): " + text +
+                           " (the runs may not have run the same kernels or timed them alike)");
   }
   if (report.runs.empty()) {
     std::string msg = "nothing matched: no run of " + candidate.name +

@@ -61,6 +61,9 @@ struct LoadedRun {
   int64_t start_position = -1;
   int repeat_at_start = 1;  ///< 1, 2, ...: the n-th run of key_id at this start position
   int repeat_of_key = 1;    ///< 1, 2, ...: the n-th run of key_id in the document
+  /// environment.variables of the run's result document ({name: value}); null where the document
+  /// does not have it (older writers)
+  nlohmann::json variables;
 };
 
 /// A result or suite document reduced to its runs.
@@ -113,7 +116,9 @@ struct CompareReport {
   std::vector<RunComparison> runs;            ///< matched, in baseline order
   std::vector<std::string> only_in_baseline;  ///< LoadedRun ids (key id, "@N", "#n")
   std::vector<std::string> only_in_candidate;
-  std::vector<std::string> notes;  ///< skipped metrics, failed suite configurations
+  /// skipped metrics, failed suite configurations, environment variables that differ between
+  /// matched runs
+  std::vector<std::string> notes;
 
   /// Number of (run, metric) pairs with the verdict.
   [[nodiscard]] int count(Verdict verdict) const;
@@ -121,10 +126,12 @@ struct CompareReport {
   [[nodiscard]] ExitCode exit_code() const;
 };
 
-/// Matches runs by id and compares each requested metric. Throws decodebench::Error (exit 2) when
-/// an option is invalid (unknown metric, alpha outside (0, 1), negative threshold), when no run
-/// matched (the message shows a key of each side), when a metric's samples exist on one side
-/// only, or when no matched run has a requested metric.
+/// Matches runs by id and compares each requested metric. Matched runs whose
+/// environment.variables differ (both documents recording them) get one note per difference,
+/// naming each variable's value on both sides and how many matched runs it concerns. Throws
+/// decodebench::Error (exit 2) when an option is invalid (unknown metric, alpha outside (0, 1),
+/// negative threshold), when no run matched (the message shows a key of each side), when a metric's
+/// samples exist on one side only, or when no matched run has a requested metric.
 CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candidate,
                            const CompareOptions& options);
 

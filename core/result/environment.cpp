@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -113,6 +114,59 @@ std::string utc_timestamp() {
   return buf;
 }
 
+namespace {
+// Read by decodebench or by the CUDA runtime and driver; each changes what runs or what a timing
+// means, so a result records the ones set and `compare` names those that differ. A new
+// DECODEBENCH_* switch belongs here.
+constexpr const char* kRunVariables[] = {
+    "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
+    "CUDA_LAUNCH_BLOCKING",               // every launch synchronous
+    "CUDA_VISIBLE_DEVICES",               // which GPU is device 0
+    "CUDA_DEVICE_ORDER",                  // how devices are numbered
+    "CUDA_DEVICE_MAX_CONNECTIONS",        // hardware work queues per device
+    "CUDA_MODULE_LOADING",                // lazy or eager kernel loading
+    "CUDA_FORCE_PTX_JIT",                 // kernels compiled from PTX at load
+    "CUDA_DISABLE_PTX_JIT",               //
+    "CUDA_CACHE_DISABLE",                 // no JIT cache
+    "CUDA_MPS_PIPE_DIRECTORY",            // a client of an MPS server (shared GPU)
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",  // an MPS client's share of the SMs
+};
+}  // namespace
+
+nlohmann::json run_variables() {
+  nlohmann::json vars = nlohmann::json::object();
+  for (const char* name : kRunVariables) {
+    if (const char* v = std::getenv(name)) vars[name] = v;
+  }
+  return vars;
+}
+
+std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda) {
+  std::vector<std::string> out;
+  if (!cuda || !variables.is_object()) return out;
+  const auto value = [&](const char* name) -> std::string {
+    const auto it = variables.find(name);
+    return it != variables.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string blocking = value("CUDA_LAUNCH_BLOCKING");
+  if (!blocking.empty() && blocking != "0") {
+    out.push_back("CUDA_LAUNCH_BLOCKING=" + blocking +
+                  ": every launch waits for the GPU to finish it (CUDA's debugging switch), so "
+                  "the launch phase and eager step times are not those of a default run");
+  }
+  if (variables.contains("DECODEBENCH_GEMV_RING")) {
+    out.push_back("DECODEBENCH_GEMV_RING=" + value("DECODEBENCH_GEMV_RING") +
+                  ": the GEMVs run another kernel form than the default (a measurement switch); "
+                  "compare this result only with runs of the same setting");
+  }
+  const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  if (!share.empty()) {
+    out.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + share +
+                  ": this MPS client may use only that share of the GPU's SMs");
+  }
+  return out;
+}
+
 nlohmann::json host_environment() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -127,6 +181,7 @@ nlohmann::json host_environment() {
       {"os", os_name()},
       {"kernel", std::string(u.sysname) + " " + u.release + " " + u.machine},
       {"timestamp", utc_timestamp()},
+      {"variables", run_variables()},
   };
 }
 

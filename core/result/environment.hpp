@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace decodebench {
 
@@ -24,7 +25,20 @@ int64_t total_host_memory_bytes();
 /// The current UTC time as ISO-8601 with a Z suffix, e.g. "2026-11-30T09:22:51Z".
 std::string utc_timestamp();
 
-/// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp}.
+/// The environment variables, of those set in this process, that change which code a run executes
+/// or how its GPU is timed: decodebench's own measurement switch DECODEBENCH_GEMV_RING (the GEMV
+/// kernel form, cuda/kernels/gemv_stream.cu) and CUDA runtime switches such as
+/// CUDA_LAUNCH_BLOCKING, CUDA_VISIBLE_DEVICES and CUDA_MODULE_LOADING (the list: kRunVariables in
+/// environment.cpp). {name: value}; an empty object when none is set.
+nlohmann::json run_variables();
+
+/// Warnings for the run_variables() `variables` that make GPU timings unlike a default run:
+/// CUDA_LAUNCH_BLOCKING other than 0 (each launch waits for its kernel), DECODEBENCH_GEMV_RING
+/// (another GEMV kernel form) and an MPS client's thread limit. Empty unless `cuda` (the
+/// backend that reads them) runs.
+std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda);
+
+/// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.
 nlohmann::json host_environment();
 
 }  // namespace decodebench

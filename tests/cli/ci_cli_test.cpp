@@ -266,6 +266,13 @@ class CompareCli : public ::testing::Test {
     const auto doc = nlohmann::json::parse(read_file(real));
     write_scaled(doc, 1.0, *dir_ / "base.json");
     write_scaled(doc, 1.2, *dir_ / "slow.json");
+    // The same run under two variables that change GPU kernels and timings.
+    const auto switched = *dir_ / "switched-real.json";
+    const auto s =
+        run_decodebench(with(kTinyShape, {"--layers", "1", "--json", switched.string(), "-q"}), 300,
+                        {"DECODEBENCH_GEMV_RING=8x1", "CUDA_LAUNCH_BLOCKING=1"});
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    write_scaled(nlohmann::json::parse(read_file(switched)), 1.0, *dir_ / "switched.json");
     auto v2 = doc;
     v2["schema_version"] = "2.0";
     write(*dir_ / "v2.json", v2.dump());
@@ -341,6 +348,32 @@ TEST_F(CompareCli, RunsMatchByStartPosition) {
   const auto unknown = run_decodebench({"compare", path("unknown-start.json"), path("later.json")});
   EXPECT_EQ(unknown.exit_code, 0) << unknown.out << unknown.err;
   EXPECT_TRUE(contains(unknown.out, "start positions not compared")) << unknown.out;
+}
+
+// A result records the variables that change kernels or timings; the cuda backend warns about
+// them (the cpu backend reads none); compare names those that differ between matched runs.
+TEST_F(CompareCli, EnvironmentVariablesAreRecordedAndDifferencesNoted) {
+  const auto doc = nlohmann::json::parse(read_file(*dir_ / "switched-real.json"));
+  const auto& vars = doc["environment"]["variables"];
+  EXPECT_EQ(vars.value("DECODEBENCH_GEMV_RING", "?"), "8x1") << vars;
+  EXPECT_EQ(vars.value("CUDA_LAUNCH_BLOCKING", "?"), "1") << vars;
+  const bool cuda = doc["backend"]["name"] == "cuda";
+  int warned = 0;
+  for (const auto& w : doc["warnings"]) {
+    const std::string text = w.get<std::string>();
+    warned += contains(text, "CUDA_LAUNCH_BLOCKING=1") || contains(text, "DECODEBENCH_GEMV_RING");
+  }
+  EXPECT_EQ(warned, cuda ? 2 : 0) << doc["warnings"];
+
+  const auto r = run_decodebench({"compare", path("base.json"), path("switched.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "note: environment variables differ in 1 of 1 matched run(s)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "DECODEBENCH_GEMV_RING unset in " + path("base.json") +
+                                  ", '8x1' in " + path("switched.json")))
+      << r.out;
+  const auto same = run_decodebench({"compare", path("base.json"), path("slow.json")});
+  EXPECT_FALSE(contains(same.out, "environment variables differ")) << same.out;
 }
 
 TEST_F(CompareCli, RealResultAgainstItselfIsTheSame) {

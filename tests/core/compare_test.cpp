@@ -338,6 +338,32 @@ TEST(Compare, InvalidOptionsAreExit2) {
   expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"--alpha"});
 }
 
+TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
+  // Two runs per file; both differ in the same way: one note, counting both. A document without
+  // environment.variables (an older writer) is not compared on them.
+  const auto doc = [](const nlohmann::json& vars) {
+    auto d = make_doc({make_run(ramp(), "cpu0", "cpu"), make_run(ramp(), "cpu0", "eager")});
+    if (!vars.is_null()) d["environment"] = {{"host", "h"}, {"variables", vars}};
+    return d;
+  };
+  const nlohmann::json off = {{"DECODEBENCH_GEMV_RING", "0"}, {"CUDA_VISIBLE_DEVICES", "1"}};
+  const nlohmann::json dflt = {{"CUDA_VISIBLE_DEVICES", "1"}};
+  CompareReport r = compare_docs(doc(off), doc(dflt));
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "environment variables differ in 2 of 2 matched run(s): DECODEBENCH_GEMV_RING '0' in "
+            "base.json, unset in new.json (the runs may not have run the same kernels or timed "
+            "them alike)");
+  EXPECT_TRUE(compare_docs(doc(off), doc(off)).notes.empty());
+  EXPECT_TRUE(compare_docs(doc(off), doc(nullptr)).notes.empty());
+  EXPECT_TRUE(compare_docs(doc(nlohmann::json::object()), doc(dflt)).notes.size() == 1u);
+  EXPECT_NE(compare_docs(doc(nlohmann::json::object()), doc(dflt))
+                .notes[0]
+                .find("CUDA_VISIBLE_DEVICES unset in base.json, '1' in new.json"),
+            std::string::npos);
+}
+
 TEST(Compare, JsonReportCarriesEveryComparison) {
   const CompareReport r =
       compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));

@@ -1,0 +1,71 @@
+// The environment variables a result records (run_variables) and the warnings they bring
+// (run_variable_warnings), with the variables set and unset in this process.
+#include "core/result/environment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace decodebench {
+namespace {
+
+// Sets (or unsets, for nullopt) one variable; restores what the process had on destruction.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* v = std::getenv(name)) before_ = v;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedVariable() {
+    if (before_) {
+      setenv(name_, before_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
+TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
+  const ScopedVariable ring("DECODEBENCH_GEMV_RING", "0");
+  const ScopedVariable blocking("CUDA_LAUNCH_BLOCKING", std::nullopt);
+  const ScopedVariable visible("CUDA_VISIBLE_DEVICES", "");  // set, though empty: still recorded
+  const ScopedVariable unrelated("CUDA_HOME", "/usr/local/cuda");
+  const nlohmann::json vars = run_variables();
+  EXPECT_EQ(vars.value("DECODEBENCH_GEMV_RING", "?"), "0");
+  EXPECT_EQ(vars.value("CUDA_VISIBLE_DEVICES", "?"), "");
+  EXPECT_FALSE(vars.contains("CUDA_LAUNCH_BLOCKING"));
+  EXPECT_FALSE(vars.contains("CUDA_HOME"));
+  EXPECT_EQ(host_environment()["variables"], vars);
+}
+
+TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
+  const nlohmann::json vars = {{"CUDA_LAUNCH_BLOCKING", "1"},
+                               {"DECODEBENCH_GEMV_RING", "16x3"},
+                               {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
+                               {"CUDA_VISIBLE_DEVICES", "1"}};
+  const auto w = run_variable_warnings(vars, /*cuda=*/true);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].rfind("CUDA_LAUNCH_BLOCKING=1: every launch waits", 0), 0u) << w[0];
+  EXPECT_EQ(w[1].rfind("DECODEBENCH_GEMV_RING=16x3: the GEMVs run another kernel form", 0), 0u)
+      << w[1];
+  EXPECT_EQ(w[2].rfind("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50: ", 0), 0u) << w[2];
+  // CUDA_LAUNCH_BLOCKING=0 is the default; the cpu backend reads none of them.
+  EXPECT_TRUE(run_variable_warnings({{"CUDA_LAUNCH_BLOCKING", "0"}}, true).empty());
+  EXPECT_TRUE(run_variable_warnings(vars, /*cuda=*/false).empty());
+  EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
+}
+
+}  // namespace
+}  // namespace decodebench
