@@ -154,8 +154,10 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
                   ": every launch waits for the GPU to finish it (CUDA's debugging switch), so "
                   "the launch phase and eager step times are not those of a default run");
   }
-  if (variables.contains("DECODEBENCH_GEMV_RING")) {
-    out.push_back("DECODEBENCH_GEMV_RING=" + value("DECODEBENCH_GEMV_RING") +
+  // decodebench's own switches (DECODEBENCH_GEMV_RING) pick kernel forms for measurements.
+  for (const auto& [name, v] : variables.items()) {
+    if (name.rfind("DECODEBENCH_", 0) != 0) continue;
+    out.push_back(name + "=" + value(name.c_str()) +
                   ": the GEMVs run another kernel form than the default (a measurement switch); "
                   "compare this result only with runs of the same setting");
   }

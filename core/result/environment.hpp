@@ -33,8 +33,8 @@ std::string utc_timestamp();
 nlohmann::json run_variables();
 
 /// Warnings for the run_variables() `variables` that make GPU timings unlike a default run:
-/// CUDA_LAUNCH_BLOCKING other than 0 (each launch waits for its kernel), DECODEBENCH_GEMV_RING
-/// (another GEMV kernel form) and an MPS client's thread limit. Empty unless `cuda` (the
+/// CUDA_LAUNCH_BLOCKING other than 0 (each launch waits for its kernel), each DECODEBENCH_*
+/// switch (another GEMV kernel form) and an MPS client's thread limit. Empty unless `cuda` (the
 /// backend that reads them) runs.
 std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda);
 
