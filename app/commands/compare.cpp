@@ -114,8 +114,10 @@ void setup_compare(CLI::App& app, int* exit_code) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--alpha", f->alpha, "Significance level of the test (default 0.05)")
       ->default_str("0.05");
-  cmd->add_option("--format", f->format, "text (default) | md (GitHub markdown) | json")
-      ->check(CLI::IsMember({"text", "md", "json"}));
+  cmd->add_option("--format", f->format,
+                  "text (default) | md (GitHub markdown; 'markdown' is taken too) | json")
+      ->check(CLI::IsMember({"text", "md", "json"}))
+      ->transform([](std::string v) { return v == "markdown" ? std::string("md") : v; });
   cmd->add_option("--output", f->output,
                   "Write the --format report to PATH (atomically) and the text table to stdout");
   cmd->add_flag("-q,--quiet", f->quiet, "With --output: print nothing else");

@@ -408,6 +408,12 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_TRUE(
       contains(md, "| tpot_median | 1315.0 µs | 1578.0 µs | +20.0% | <0.0001 | **slower** |"))
       << md;
+  // "markdown" is taken for md: the same report.
+  const auto report2 = *dir_ / "report2.md";
+  const auto r2 = run_decodebench({"compare", path("base.json"), path("slow.json"), "--format",
+                                   "markdown", "--output", report2.string()});
+  EXPECT_EQ(r2.exit_code, 1) << r2.err;
+  EXPECT_EQ(read_file(report2), md);
   EXPECT_TRUE(contains(r.out, "verdict")) << "the text table still goes to stdout: " << r.out;
 
   const auto j = run_decodebench(
