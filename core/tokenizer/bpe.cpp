@@ -2,6 +2,7 @@
 // (gguf-facts.md §7), then apply merges in rank order (lower index in tokenizer.ggml.merges
 // first; ties go to the leftmost pair).
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -125,11 +126,21 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
     } else if (unk_ >= 0) {
       out.push_back(unk_);  // a byte without a token: only in a broken vocabulary
     } else {
-      // Dropping it would decode a different prompt than the one the result records.
+      // Dropping it would decode a different prompt than the one the result records. A symbol
+      // without a token never merged, so it is still the single byte piece[i].
+      const auto byte = static_cast<uint8_t>(piece[static_cast<size_t>(i)]);
+      int known = 0;
+      for (const int32_t t : byte_symbol_) known += t >= 0 ? 1 : 0;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", byte);
       throw usage_error(
-          "the prompt holds text this vocabulary cannot encode (a byte without a token, and no "
-          "unknown token; byte-level BPE vocabularies need all 256 byte tokens, this one has " +
-          std::to_string(tokens_.size()) + " tokens)");
+          "the prompt holds byte " + std::string(hex) +
+          (piece.size() <= 40 ? " (in '" + std::string(piece) + "')" : std::string()) +
+          ", which this vocabulary has no token for, and it has no unknown token: it has tokens "
+          "for " +
+          std::to_string(known) +
+          " of the 256 byte values (a byte-level BPE vocabulary needs all 256; the filler "
+          "tokenizer of `decodebench make-gguf` files holds the ASCII bytes only)");
     }
   }
 }

@@ -133,7 +133,14 @@ TEST(MakeGgufCli, PromptOutsideASmallVocabularyIsRefused) {
   r = run_decodebench({"--model", file, "--backend", "cpu", "--prompt", "h\xc3\xa9llo~ZZ",
                        "--tokens", "2", "--warmup", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("cannot encode"), std::string::npos) << r.err;
+  // The first byte without a token ('h', 0x68: ids 0-98 are bytes 0-98, id 99 the end token),
+  // its piece, and how many byte values have a token.
+  EXPECT_NE(r.err.find("the prompt holds byte 0x68 (in 'h\xc3\xa9llo'), which this vocabulary has "
+                       "no token for, and it has no unknown token: it has tokens for 99 of the 256 "
+                       "byte values"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("`decodebench make-gguf` files hold"), std::string::npos) << r.err;
 }
 
 TEST(MakeGgufCli, InspectDumpWritesTheDequantizedValues) {
