@@ -21,6 +21,7 @@
 #include "app/commands/run.hpp"
 #include "app/commands/suite.hpp"
 #include "app/parse_errors.hpp"
+#include "app/report/text.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
@@ -158,16 +159,16 @@ int run_entry(int argc, char** argv) {
     const std::string message =
         parse_error_message(app, named.empty() ? nullptr : named.front(), e);
     std::fprintf(stderr, "decodebench: error: %s\nRun '%s --help' for the flags.\n",
-                 message.c_str(), help.c_str());
+                 printable_message(message).c_str(), help.c_str());
     return static_cast<int>(ExitCode::kUsage);
   } catch (const Error& e) {
-    std::fprintf(stderr, "decodebench: error: %s\n", e.what());
+    std::fprintf(stderr, "decodebench: error: %s\n", printable_message(e.what()).c_str());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "decodebench: error: out of host memory\n");
     return static_cast<int>(ExitCode::kResources);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "decodebench: internal error: %s\n", e.what());
+    std::fprintf(stderr, "decodebench: internal error: %s\n", printable_message(e.what()).c_str());
     if (verbose) std::fprintf(stderr, "(please report this with the command line)\n");
     return static_cast<int>(ExitCode::kRuntime);
   }

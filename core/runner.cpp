@@ -362,6 +362,15 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   }
   // A batched pass decodes every sequence for exactly --tokens steps (no end-of-generation stop).
   const bool stop_at_eog = model.tokenizer && !config.ignore_eos && batch == 1;
+  // The prompt's own continuation ends generation: no decode step would run, nothing to time.
+  if (stop_at_eog && model.tokenizer->is_end_of_generation(first)) {
+    throw usage_error(
+        "the model ends generation right after the prompt: its first token is the "
+        "end-of-generation token " +
+        std::to_string(first) + " ('" + model.tokenizer->token_text(first) +
+        "'), so no decode step follows; use --ignore-eos to time the steps anyway, "
+        "or another prompt");
+  }
   for (const auto& [label, mode] : modes) {
     for (int with_phases = 0; with_phases <= (config.phase_timing ? 1 : 0); ++with_phases) {
       PassSpec spec;
@@ -406,6 +415,24 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
           " + " + std::to_string(config.tokens) + " timed decode steps" +
           (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
+      // NaN or inf logits (broken weights, a shape that overflows) give token 0 at every step
+      // and nothing else to see: said, from the last step's logits, outside the timed steps.
+      {
+        std::vector<float> last;
+        if (batch == 1) {
+          backend->logits(last);
+        } else {
+          backend->logits_batch(0, last);
+        }
+        const auto bad =
+            std::count_if(last.begin(), last.end(), [](float v) { return !std::isfinite(v); });
+        if (bad > 0) {
+          warn(spec.label + ": the last step's logits hold " + std::to_string(bad) + " of " +
+               std::to_string(last.size()) +
+               " values that are NaN or inf: the model computes non-finite numbers (its weights "
+               "or shape), so its tokens mean nothing");
+        }
+      }
       if (mode == ExecMode::kGraph && !pass.exec.captured) {
         const std::string why = pass.exec.failed_call + " failed with " + pass.exec.error_name +
                                 " (" + pass.exec.error_message + ")";

@@ -4,12 +4,15 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/report/text.hpp"
 #include "core/error.hpp"
 #include "core/gguf/inspect.hpp"
 #include "core/gguf/reader.hpp"
+#include "core/model/gguf_model.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 
@@ -41,6 +44,13 @@ void run_inspect(const InspectOptions& opt) {
   check_not_an_input(opt.json_path, "--json", {opt.file});
   check_not_an_input(opt.dump_out, "--dump-out", {opt.file});
   const gguf::Reader reader(opt.file);
+  // Whether a run can load it (the whole file's report only; a dump asks about one tensor).
+  std::optional<GgufModelCheck> check;
+  if (opt.dump.empty()) {
+    check = check_gguf_model(opt.file);
+    // GGUF strings are bytes: the message goes to the terminal and into JSON (valid UTF-8).
+    check->message = printable_message(check->message);
+  }
   // The dump is decoded before anything is written, so a tensor that cannot be dequantized
   // leaves an existing --json file as it was.
   std::string bytes;
@@ -55,6 +65,16 @@ void run_inspect(const InspectOptions& opt) {
     std::string report;
     if (opt.dump.empty()) {
       report = gguf::inspect_report(reader);
+      switch (check->status) {
+        case GgufModelCheck::Status::kRuns:
+          report += "decodebench runs this model (decodebench --model FILE)\n";
+          break;
+        case GgufModelCheck::Status::kUnsupported:
+          report += "decodebench does not run this file: " + check->message + "\n";
+          break;
+        case GgufModelCheck::Status::kInvalid:
+          break;  // the error at the end says it
+      }
     } else {
       const gguf::TensorInfo& t = *reader.find_tensor(opt.dump);
       std::string shape;
@@ -70,7 +90,13 @@ void run_inspect(const InspectOptions& opt) {
   }
   // Files written are named on stderr, as a run names its --json file.
   if (!opt.json_path.empty()) {
-    write_json_file(opt.json_path, gguf::inspect_json(reader));
+    nlohmann::json doc = gguf::inspect_json(reader);
+    if (check) {
+      doc["model_check"] = {{"status", gguf_model_status_name(check->status)},
+                            {"message", check->message.empty() ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(check->message)}};
+    }
+    write_json_file(opt.json_path, doc);
     if (!writes_to_stdout(opt.json_path)) {
       std::fprintf(stderr, "decodebench: wrote %s\n", opt.json_path.c_str());
     }
@@ -82,6 +108,11 @@ void run_inspect(const InspectOptions& opt) {
                    opt.dump_out.c_str(), bytes.size(), bytes.size() / sizeof(float));
     }
   }
+  // Reported, then refused: a model of a supported architecture that a run would refuse is not
+  // a valid file.
+  if (check && check->status == GgufModelCheck::Status::kInvalid) {
+    throw usage_error("cannot run this model: " + check->message);
+  }
 }
 
 }  // namespace
@@ -89,7 +120,10 @@ void run_inspect(const InspectOptions& opt) {
 void setup_inspect(CLI::App& app) {
   auto opt = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Validate a GGUF file and report its metadata, tensors and bytes per token");
+      "inspect",
+      "Validate a GGUF file and report its metadata, tensors, bytes per token and whether "
+      "decodebench can run it (exit 2 when a llama/qwen2/qwen3 model's tensors or metadata do "
+      "not fit together)");
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
   cmd->add_option("--json", opt->json_path, "Also write the report as JSON to PATH ('-' = stdout)");
   cmd->add_option("--dump", opt->dump,

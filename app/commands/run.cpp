@@ -8,6 +8,7 @@
 
 #include "app/report/progress.hpp"
 #include "app/report/terminal.hpp"
+#include "app/report/text.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
 #include "core/runner.hpp"
@@ -204,7 +205,7 @@ int run_command(RunFlags& f) {
   // mean (e.g. the CPU fallback of backend auto).
   callbacks.warning = [&bar](const std::string& w) {
     bar.clear();
-    std::fprintf(stderr, "decodebench: warning: %s\n", w.c_str());
+    std::fprintf(stderr, "decodebench: warning: %s\n", printable_message(w).c_str());
   };
   const RunReport report = execute_run(config, callbacks);
   bar.clear();

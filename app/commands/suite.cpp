@@ -130,7 +130,8 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   };
   callbacks.run.warning = [&bar, &current](const std::string& w) {
     bar.clear();
-    std::fprintf(stderr, "decodebench: warning: %s %s\n", current.c_str(), w.c_str());
+    std::fprintf(stderr, "decodebench: warning: %s %s\n", current.c_str(),
+                 printable_message(w).c_str());
   };
   callbacks.on_start = [&current](const PreparedRun& run, size_t total) {
     current = fmt::format("[{}/{}]", run.index + 1, total);

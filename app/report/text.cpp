@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/tokenizer/unicode.hpp"
+
 namespace decodebench::app {
 
 std::string printable_line(std::string_view text, size_t max_bytes) {
@@ -25,6 +27,27 @@ std::string printable_line(std::string_view text, size_t max_bytes) {
   while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
   out.resize(cut);
   return out + "…";
+}
+
+std::string printable_message(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const auto b = static_cast<unsigned char>(text[pos]);
+    const unicode::Decoded d = unicode::decode_utf8(text, pos);
+    // decode_utf8 gives an invalid byte length 1 (a valid character of length 1 is ASCII).
+    const bool invalid = b >= 0x80 && d.len == 1;
+    if (invalid || (b < 0x20 && b != '\n') || b == 0x7F) {
+      char esc[5];
+      std::snprintf(esc, sizeof esc, "\\x%02x", b);
+      out += esc;
+      ++pos;
+      continue;
+    }
+    out.append(text.substr(pos, d.len));
+    pos += d.len;
+  }
+  return out;
 }
 
 }  // namespace decodebench::app

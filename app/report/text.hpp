@@ -14,4 +14,9 @@ namespace decodebench::app {
 /// Throws nothing but std::bad_alloc.
 std::string printable_line(std::string_view text, size_t max_bytes);
 
+/// An error or warning message made safe for the terminal: control bytes other than newline
+/// become escapes such as "\x1b", and bytes that are not part of valid UTF-8 (a GGUF string such
+/// as an architecture name 'llam\xff') become "\xff". Valid UTF-8 passes unchanged.
+std::string printable_message(std::string_view text);
+
 }  // namespace decodebench::app

@@ -1,5 +1,7 @@
 #include "core/compare/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -117,8 +119,9 @@ void check_stored_median(const nlohmann::json& results, const std::vector<double
   const double stored = stats["tpot_ns"]["median"].get<double>();
   const double median = summarize(samples).median;
   if (!(std::fabs(stored - median) <= 1e-9 * std::fabs(median) + 1e-6)) {
-    throw usage_error(at + ": results.stats.tpot_ns.median (" + std::to_string(stored) +
-                      " ns) is not the median of results.samples_ns (" + std::to_string(median) +
+    throw usage_error(at + ": results.stats.tpot_ns.median (" + fmt::format("{:g}", stored) +
+                      " ns) is not the median of results.samples_ns (" +
+                      fmt::format("{:g}", median) +
                       " ns); the file was changed after decodebench wrote it");
   }
 }
@@ -162,7 +165,7 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
       if (!s.is_number()) throw usage_error(at + ": results.samples_ns holds a non-number");
       values.push_back(s.get<double>());
       if (!std::isfinite(values.back()) || values.back() <= 0) {
-        throw usage_error(at + ": results.samples_ns holds " + std::to_string(values.back()) +
+        throw usage_error(at + ": results.samples_ns holds " + fmt::format("{:g}", values.back()) +
                           " (a step time is a positive number of nanoseconds)");
       }
     }
@@ -261,7 +264,7 @@ std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metr
     s.samples.push_back(v.get<double>());
     if (!std::isfinite(s.samples.back()) || s.samples.back() < 0) {
       throw usage_error(run.origin + " ('" + run.id + "'): results.phase_samples." + phase +
-                        " holds " + std::to_string(s.samples.back()) +
+                        " holds " + fmt::format("{:g}", s.samples.back()) +
                         " (a phase time is a non-negative number)");
     }
   }
@@ -361,7 +364,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   std::vector<const MetricSpec*> metrics;
   for (const auto& name : options.metrics) metrics.push_back(&find_metric(name));
   if (!(options.alpha > 0 && options.alpha < 1)) {
-    throw usage_error("--alpha must be in (0, 1) (got " + std::to_string(options.alpha) + ")");
+    throw usage_error(fmt::format("--alpha must be in (0, 1) (got {:g})", options.alpha));
   }
   if (!std::isfinite(options.threshold_pct) || options.threshold_pct < 0) {
     throw usage_error("--threshold must be a percentage >= 0");

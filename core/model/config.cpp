@@ -1,6 +1,9 @@
 #include "core/model/config.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -58,8 +61,16 @@ void validate(const ModelConfig& c) {
   require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
   require(c.context_length > 0,
           "context length must be > 0 (got " + std::to_string(c.context_length) + ")");
-  require(c.rope_theta > 0.0 && std::isfinite(c.rope_theta), "rope-theta must be finite and > 0");
-  require(c.rms_eps > 0.0 && std::isfinite(c.rms_eps), "rms-eps must be finite and > 0");
+  // Both are f32 in GGUF and in the kernels: a value outside the normal f32 range (1e300, 1e-50)
+  // would become inf or 0 there.
+  const auto normal_f32 = [](double v) {
+    return std::isfinite(v) && v >= std::numeric_limits<float>::min() &&
+           v <= std::numeric_limits<float>::max();
+  };
+  require(normal_f32(c.rope_theta),
+          fmt::format("rope-theta must be a positive normal f32 value (got {:g})", c.rope_theta));
+  require(normal_f32(c.rms_eps),
+          fmt::format("rms-eps must be a positive normal f32 value (got {:g})", c.rms_eps));
   require(c.rope_freq_divisors.empty() ||
               static_cast<int64_t>(c.rope_freq_divisors.size()) == c.rope_dim / 2,
           "rope_freqs must hold rope_dim/2 values");

@@ -1,5 +1,7 @@
 #include "core/model/gguf_export.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/error.hpp"
@@ -119,8 +121,8 @@ void write_synthetic_gguf(const Model& model, const GgufExportInfo& info, const 
   const auto f32 = [](double v, const char* what) {
     const auto f = static_cast<float>(v);
     if (!std::isnormal(f) || f < 0) {
-      throw usage_error(std::string(what) + " (" + std::to_string(v) +
-                        ") is not a positive normal f32, as GGUF stores it");
+      throw usage_error(
+          fmt::format("{} ({:g}) is not a positive normal f32, as GGUF stores it", what, v));
     }
     return f;
   };

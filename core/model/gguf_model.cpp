@@ -231,6 +231,21 @@ Model load_gguf_model(const std::string& path) {
   const gguf::TensorInfo* embd = r.find_tensor("token_embd.weight");
   if (!embd) throw usage_error(path + ": missing tensor 'token_embd.weight'");
   c.vocab = embd->dims[1];
+  // The embedding's rows are the vocabulary the model computes logits over; a vocab_size or a
+  // tokenizer that disagrees would give inspect and a run different vocabularies, or token ids
+  // without an embedding row.
+  if (const auto vs = r.get_uint(a + "vocab_size"); vs && *vs != static_cast<uint64_t>(c.vocab)) {
+    throw usage_error(path + ": " + a + "vocab_size (" + std::to_string(*vs) +
+                      ") differs from the " + std::to_string(c.vocab) +
+                      " rows of token_embd.weight");
+  }
+  if (const gguf::KeyValue* tokens = r.find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->value.type == gguf::ValueType::kArray &&
+      tokens->value.array.size() > static_cast<uint64_t>(c.vocab)) {
+    throw usage_error(path + ": tokenizer.ggml.tokens has " +
+                      std::to_string(tokens->value.array.size()) + " tokens, more than the " +
+                      std::to_string(c.vocab) + " rows of token_embd.weight");
+  }
   c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
   validate(c);
 
@@ -281,6 +296,43 @@ Model load_gguf_model(const std::string& path) {
   m.tokenizer = Tokenizer::from_gguf(r);
   m.storage = storage;
   return m;
+}
+
+GgufModelCheck check_gguf_model(const std::string& path) {
+  const gguf::Reader r(path);  // a malformed file throws here, as for any command
+  GgufModelCheck check;
+  const auto arch = r.get_string("general.architecture");
+  if (!arch || (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3")) {
+    check.status = GgufModelCheck::Status::kUnsupported;
+    check.message =
+        arch ? "architecture '" + *arch + "' (decodebench runs " + kSupportedArchitectures + ")"
+             : "no general.architecture key";
+    return check;
+  }
+  if (r.tensors().empty()) {
+    check.status = GgufModelCheck::Status::kUnsupported;
+    check.message = "no tensors (a vocabulary-only file)";
+    return check;
+  }
+  try {
+    (void)load_gguf_model(path);
+  } catch (const Error& e) {
+    check.status = GgufModelCheck::Status::kInvalid;
+    check.message = e.what();
+  }
+  return check;
+}
+
+const char* gguf_model_status_name(GgufModelCheck::Status status) {
+  switch (status) {
+    case GgufModelCheck::Status::kRuns:
+      return "runs";
+    case GgufModelCheck::Status::kUnsupported:
+      return "unsupported";
+    case GgufModelCheck::Status::kInvalid:
+      return "invalid";
+  }
+  return "?";
 }
 
 }  // namespace decodebench

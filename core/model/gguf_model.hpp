@@ -20,6 +20,25 @@ inline constexpr const char* kSupportedArchitectures = "llama, qwen2, qwen3";
 /// a tensor whose shape disagrees with the hyperparameters, unsupported RoPE scaling.
 Model load_gguf_model(const std::string& path);
 
+/// Whether decodebench can run a GGUF file, as `decodebench inspect` reports it.
+struct GgufModelCheck {
+  enum class Status {
+    kRuns,         ///< load_gguf_model accepts it
+    kUnsupported,  ///< not a model decodebench runs: another architecture, or no tensors
+    kInvalid,      ///< a supported architecture whose metadata or tensors do not fit together
+  };
+  Status status = Status::kRuns;
+  std::string message;  ///< why not ("" when it runs)
+};
+
+/// Loads `path` as load_gguf_model does (binding views, no weight data read but F16/BF16 norms
+/// and biases) and reports the outcome instead of throwing. A malformed file (gguf::Reader's
+/// errors) still throws decodebench::Error (exit 2).
+GgufModelCheck check_gguf_model(const std::string& path);
+
+/// "runs", "unsupported" or "invalid".
+const char* gguf_model_status_name(GgufModelCheck::Status status);
+
 /// Name of a `general.file_type` value ("MOSTLY_Q4_1", ...), or "type#N".
 std::string file_type_name(int64_t file_type);
 

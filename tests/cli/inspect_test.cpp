@@ -134,7 +134,94 @@ TEST(InspectCli, ModelJsonOnStdout) {
       EXPECT_EQ(m["truncated"], true);
     }
     EXPECT_TRUE(saw_tokens);
+    EXPECT_EQ(doc["model_check"], nlohmann::json({{"status", "runs"}, {"message", nullptr}}));
   }
+}
+
+// inspect refuses what a run refuses (exit 2, the same message after the report): more layers
+// in llama.block_count than the file has tensors for, a llama.vocab_size that is not the
+// embedding's row count. A complete model is reported as one decodebench runs.
+TEST(InspectCli, ModelsARunRefusesAreInvalid) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const struct {
+    std::vector<std::string> args;
+    std::string error;  // "" = runs
+  } cases[] = {
+      {{}, ""},
+      {{"--block-count", "3"}, "missing tensor 'blk.2.attn_norm.weight'"},
+      {{"--vocab-size", "300"}, "llama.vocab_size (300) differs from the 32 rows of token_embd"},
+  };
+  for (const auto& c : cases) {
+    const auto path = dir / "m.gguf";
+    std::vector<std::string> args{"--kind", "model", "--normal-weights"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    ASSERT_TRUE(write_fixture(path, args));
+    const CommandResult r = run_decodebench({"inspect", path.string()}, 60);
+    const CommandResult run = run_decodebench(
+        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
+        60);
+    if (c.error.empty()) {
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_TRUE(contains(r.out, "decodebench runs this model")) << r.out;
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.out, "bytes read per decode token:")) << r.out;
+    EXPECT_TRUE(contains(
+        r.err, "decodebench: error: cannot run this model: " + path.string() + ": " + c.error))
+        << r.err;
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_TRUE(contains(run.err, path.string() + ": " + c.error)) << run.err;
+  }
+}
+
+// Weights whose f16 scales include NaN and inf (the fixture's random bytes) give NaN logits: the
+// run warns (token 0 at every step means nothing); finite weights do not.
+TEST(InspectCli, NonFiniteLogitsAreWarned) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  for (const bool finite : {false, true}) {
+    SCOPED_TRACE(finite ? "finite" : "random bytes");
+    const auto path = dir / "m.gguf";
+    std::vector<std::string> args{"--kind", "model"};
+    if (finite) args.push_back("--normal-weights");
+    ASSERT_TRUE(write_fixture(path, args));
+    const auto json = dir / "r.json";
+    const CommandResult r =
+        run_decodebench({"--model", path.string(), "--backend", "cpu", "--tokens", "3",
+                         "--prompt-tokens", "2", "--json", json.string()},
+                        60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string warning =
+        "cpu: the last step's logits hold 32 of 32 values that are NaN or inf";
+    EXPECT_EQ(contains(r.err, warning), !finite) << r.err;
+    const auto doc = nlohmann::json::parse(read_file(json));
+    bool in_json = false;
+    for (const auto& w : doc["warnings"]) in_json = in_json || contains(w, warning);
+    EXPECT_EQ(in_json, !finite) << doc["warnings"];
+  }
+}
+
+// A GGUF string is bytes: an architecture name that is not UTF-8 reaches the terminal escaped
+// (run's error, inspect's report line) and the JSON as valid UTF-8.
+TEST(InspectCli, ArchitectureNamesThatAreNotUtf8AreEscaped) {
+  TempDir dir;
+  FileSpec spec = base_spec();
+  spec.kvs[0] = {"general.architecture", v_string("llam\xff")};
+  const auto path = dir / "odd.gguf";
+  build_gguf(spec).write(path);
+  const CommandResult run = run_decodebench({"--model", path.string(), "--tokens", "2"}, 60);
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "unsupported architecture 'llam\\xff'")) << run.err;
+  EXPECT_FALSE(contains(run.err, "\xff")) << run.err;
+  const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["model_check"]["status"], "unsupported");
+  EXPECT_EQ(doc["model_check"]["message"],
+            "architecture 'llam\\xff' (decodebench runs llama, qwen2, qwen3)");
 }
 
 TEST(InspectCli, TerminalReportAndJsonFile) {
@@ -147,8 +234,12 @@ TEST(InspectCli, TerminalReportAndJsonFile) {
   const CommandResult r =
       run_decodebench({"inspect", path.string(), "--json", json_path.string()}, 60);
   ASSERT_EQ(r.signal, 0);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "decodebench: wrote " + json_path.string() + "\n");  // the file, named
+  // A llama file without the llama keys: reported and written, then refused as a model (exit 2).
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "decodebench: wrote " + json_path.string() +  // the file, named
+                       "\ndecodebench: error: cannot run this model: " + path.string() +
+                       ": missing metadata key 'llama.block_count'\n");
+  EXPECT_TRUE(contains(r.out, "bytes read per decode token:")) << r.out;  // the whole report
   EXPECT_TRUE(contains(r.out, "GGUF v2")) << r.out;
   EXPECT_TRUE(contains(r.out, "10 tensors")) << r.out;
   // Long arrays: type, count and the first few elements.
@@ -172,6 +263,9 @@ TEST(InspectCli, TerminalReportAndJsonFile) {
   EXPECT_EQ(doc["bytes_per_token"], doc["totals"]["tensor_bytes"]);
   EXPECT_EQ(doc["totals"]["tensor_bytes"], 48 + 20 + 48 + 136 + 288 + 420 + 54 + 28 + 96 + 24);
   EXPECT_TRUE(doc["architecture"]["tied"].is_null());
+  EXPECT_EQ(doc["model_check"]["status"], "invalid");
+  EXPECT_EQ(doc["model_check"]["message"],
+            path.string() + ": missing metadata key 'llama.block_count'");
   bool saw_u64 = false;
   for (const auto& m : doc["metadata"]) {
     if (m["key"] == "test.u64") {
@@ -270,11 +364,14 @@ TEST(InspectCli, TruncatedFilesExitTwo) {
     EXPECT_TRUE(contains(r.err, ": offset ")) << n << ": " << r.err;
     EXPECT_EQ(r.out, "") << n;
   }
-  // The whole file is fine.
+  // The whole file reads: reported in full, then refused as a model (a llama file without the
+  // llama keys), not as a malformed file.
   b.write(path);
   const CommandResult ok = run_decodebench({"inspect", path.string()}, 60);
-  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.exit_code, 2) << ok.err;
   EXPECT_TRUE(contains(ok.out, "Q4_K")) << ok.out;
+  EXPECT_TRUE(contains(ok.err, "cannot run this model: ")) << ok.err;
+  EXPECT_FALSE(contains(ok.err, ": offset ")) << ok.err;
 }
 
 // Sizes in the decimal units of the run report (kB, MB, GB), never KiB/MiB/GiB: the fixture's

@@ -2,6 +2,7 @@
 // reads its tensor types, errors exit 2 without leaving files; and `--dtype q4_k_m` runs.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -104,12 +105,17 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
   r = run_decodebench({"make-gguf", "--preset", "smollm2-135m"});
   EXPECT_EQ(r.exit_code, 2) << "--out is required: " << r.err;
   // GGUF keeps these as f32: 1e-50 would be written as 0 and 1e300 as inf, files no loader takes.
-  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--rms-eps", "1e-50"}, {"--rope-theta", "1e300"}}) {
+  // Refused with the shape, before any weight is generated, the value as a short number.
+  for (const auto& [flag, value, shown] : std::vector<std::array<std::string, 3>>{
+           {"--rms-eps", "1e-50", "1e-50"}, {"--rope-theta", "1e300", "1e+300"}}) {
     r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--layers", "1", "--vocab", "300",
                          flag, value, "--out", file});
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
-    EXPECT_NE(r.err.find("not a positive normal f32"), std::string::npos) << r.err;
+    EXPECT_NE(
+        r.err.find(flag.substr(2) + " must be a positive normal f32 value (got " + shown + ")"),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out.find("generating"), std::string::npos) << r.out;
   }
   // --threads: 0 or a negative count is an error, not "all threads" (leave the flag out for that).
   for (const std::string threads : {"0", "-2", "1025"}) {
@@ -141,6 +147,33 @@ TEST(MakeGgufCli, PromptOutsideASmallVocabularyIsRefused) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("`decodebench make-gguf` files hold"), std::string::npos) << r.err;
+}
+
+// A vocabulary of two tokens (byte 0 and <|endoftext|>): seed 0's model answers the prompt with
+// the end-of-generation token at once, so nothing would be timed; the run says so (exit 2)
+// unless --ignore-eos asks for the steps anyway. Seed 1's model answers with token 0.
+TEST(MakeGgufCli, EndOfGenerationRightAfterThePromptIsRefused) {
+  TempDir dir;
+  for (const std::string seed : {"0", "1"}) {
+    SCOPED_TRACE("seed " + seed);
+    const std::string file = (dir / ("v2-" + seed + ".gguf")).string();
+    auto r = run_decodebench({"make-gguf", "-q", "--preset", "smollm2-135m", "--layers", "1",
+                              "--vocab", "2", "--seed", seed, "--out", file});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<std::string> args = {"--model",   file,  "--seed",       seed,
+                                           "--backend", "cpu", "--prompt-ids", "0",
+                                           "--tokens",  "2",   "--warmup",     "0"};
+    r = run_decodebench(args);
+    if (seed == "0") {
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_NE(r.err.find("the model ends generation right after the prompt: its first token is "
+                           "the end-of-generation token 1 ('<|endoftext|>')"),
+                std::string::npos)
+          << r.err;
+      r = run_decodebench(cat(args, {"--ignore-eos"}));
+    }
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
 }
 
 TEST(MakeGgufCli, InspectDumpWritesTheDequantizedValues) {

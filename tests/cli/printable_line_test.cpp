@@ -1,4 +1,5 @@
-// app::printable_line: text from a model or an error message on one safe terminal line.
+// app::printable_line: text from a model or an error message on one safe terminal line;
+// app::printable_message: an error or warning made safe for the terminal.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,6 +29,17 @@ TEST(PrintableLine, CutsAtACharacterBoundary) {
                            6),
             "\\x0125…");
   EXPECT_EQ(printable_line("", 0), "");
+}
+
+// Invalid UTF-8 (a GGUF architecture 'llam\xff') and control bytes are escaped; newlines, valid
+// multi-byte characters and U+FFFD itself pass.
+TEST(PrintableMessage, EscapesInvalidUtf8AndControlBytes) {
+  EXPECT_EQ(printable_message("unsupported architecture 'llam\xff'"),
+            "unsupported architecture 'llam\\xff'");
+  EXPECT_EQ(printable_message("a\x1b[2Jb\nc\td"), "a\\x1b[2Jb\nc\\x09d");
+  EXPECT_EQ(printable_message("h\xc3\xa9llo \xef\xbf\xbd \xe2\x96"),
+            "h\xc3\xa9llo \xef\xbf\xbd \\xe2\\x96");  // é and U+FFFD kept; a cut sequence not
+  EXPECT_EQ(printable_message(""), "");
 }
 
 }  // namespace

@@ -259,8 +259,12 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--layers", "99999999999"}, "layers must be <= 4096"},
       {{"--kv-heads", "2048", "--heads", "2048", "--head-dim", "64"}, "heads must be <= 1024"},
       {{"--context", "100000000"}, "context length must be <= 16777216"},
-      {{"--rms-eps", "inf"}, "rms-eps must be finite"},
-      {{"--rope-theta", "inf"}, "rope-theta must be finite"},
+      {{"--rms-eps", "inf"}, "rms-eps must be a positive normal f32 value (got inf)"},
+      {{"--rope-theta", "inf"}, "rope-theta must be a positive normal f32 value (got inf)"},
+      // Outside f32 (GGUF and the kernels store both as f32): inf or 0 there, every token 0.
+      {{"--rms-eps", "1e300"}, "rms-eps must be a positive normal f32 value (got 1e+300)"},
+      {{"--rms-eps", "1e-50"}, "rms-eps must be a positive normal f32 value (got 1e-50)"},
+      {{"--rope-theta", "1e39"}, "rope-theta must be a positive normal f32 value (got 1e+39)"},
       // Step counts are bounded like the context, and the KV-cache size is computed without
       // wrapping: 256 sequences × 4096 layers × 2^24 positions × 16×4096 KV floats passed the
       // memory check as a wrapped small number.
