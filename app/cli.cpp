@@ -81,17 +81,20 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
     "2 usage or input error · 3 insufficient resources (no CUDA device, memory, disk) · "
     "4 verification failed · 5 CUDA context unusable after a capture failure";
-constexpr const char* kSweeps =
-    "Sweeps: shape and run flags accept comma lists (--layers 2,4 --dtype f16,bf16); the runs are "
-    "the cartesian product in flag order, first flag outermost, and --json writes one suite "
-    "document (docs/ci.md). Not split: --model, --prompt, --prompt-ids, --json.";
+/// The sweep paragraph of the main run's help: which flags take comma lists.
+std::string sweeps_help() {
+  return "Sweeps: these run flags accept comma lists (--layers 2,4 --dtype f16,bf16): " +
+         sweep_flag_list() +
+         ". The runs are the cartesian product in flag order, first flag outermost, and --json "
+         "writes one suite document (docs/ci.md).";
+}
 // Parses and runs one command; returns its exit code.
 int run_entry(int argc, char** argv) {
 #ifdef DECODEBENCH_HAVE_CUDA
   cuda::install_provider();
 #endif
   CLI::App app{"decodebench: measures the per-token decode step of a decoder-only transformer"};
-  app.footer(std::string(kSweeps) + "\n" + kExitCodes);
+  app.footer(sweeps_help() + "\n" + kExitCodes);
   app.set_version_flag("--version", std::string("decodebench ") + build_info::kVersion + " (" +
                                         build_info::kGitSha + ")");
   app.require_subcommand(0, 1);
@@ -112,6 +115,11 @@ int run_entry(int argc, char** argv) {
   setup_suite(app, &exit_code);
   setup_bench_kernels(app, &exit_code);
   setup_make_gguf(app);
+  // Subcommands inherit the main help's footer; only the run sweeps.
+  const std::string footer = sweeps_help() + "\n" + kExitCodes;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_footer() == footer && sub != run) sub->footer(kExitCodes);
+  }
 
   const std::vector<std::string> args(argv + 1, argv + argc);
   // The root parser takes the run flags, so a run flag before a command ("decodebench --layers 2

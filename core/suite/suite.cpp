@@ -13,11 +13,13 @@ namespace decodebench {
 
 namespace {
 
-constexpr std::array<std::string_view, 24> kSweepFlags = {
-    "--preset",  "--layers",        "--hidden",       "--heads",      "--kv-heads",  "--head-dim",
-    "--ffn",     "--vocab",         "--context",      "--rope-theta", "--rms-eps",   "--dtype",
-    "--seed",    "--prompt-tokens", "--tokens",       "--warmup",     "--batch",     "--backend",
-    "--threads", "--graph",         "--capture-mode", "--min-time",   "--max-noise", "--max-time"};
+constexpr std::array<std::string_view, 28> kSweepFlags = {
+    "--preset",   "--layers",       "--hidden",  "--heads",         "--kv-heads",
+    "--head-dim", "--ffn",          "--vocab",   "--context",       "--rope-theta",
+    "--rms-eps",  "--dtype",        "--seed",    "--prompt-tokens", "--tokens",
+    "--warmup",   "--warmup-time",  "--batch",   "--backend",       "--threads",
+    "--graph",    "--capture-mode", "--fusion",  "--pdl",           "--weight-layout",
+    "--min-time", "--max-noise",    "--max-time"};
 
 // Splits "a,b,c"; Error naming `flag` when an element is empty.
 std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
@@ -58,6 +60,12 @@ std::string scalar_text(const nlohmann::ordered_json& v) {
 }
 
 }  // namespace
+
+std::string sweep_flag_list() {
+  std::string out;
+  for (const auto f : kSweepFlags) out += (out.empty() ? "" : " ") + std::string(f);
+  return out;
+}
 
 bool is_sweep_flag(std::string_view flag) {
   for (const auto f : kSweepFlags) {

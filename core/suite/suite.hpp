@@ -34,10 +34,14 @@ struct SuiteDefinition {
 
 /// True for the run flags whose values are split on commas by expand_sweep(): --preset, the shape
 /// flags (--layers --hidden --heads --kv-heads --head-dim --ffn --vocab --context --rope-theta
-/// --rms-eps --dtype --seed), --prompt-tokens --tokens --warmup --batch --backend --threads --graph
-/// --capture-mode --min-time --max-noise --max-time. Never --model, --prompt, --prompt-ids,
-/// --json or any other flag whose value may legitimately hold a comma.
+/// --rms-eps --dtype --seed), --prompt-tokens --tokens --warmup --warmup-time --batch --backend
+/// --threads --graph --capture-mode --fusion --pdl --weight-layout --min-time --max-noise
+/// --max-time. Never --model, --prompt, --prompt-ids, --json or any other flag whose value may
+/// legitimately hold a comma.
 bool is_sweep_flag(std::string_view flag);
+
+/// Those flags, space-separated in the order above (for --help).
+std::string sweep_flag_list();
 
 /// One command line of a sweep.
 struct SweepPoint {

@@ -120,6 +120,11 @@ TEST(Sweep, FlagSet) {
   EXPECT_TRUE(is_sweep_flag("--layers"));
   EXPECT_TRUE(is_sweep_flag("--preset"));
   EXPECT_TRUE(is_sweep_flag("--graph"));
+  // Kernel settings one compares on a GPU: fusion, PDL, the weight layout; and --batch.
+  for (const char* f : {"--fusion", "--pdl", "--weight-layout", "--batch", "--warmup-time"}) {
+    EXPECT_TRUE(is_sweep_flag(f)) << f;
+    EXPECT_NE(sweep_flag_list().find(f), std::string::npos) << f;
+  }
   EXPECT_FALSE(is_sweep_flag("--prompt"));
   EXPECT_FALSE(is_sweep_flag("--prompt-ids"));
   EXPECT_FALSE(is_sweep_flag("--json"));
