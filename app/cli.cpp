@@ -165,7 +165,7 @@ int run_entry(int argc, char** argv) {
     const auto named = app.get_subcommands([](CLI::App* s) { return s->parsed(); });
     if (!named.empty()) help += " " + named.front()->get_name();
     const std::string message =
-        parse_error_message(app, named.empty() ? nullptr : named.front(), e);
+        parse_error_message(app, named.empty() ? nullptr : named.front(), e, &args);
     std::fprintf(stderr, "decodebench: error: %s\nRun '%s --help' for the flags.\n",
                  printable_message(message).c_str(), help.c_str());
     return static_cast<int>(ExitCode::kUsage);

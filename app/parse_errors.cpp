@@ -197,7 +197,7 @@ std::string before_command_text(const CLI::App& command, const std::vector<std::
 }  // namespace
 
 std::string parse_error_message(const CLI::App& app, const CLI::App* named,
-                                const CLI::ParseError& e) {
+                                const CLI::ParseError& e, const std::vector<std::string>* args) {
   try {
     if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
       return conversion_message(app, named, e.what());
@@ -236,7 +236,29 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
       const std::string msg = extras_message(app, named);
+      // "unexpected argument 'yes'" after a flag without a value: --phase-timing yes.
+      const std::string prefix = "unexpected argument '";
+      if (args != nullptr && msg.starts_with(prefix)) {
+        const std::string word =
+            msg.substr(prefix.size(), msg.find('\'', prefix.size()) - prefix.size());
+        const CLI::App& flags = named != nullptr ? *named : app;
+        for (size_t k = 1; k < args->size(); ++k) {
+          if ((*args)[k] != word) continue;
+          const CLI::Option* opt = flags.get_option_no_throw((*args)[k - 1]);
+          if (opt != nullptr && opt->get_items_expected_max() == 0) {
+            return (*args)[k - 1] + " takes no value (got '" + word + "')";
+          }
+        }
+      }
       if (!msg.empty()) return msg;
+    }
+    // "--quiet excludes --verbose": two flags that contradict each other.
+    if (dynamic_cast<const CLI::ExcludesError*>(&e) != nullptr) {
+      const size_t ex = what.find(" excludes ");
+      if (ex != std::string::npos) {
+        return what.substr(0, ex) + " and " + what.substr(ex + 10) +
+               " contradict each other: give one of them";
+      }
     }
   } catch (...) {  // a message, never a second failure
   }

@@ -13,8 +13,11 @@ namespace decodebench::app {
 /// --layers?"); words after "--" and negative numbers are not flags;
 /// "Could not convert: --tokens = abc" becomes "--tokens: 'abc' is not an integer". Any other
 /// error keeps CLI11's text. Never throws.
+/// With `args` (the words parsed, in order), an extra word right after a flag that takes no
+/// value is named as that flag's value: "--phase-timing takes no value (got 'yes')".
 std::string parse_error_message(const CLI::App& app, const CLI::App* named,
-                                const CLI::ParseError& e);
+                                const CLI::ParseError& e,
+                                const std::vector<std::string>* args = nullptr);
 
 /// The message for the main run's flags given before `command` ("decodebench --layers 2 compare
 /// A B"), which the root parser took and the command would silently ignore; "" when none was

@@ -129,7 +129,8 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       // "5%" as compare --threshold takes it: the sign is dropped before the number is read.
       ->transform(
           [](std::string v) {
-            if (!v.empty() && v.back() == '%') v.pop_back();
+            // Only one sign: "5%%" stays as typed, and the error names it so.
+            if (!v.empty() && v.back() == '%' && v.find('%') == v.size() - 1) v.pop_back();
             return v;
           },
           "", "percent")
@@ -159,8 +160,12 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
 
   const std::string out = "Output";
   app.add_option("--json", o.json_path, "Write the result JSON to PATH ('-' = stdout)")->group(out);
-  app.add_flag("-q,--quiet", f.quiet, "Print nothing but warnings and errors (stderr)")->group(out);
-  app.add_flag("-v,--verbose", f.verbose, "Print progress and error details")->group(out);
+  CLI::Option* quiet =
+      app.add_flag("-q,--quiet", f.quiet, "Print nothing but warnings and errors (stderr)")
+          ->group(out);
+  app.add_flag("-v,--verbose", f.verbose, "Print progress and error details")
+      ->group(out)
+      ->excludes(quiet);
 }
 
 void bind_flags(RunFlags& f) {

@@ -28,11 +28,17 @@ ParsedRunArgs parse_run_args(std::vector<std::string> args) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   RunFlags flags;
   add_run_flags(app, flags);
+  const std::vector<std::string> given = args;
   std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from its back
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    throw usage_error(parse_error_message(app, nullptr, e));
+    std::string msg = parse_error_message(app, nullptr, e, &given);
+    // In a suite file such a flag is a boolean key.
+    if (msg.find(" takes no value (got '") != std::string::npos) {
+      msg += ": in a suite file give it true or false";
+    }
+    throw usage_error(msg);
   }
   bind_flags(flags);
   return {flags.options, flags.quiet, flags.verbose};
@@ -211,8 +217,8 @@ void setup_suite(CLI::App& app, int* exit_code) {
   cmd->add_option("--backend", f->backend, "Override the backend of every configuration");
   cmd->add_option("--threads", f->threads, "Override the CPU threads of every configuration");
   cmd->add_flag("--list", f->list, "Print the expanded configurations (validated) and exit");
-  cmd->add_flag("-q,--quiet", f->quiet, "Print nothing but errors");
-  cmd->add_flag("-v,--verbose", f->verbose, "Print progress details");
+  CLI::Option* quiet = cmd->add_flag("-q,--quiet", f->quiet, "Print nothing but errors");
+  cmd->add_flag("-v,--verbose", f->verbose, "Print progress details")->excludes(quiet);
   cmd->footer(
       "A configuration is an object of run flags without '--' (\"layers\": 2, \"phase_timing\": "
       "true); a list value sweeps (cartesian product in key order, first key outermost). Every "

@@ -154,7 +154,8 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     fmt::print(out, "{:<16} {:>10.1f}", p.pass.spec.label, p.tokens_per_s);
     if (batch > 1) fmt::print(out, " {:>10.1f}", p.aggregate_tokens_per_s);
     fmt::print(out, " {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", us(s.mean), us(s.median),
-               us(s.p90), us(s.p99), us(s.min), us(s.max), us(s.stddev));
+               us(s.p90), us(s.p99), us(s.min), us(s.max),
+               s.count >= 2 ? us(s.stddev) : std::string("-"));
   }
   for (const auto& p : r.passes) {
     const StoppingReport& st = p.pass.stopping;

@@ -38,7 +38,12 @@ void check_destination(const std::string& path, const std::string& flag) {
   const auto dir = parent_of(file);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    throw usage_error(flag + ": folder '" + dir.string() + "' does not exist (for '" + path + "')");
+    // The part before the last '/' may exist as a file ('a.json/x.json'): not "does not exist".
+    const bool exists = std::filesystem::exists(dir, ec);
+    throw usage_error(flag + ": " +
+                      (exists ? "'" + dir.string() + "' is not a folder"
+                              : "folder '" + dir.string() + "' does not exist") +
+                      " (for '" + path + "')");
   }
   if (std::filesystem::is_directory(file, ec)) {
     throw usage_error(flag + ": '" + path + "' is a folder, not a file");

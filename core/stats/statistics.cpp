@@ -66,7 +66,8 @@ nlohmann::json to_json(const Summary& s) {
           {"p99", s.p99},
           {"min", s.min},
           {"max", s.max},
-          {"stddev", s.stddev},
+          // One sample has no spread to estimate (n − 1 = 0): null, not 0.
+          {"stddev", s.count >= 2 ? nlohmann::json(s.stddev) : nlohmann::json(nullptr)},
           {"median_ci95", s.count >= kMinSamplesForMedianCi
                               ? nlohmann::json::array({s.median_ci_low, s.median_ci_high})
                               : nlohmann::json(nullptr)}};

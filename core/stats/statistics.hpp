@@ -48,8 +48,8 @@ struct SlowStretch {
 /// Scans `values` (in time order) against `median` (> 0). Empty or non-positive median: count 0.
 SlowStretch slow_stretch(std::span<const double> values, double median, double tolerance);
 
-/// {count, mean, median, p90, p99, min, max, stddev, median_ci95: [low, high], or null with fewer
-/// than kMinSamplesForMedianCi samples}.
+/// {count, mean, median, p90, p99, min, max, stddev (null below 2 samples), median_ci95: [low,
+/// high], or null with fewer than kMinSamplesForMedianCi samples}.
 nlohmann::json to_json(const Summary& s);
 
 }  // namespace decodebench

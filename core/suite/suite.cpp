@@ -4,6 +4,7 @@
 #include <array>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -269,10 +270,30 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
 SuiteDefinition load_suite_file(const std::string& path) {
   const std::string text = read_input_file(path, "suite file");
   nlohmann::ordered_json doc;
+  // A key given twice in one object would keep only its last value, silently: "layers": 2, ...,
+  // "layers": 3 runs 3. The first such key is refused after parsing.
+  std::vector<std::set<std::string>> keys;  // the keys of each open object
+  std::string duplicate;
+  const auto callback = [&](int, nlohmann::ordered_json::parse_event_t event,
+                            nlohmann::ordered_json& parsed) {
+    using Event = nlohmann::ordered_json::parse_event_t;
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end && !keys.empty()) keys.pop_back();
+    if (event == Event::key && !keys.empty() && parsed.is_string() &&
+        !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    doc = nlohmann::ordered_json::parse(text);
+    doc = nlohmann::ordered_json::parse(text, callback);
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw usage_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!duplicate.empty()) {
+    throw usage_error(path + ": key '" + duplicate +
+                      "' appears twice in one object (JSON would keep only its last value); "
+                      "give each key once");
   }
   return parse_suite(doc, path);
 }

@@ -196,6 +196,12 @@ TEST(ParseErrorMessage, RunFlagsBeforeACommandAreRefused) {
 TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
   testing::TempDir dir;
   const std::string out = (dir / "m.gguf").string();
+  // A flag without a value given one, on the command line and as a suite key.
+  const std::string suite = (dir / "s.json").string();
+  {
+    std::ofstream f(suite);
+    f << R"({"name": "t", "configurations": [{"layers": 1, "phase_timing": "yes"}]})";
+  }
   const std::vector<Case> cases = {
       {{"--tokens", "4", "--backend", "cpu", "--tokens", "abc"},
        "--tokens: 'abc' is not an integer (--tokens is given 2 times; the last value counts)"},
@@ -221,9 +227,19 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
       {{"compare", "a.json"}, "'compare' is missing its argument 'new': New result or suite JSON"},
       {{"--preset", "smollm2-135m", "--backend", "Gpu"},
        "--backend: invalid value 'Gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
+      {{"--preset", "smollm2-135m", "--phase-timing", "yes"},
+       "--phase-timing takes no value (got 'yes')\n"},
+      {{"suite", suite},
+       suite + ": configuration 1 of 1 (layers=1 phase-timing=yes): --phase-timing takes no "
+               "value (got 'yes'): in a suite file give it true or false\n"},
+      // Flags that contradict each other.
+      {{"--quiet", "--verbose", "--layers", "1"},
+       "--quiet and --verbose contradict each other: give one of them"},
+      {{"suite", "s.json", "-v", "-q"},
+       "--quiet and --verbose contradict each other: give one of them"},
   };
   expect_usage_errors(cases, false);
-  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "make-gguf must not have run";
+  EXPECT_FALSE(std::filesystem::exists(out)) << "make-gguf must not have run";
   // choice_hint on its own: nothing near, a case change, one edit on a short name.
   EXPECT_EQ(choice_hint("zz", {"on", "off"}), "");
   EXPECT_EQ(choice_hint("ON", {"on", "off"}), " (did you mean 'on'? names are lower case)");

@@ -244,7 +244,9 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--no-such-flag"}, "no-such-flag"},
       {{"--prompt", "hello"}, "tokenizer"},
       {{"--model", "/nonexistent/model.gguf"}, "model.gguf"},
-      {{"--json", "/nonexistent-dir/x.json"}, "does not exist"},
+      {{"--json", "/nonexistent-dir/x.json"}, "folder '/nonexistent-dir' does not exist"},
+      // A file where the folder should be: not "does not exist".
+      {{"--json", "/proc/self/status/x.json"}, "'/proc/self/status' is not a folder"},
       {{"--json", "/proc/x.json"}, "cannot create files"},
       {{"--seed", "-1"}, "--seed must be >= 0"},
       {{"--batch", "0"}, "--batch must be in [1, 256]"},
@@ -373,6 +375,10 @@ TEST(RunCli, MaxNoiseStopsAtTheBudgetWhenUnreachable) {
   ASSERT_EQ(pct.exit_code, 0) << pct.err;
   EXPECT_EQ(nlohmann::json::parse(pct.out)["config"]["max_noise_pct"]["value"], 5.0);
   EXPECT_EQ(run_decodebench(tiny({"--max-noise", "x%"})).exit_code, 2);
+  // Two signs: named as typed, not as '5%'.
+  const auto twice = run_decodebench(tiny({"--max-noise", "5%%"}));
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("'5%%'"), std::string::npos) << twice.err;
   // NaN passes no comparison, so it used to pass the checks and hang the repetition.
   for (const char* flag : {"--max-noise", "--min-time", "--max-time"}) {
     const auto nan = run_decodebench(tiny({flag, "nan"}));

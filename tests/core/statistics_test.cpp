@@ -47,6 +47,8 @@ TEST(Statistics, SingleValueAndEmpty) {
   EXPECT_EQ(s.median, 42);
   EXPECT_EQ(s.p99, 42);
   EXPECT_EQ(s.stddev, 0);
+  EXPECT_TRUE(to_json(s)["stddev"].is_null());  // no spread from one sample
+  EXPECT_EQ(to_json(summarize(std::vector<double>{1, 3}))["stddev"], std::sqrt(2.0));
   const Summary e = summarize(std::vector<double>{});
   EXPECT_EQ(e.count, 0);
 }

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench {
 namespace {
@@ -204,6 +206,24 @@ TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
   bad(R"({"name": "x", "configurations": [{"tokens": 4, "--tokens": [5, 6]}]})",
       {"key '--tokens' names the flag --tokens a second time"});
   bad(R"([1, 2])", {"JSON object"});
+}
+
+// A key twice in one object is refused (JSON keeps the last value silently); the same key in two
+// objects is fine.
+TEST(SuiteFile, DuplicateKeysAreUsageErrors) {
+  testing::TempDir dir;
+  const auto write = [&](const std::string& text) {
+    const auto path = (dir / "s.json").string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string dup =
+      write(R"({"name": "x", "configurations": [{"layers": 2, "tokens": 4, "layers": 3}]})");
+  expect_usage_error([&] { (void)load_suite_file(dup); },
+                     {dup, "key 'layers' appears twice in one object"});
+  const std::string ok =
+      write(R"({"name": "x", "configurations": [{"layers": 2}, {"layers": 3, "tokens": 2}]})");
+  EXPECT_EQ(load_suite_file(ok).configurations.size(), 2u);
 }
 
 TEST(SuiteFile, MissingFileIsAUsageError) {
