@@ -242,12 +242,15 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
         const std::string word =
             msg.substr(prefix.size(), msg.find('\'', prefix.size()) - prefix.size());
         const CLI::App& flags = named != nullptr ? *named : app;
-        for (size_t k = 1; k < args->size(); ++k) {
+        // The word's last occurrence: an earlier one may be a command's argument taken as such
+        // ("compare -q a.json b.json a.json": the third file is the extra).
+        for (size_t k = args->size(); k-- > 1;) {
           if ((*args)[k] != word) continue;
           const CLI::Option* opt = flags.get_option_no_throw((*args)[k - 1]);
           if (opt != nullptr && opt->get_items_expected_max() == 0) {
             return (*args)[k - 1] + " takes no value (got '" + word + "')";
           }
+          break;
         }
       }
       if (!msg.empty()) return msg;

@@ -27,6 +27,18 @@ class Error : public std::runtime_error {
   ExitCode code_;
 };
 
+/// An input decodebench does not support, though it may be valid (another architecture, tensor
+/// type or tokenizer): exit 2 like any input error; `inspect` tells it from a broken file.
+class UnsupportedError : public Error {
+ public:
+  explicit UnsupportedError(const std::string& message) : Error(ExitCode::kUsage, message) {}
+};
+
+/// Shorthand for an unsupported input (exit 2).
+[[nodiscard]] inline UnsupportedError unsupported_error(const std::string& message) {
+  return UnsupportedError(message);
+}
+
 /// Shorthand for a usage or input error (exit 2).
 [[nodiscard]] inline Error usage_error(const std::string& message) {
   return Error(ExitCode::kUsage, message);

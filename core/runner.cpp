@@ -361,16 +361,20 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     modes = {{"graph", ExecMode::kGraph}};
   }
   // A batched pass decodes every sequence for exactly --tokens steps (no end-of-generation stop).
-  const bool stop_at_eog = model.tokenizer && !config.ignore_eos && batch == 1;
-  // The prompt's own continuation ends generation: no decode step would run, nothing to time.
+  bool stop_at_eog = model.tokenizer && !config.ignore_eos && batch == 1;
+  // The prompt's own continuation is the end of generation: the answer is over before the first
+  // timed step. Stopping at the next end-of-generation token would time an arbitrary stretch past
+  // it, so every --tokens step is timed, as with --ignore-eos, and the run says so.
   if (stop_at_eog && model.tokenizer->is_end_of_generation(first)) {
-    throw usage_error(
-        "the model ends generation right after the prompt: its first token is the "
+    warn(
+        "the model ends generation right after the prompt (its first token is the "
         "end-of-generation token " +
-        std::to_string(first) + " ('" + model.tokenizer->token_text(first) +
-        "'), so no decode step follows; use --ignore-eos to time the steps anyway, "
-        "or another prompt");
+        std::to_string(first) + ", '" + model.tokenizer->token_text(first) + "'): all " +
+        std::to_string(config.tokens) +
+        " steps are timed past it, as with --ignore-eos (another prompt times an answer)");
+    stop_at_eog = false;
   }
+  bool warned_non_finite = false;
   for (const auto& [label, mode] : modes) {
     for (int with_phases = 0; with_phases <= (config.phase_timing ? 1 : 0); ++with_phases) {
       PassSpec spec;
@@ -415,8 +419,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
           " + " + std::to_string(config.tokens) + " timed decode steps" +
           (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
-      // NaN or inf logits (broken weights, a shape that overflows) give token 0 at every step
-      // and nothing else to see: said, from the last step's logits, outside the timed steps.
+      // NaN or inf logits (broken weights, a shape that overflows) leave argmax nothing to
+      // choose: said, from the logits of the pass's last step (sequence 0 of a batch), outside the
+      // timed steps.
       {
         std::vector<float> last;
         if (batch == 1) {
@@ -426,8 +431,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         }
         const auto bad =
             std::count_if(last.begin(), last.end(), [](float v) { return !std::isfinite(v); });
-        if (bad > 0) {
-          warn(spec.label + ": the last step's logits hold " + std::to_string(bad) + " of " +
+        if (bad > 0 && !warned_non_finite) {  // once per run: every pass would say it
+          warned_non_finite = true;
+          warn(spec.label + ": the logits after the pass hold " + std::to_string(bad) + " of " +
                std::to_string(last.size()) +
                " values that are NaN or inf: the model computes non-finite numbers (its weights "
                "or shape), so its tokens mean nothing");

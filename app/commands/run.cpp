@@ -68,7 +68,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                  "(default 0)")
       ->group(decode);
   f.ignore_eos = app.add_flag("--ignore-eos")
-                     ->description("Do not stop at an end-of-generation token")
+                     ->description(
+                         "Do not stop at an end-of-generation token (a run whose first token "
+                         "after the prompt is one does so anyway, with a warning)")
                      ->group(decode);
   f.stateless = app.add_flag("--stateless")
                     ->description(

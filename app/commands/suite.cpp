@@ -22,7 +22,7 @@
 
 namespace decodebench::app {
 
-ParsedRunArgs parse_run_args(std::vector<std::string> args) {
+ParsedRunArgs parse_run_args(std::vector<std::string> args, bool suite_file) {
   if (!args.empty() && args.front() == "run") args.erase(args.begin());
   CLI::App app{"decodebench run"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -35,7 +35,7 @@ ParsedRunArgs parse_run_args(std::vector<std::string> args) {
   } catch (const CLI::ParseError& e) {
     std::string msg = parse_error_message(app, nullptr, e, &given);
     // In a suite file such a flag is a boolean key.
-    if (msg.find(" takes no value (got '") != std::string::npos) {
+    if (suite_file && msg.find(" takes no value (got '") != std::string::npos) {
       msg += ": in a suite file give it true or false";
     }
     throw usage_error(msg);
@@ -189,7 +189,7 @@ int run_suite_command(const SuiteFlags& f) {
     if (f.threads) c.args.insert(c.args.end(), {"--threads", std::to_string(*f.threads)});
   }
   const ParseRunArgsFn parse = [](const std::vector<std::string>& args) {
-    return parse_run_args(args).options;
+    return parse_run_args(args, true).options;
   };
   if (f.list) {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

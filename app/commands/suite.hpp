@@ -19,8 +19,9 @@ struct ParsedRunArgs {
 
 /// Parses `args` (argv without the program name; a leading "run" is allowed) with the run
 /// command's flags (add_run_flags, bind_flags). Throws decodebench::Error (exit 2) with CLI11's
-/// message for an unknown flag or a bad value.
-ParsedRunArgs parse_run_args(std::vector<std::string> args);
+/// message for an unknown flag or a bad value; `suite_file`: the arguments come from a suite
+/// file's keys, and a flag without a value given one is told to take true or false.
+ParsedRunArgs parse_run_args(std::vector<std::string> args, bool suite_file = false);
 
 /// Adds `suite FILE [--json OUT|-] [--backend B] [--threads N] [--list] [-q] [-v]`. Sets
 /// `*exit_code` to 0 when every configuration succeeded, else to the exit code of the first that

@@ -35,13 +35,16 @@ std::string printable_message(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
     const auto b = static_cast<unsigned char>(text[pos]);
     const unicode::Decoded d = unicode::decode_utf8(text, pos);
-    // decode_utf8 gives an invalid byte length 1 (a valid character of length 1 is ASCII).
-    const bool invalid = b >= 0x80 && d.len == 1;
+    // decode_utf8 gives an invalid byte length 1 (a valid character of length 1 is ASCII); C1
+    // controls (U+0080-U+009F, e.g. U+009B, a terminal's CSI) are escaped byte by byte too.
+    const bool invalid = (b >= 0x80 && d.len == 1) || (d.cp >= 0x80 && d.cp <= 0x9F);
     if (invalid || (b < 0x20 && b != '\n') || b == 0x7F) {
-      char esc[5];
-      std::snprintf(esc, sizeof esc, "\\x%02x", b);
-      out += esc;
-      ++pos;
+      for (size_t k = 0; k < (invalid ? d.len : 1); ++k) {
+        char esc[5];
+        std::snprintf(esc, sizeof esc, "\\x%02x", static_cast<unsigned char>(text[pos + k]));
+        out += esc;
+      }
+      pos += invalid ? d.len : 1;
       continue;
     }
     out.append(text.substr(pos, d.len));

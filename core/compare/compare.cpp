@@ -119,9 +119,8 @@ void check_stored_median(const nlohmann::json& results, const std::vector<double
   const double stored = stats["tpot_ns"]["median"].get<double>();
   const double median = summarize(samples).median;
   if (!(std::fabs(stored - median) <= 1e-9 * std::fabs(median) + 1e-6)) {
-    throw usage_error(at + ": results.stats.tpot_ns.median (" + fmt::format("{:g}", stored) +
-                      " ns) is not the median of results.samples_ns (" +
-                      fmt::format("{:g}", median) +
+    throw usage_error(at + ": results.stats.tpot_ns.median (" + fmt::format("{}", stored) +
+                      " ns) is not the median of results.samples_ns (" + fmt::format("{}", median) +
                       " ns); the file was changed after decodebench wrote it");
   }
 }
@@ -165,7 +164,7 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
       if (!s.is_number()) throw usage_error(at + ": results.samples_ns holds a non-number");
       values.push_back(s.get<double>());
       if (!std::isfinite(values.back()) || values.back() <= 0) {
-        throw usage_error(at + ": results.samples_ns holds " + fmt::format("{:g}", values.back()) +
+        throw usage_error(at + ": results.samples_ns holds " + fmt::format("{}", values.back()) +
                           " (a step time is a positive number of nanoseconds)");
       }
     }
@@ -264,7 +263,7 @@ std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metr
     s.samples.push_back(v.get<double>());
     if (!std::isfinite(s.samples.back()) || s.samples.back() < 0) {
       throw usage_error(run.origin + " ('" + run.id + "'): results.phase_samples." + phase +
-                        " holds " + fmt::format("{:g}", s.samples.back()) +
+                        " holds " + fmt::format("{}", s.samples.back()) +
                         " (a phase time is a non-negative number)");
     }
   }
@@ -272,10 +271,23 @@ std::optional<Series> metric_series(const LoadedRun& run, const MetricSpec& metr
 }
 
 // "NAME '0' in A, unset in B; ..." for the variables whose values differ; empty when they agree
-// or either side does not record them (null).
+// or neither side records them (null: older writers). One side recording some where the other
+// records none: "NAME '0' in A, not recorded in B (an older decodebench)".
 std::string variables_difference(const nlohmann::json& a, const std::string& a_name,
                                  const nlohmann::json& b, const std::string& b_name) {
-  if (!a.is_object() || !b.is_object()) return "";
+  if (a.is_object() != b.is_object()) {
+    const nlohmann::json& known = a.is_object() ? a : b;
+    if (known.empty()) return "";
+    std::string out;
+    for (const auto& [k, v] : known.items()) {
+      out += (out.empty() ? "" : "; ") + k + " '" +
+             (v.is_string() ? v.get<std::string>() : v.dump()) + "' in " +
+             (a.is_object() ? a_name : b_name);
+    }
+    return out + ", not recorded in " + (a.is_object() ? b_name : a_name) +
+           " (an older decodebench)";
+  }
+  if (!a.is_object()) return "";
   std::set<std::string> names;
   for (const auto& [k, v] : a.items()) names.insert(k);
   for (const auto& [k, v] : b.items()) names.insert(k);
@@ -435,8 +447,12 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     }
     const LoadedRun& cand = *it->second;
     used.insert(&cand);
-    const std::string differ =
-        variables_difference(base.variables, baseline.name, cand.variables, candidate.name);
+    // The cpu backend reads none of these variables.
+    const bool both_cpu =
+        base.key.value("backend", "") == "cpu" && cand.key.value("backend", "") == "cpu";
+    const std::string differ = both_cpu ? std::string()
+                                        : variables_difference(base.variables, baseline.name,
+                                                               cand.variables, candidate.name);
     if (!differ.empty()) ++differing[differ];
     RunComparison rc;
     rc.id = base.id;

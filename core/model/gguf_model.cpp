@@ -122,10 +122,11 @@ class Binder {
  private:
   void check_type(const gguf::TensorInfo& t) const {
     if (!is_supported_weight_type(t.type_id)) {
-      throw usage_error(r_.path() + ": unsupported tensor type " + gguf::ggml_type_name(t.type_id) +
-                        " in tensor " + t.name +
-                        " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-                        "Q6_K)");
+      throw unsupported_error(
+          r_.path() + ": unsupported tensor type " + gguf::ggml_type_name(t.type_id) +
+          " in tensor " + t.name +
+          " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+          "Q6_K)");
     }
   }
   static std::string dims_text(const gguf::TensorInfo& t) {
@@ -163,8 +164,8 @@ int64_t uint_or_uniform_array(const gguf::Reader& r, const std::string& key,
     if (values.empty()) throw usage_error(r.path() + ": metadata key '" + key + "' is empty");
     for (int64_t v : values) {
       if (v != values[0]) {
-        throw usage_error(r.path() + ": metadata key '" + key +
-                          "' varies per layer, which decodebench does not support");
+        throw unsupported_error(r.path() + ": metadata key '" + key +
+                                "' varies per layer, which decodebench does not support");
       }
     }
     return values[0];
@@ -184,8 +185,13 @@ Model load_gguf_model(const std::string& path) {
   const auto arch = r.get_string("general.architecture");
   if (!arch) throw usage_error(path + ": missing metadata key 'general.architecture'");
   if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
-    throw usage_error(path + ": unsupported architecture '" + *arch +
-                      "' (supported: " + kSupportedArchitectures + ")");
+    throw unsupported_error(path + ": unsupported architecture '" + *arch +
+                            "' (supported: " + kSupportedArchitectures + ")");
+  }
+  // LoRA adapters and other GGUF kinds carry an architecture but no model.
+  if (const auto type = r.get_string("general.type"); type && *type != "model") {
+    throw unsupported_error(path + ": general.type is '" + *type +
+                            "', not 'model' (decodebench runs whole models)");
   }
   const std::string a = *arch + ".";
   Model m;
@@ -201,9 +207,9 @@ Model load_gguf_model(const std::string& path) {
       r.get_uint(a + "attention.key_length").value_or(static_cast<uint64_t>(c.hidden / c.n_heads)));
   const auto value_length = r.get_uint(a + "attention.value_length");
   if (value_length && static_cast<int64_t>(*value_length) != c.head_dim) {
-    throw usage_error(path + ": attention.value_length (" + std::to_string(*value_length) +
-                      ") differs from key_length (" + std::to_string(c.head_dim) +
-                      "), which decodebench does not support");
+    throw unsupported_error(path + ": attention.value_length (" + std::to_string(*value_length) +
+                            ") differs from key_length (" + std::to_string(c.head_dim) +
+                            "), which decodebench does not support");
   }
   c.rope_dim = static_cast<int64_t>(
       r.get_uint(a + "rope.dimension_count").value_or(static_cast<uint64_t>(c.head_dim)));
@@ -221,8 +227,8 @@ Model load_gguf_model(const std::string& path) {
   if ((scaling && *scaling != "none" &&
        !(*scaling == "linear" && (factor == 0.0 || factor == 1.0))) ||
       (!scaling && factor != 0.0 && factor != 1.0)) {
-    throw usage_error(path + ": RoPE scaling '" + scaling.value_or("linear") + "' with factor " +
-                      std::to_string(factor) + " is not supported");
+    throw unsupported_error(path + ": RoPE scaling '" + scaling.value_or("linear") +
+                            "' with factor " + std::to_string(factor) + " is not supported");
   }
   c.rope_style = *arch == "llama" ? RopeStyle::kAdjacent : RopeStyle::kHalfSplit;
   c.qkv_bias = *arch == "qwen2";
@@ -301,21 +307,24 @@ Model load_gguf_model(const std::string& path) {
 GgufModelCheck check_gguf_model(const std::string& path) {
   const gguf::Reader r(path);  // a malformed file throws here, as for any command
   GgufModelCheck check;
-  const auto arch = r.get_string("general.architecture");
-  if (!arch || (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3")) {
-    check.status = GgufModelCheck::Status::kUnsupported;
-    check.message =
-        arch ? "architecture '" + *arch + "' (decodebench runs " + kSupportedArchitectures + ")"
-             : "no general.architecture key";
-    return check;
-  }
-  if (r.tensors().empty()) {
-    check.status = GgufModelCheck::Status::kUnsupported;
-    check.message = "no tensors (a vocabulary-only file)";
-    return check;
-  }
   try {
+    const auto arch = r.get_string("general.architecture");  // throws for a non-string
+    if (!arch || (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3")) {
+      check.status = GgufModelCheck::Status::kUnsupported;
+      check.message =
+          arch ? "architecture '" + *arch + "' (decodebench runs " + kSupportedArchitectures + ")"
+               : "no general.architecture key";
+      return check;
+    }
+    if (r.tensors().empty()) {
+      check.status = GgufModelCheck::Status::kUnsupported;
+      check.message = "no tensors (a vocabulary-only file)";
+      return check;
+    }
     (void)load_gguf_model(path);
+  } catch (const UnsupportedError& e) {  // valid, perhaps, but not something decodebench runs
+    check.status = GgufModelCheck::Status::kUnsupported;
+    check.message = e.what();
   } catch (const Error& e) {
     check.status = GgufModelCheck::Status::kInvalid;
     check.message = e.what();

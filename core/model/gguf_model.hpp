@@ -15,17 +15,21 @@ inline constexpr const char* kSupportedArchitectures = "llama, qwen2, qwen3";
 /// style per architecture (§5: llama adjacent pairs, qwen2/qwen3 half-split), and binds every
 /// tensor as a view into the mapping (norms and biases stored in F16/BF16 are converted to F32
 /// copies). `output.weight` absent ⇒ tied LM head. Builds the tokenizer from the metadata.
-/// Throws decodebench::Error (exit 2): malformed file (with offset), unsupported architecture
-/// (listing the supported ones), "unsupported tensor type T in tensor N", a missing tensor or key,
-/// a tensor whose shape disagrees with the hyperparameters, unsupported RoPE scaling.
+/// Throws decodebench::Error (exit 2): malformed file (with offset), a missing tensor or key, a
+/// tensor whose shape disagrees with the hyperparameters, a vocab_size or tokenizer that does not
+/// fit token_embd.weight; UnsupportedError (exit 2) for what decodebench does not run: another
+/// architecture (listing the supported ones), general.type other than 'model', "unsupported
+/// tensor type T in tensor N", RoPE scaling, per-layer head counts, a tokenizer it lacks.
 Model load_gguf_model(const std::string& path);
 
 /// Whether decodebench can run a GGUF file, as `decodebench inspect` reports it.
 struct GgufModelCheck {
   enum class Status {
-    kRuns,         ///< load_gguf_model accepts it
-    kUnsupported,  ///< not a model decodebench runs: another architecture, or no tensors
-    kInvalid,      ///< a supported architecture whose metadata or tensors do not fit together
+    kRuns,  ///< load_gguf_model accepts it
+    /// not a model decodebench runs: another architecture, no tensors, an adapter, or a tensor
+    /// type, tokenizer or RoPE scaling it does not support (UnsupportedError)
+    kUnsupported,
+    kInvalid,  ///< a supported architecture whose metadata or tensors do not fit together
   };
   Status status = Status::kRuns;
   std::string message;  ///< why not ("" when it runs)

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "core/error.hpp"
@@ -136,7 +137,12 @@ constexpr const char* kRunVariables[] = {
 nlohmann::json run_variables() {
   nlohmann::json vars = nlohmann::json::object();
   for (const char* name : kRunVariables) {
-    if (const char* v = std::getenv(name)) vars[name] = v;
+    const char* v = std::getenv(name);
+    // decodebench's switches read an empty value as unset (the default form).
+    if (v == nullptr || (*v == '\0' && std::string_view(name).starts_with("DECODEBENCH_"))) {
+      continue;
+    }
+    vars[name] = v;
   }
   return vars;
 }
@@ -158,8 +164,8 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
   for (const auto& [name, v] : variables.items()) {
     if (name.rfind("DECODEBENCH_", 0) != 0) continue;
     out.push_back(name + "=" + value(name.c_str()) +
-                  ": the GEMVs run another kernel form than the default (a measurement switch); "
-                  "compare this result only with runs of the same setting");
+                  ": a measurement switch picks the GEMV kernel form; compare this result only "
+                  "with runs of the same setting");
   }
   const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   if (!share.empty()) {

@@ -236,9 +236,9 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
   if (data.model == "gpt2") {
     const auto pre = tokenizer::pre_tokenizer_from_name(data.pre);
     if (!pre) {
-      throw usage_error("tokenizer.ggml.pre = \"" + data.pre +
-                        "\" is not supported; supported pre-tokenizers: " +
-                        tokenizer::supported_pre_tokenizers());
+      throw unsupported_error("tokenizer.ggml.pre = \"" + data.pre +
+                              "\" is not supported; supported pre-tokenizers: " +
+                              tokenizer::supported_pre_tokenizers());
     }
     return std::make_unique<tokenizer::BpeTokenizer>(data, *pre);
   }
@@ -249,8 +249,8 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
     }
     return std::make_unique<tokenizer::SpmTokenizer>(data);
   }
-  throw usage_error("tokenizer.ggml.model = \"" + data.model +
-                    "\" is not supported; supported tokenizer models: gpt2, llama");
+  throw unsupported_error("tokenizer.ggml.model = \"" + data.model +
+                          "\" is not supported; supported tokenizer models: gpt2, llama");
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::Reader& reader) {

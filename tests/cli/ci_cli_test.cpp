@@ -365,13 +365,22 @@ TEST_F(CompareCli, EnvironmentVariablesAreRecordedAndDifferencesNoted) {
   }
   EXPECT_EQ(warned, cuda ? 2 : 0) << doc["warnings"];
 
-  const auto r = run_decodebench({"compare", path("base.json"), path("switched.json")});
+  // The note is for GPU runs (the cpu backend reads none of the variables): the two files as
+  // cuda runs, then as they are.
+  for (const char* name : {"base.json", "switched.json"}) {
+    auto d = nlohmann::json::parse(read_file(*dir_ / name));
+    for (auto& run : d["runs"]) run["key"]["backend"] = "cuda";
+    write(*dir_ / ("gpu-" + std::string(name)), d.dump());
+  }
+  const auto r = run_decodebench({"compare", path("gpu-base.json"), path("gpu-switched.json")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "note: environment variables differ in 1 of 1 matched run(s)"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "DECODEBENCH_GEMV_RING unset in " + path("base.json") +
-                                  ", '8x1' in " + path("switched.json")))
+  EXPECT_TRUE(contains(r.out, "DECODEBENCH_GEMV_RING unset in " + path("gpu-base.json") +
+                                  ", '8x1' in " + path("gpu-switched.json")))
       << r.out;
+  const auto as_run = run_decodebench({"compare", path("base.json"), path("switched.json")});
+  EXPECT_EQ(contains(as_run.out, "environment variables differ"), cuda) << as_run.out;
   const auto same = run_decodebench({"compare", path("base.json"), path("slow.json")});
   EXPECT_FALSE(contains(same.out, "environment variables differ")) << same.out;
 }

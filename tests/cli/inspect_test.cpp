@@ -138,19 +138,24 @@ TEST(InspectCli, ModelJsonOnStdout) {
   }
 }
 
-// inspect refuses what a run refuses (exit 2, the same message after the report): more layers
-// in llama.block_count than the file has tensors for, a llama.vocab_size that is not the
-// embedding's row count. A complete model is reported as one decodebench runs.
+// inspect refuses what a run refuses as broken (exit 2, the same message after the report): more
+// layers in llama.block_count than the file has tensors for, a llama.vocab_size that is not the
+// embedding's row count. A file decodebench does not run (an adapter) is reported as such, exit
+// 0. A complete model is reported as one decodebench runs.
 TEST(InspectCli, ModelsARunRefusesAreInvalid) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
   const struct {
     std::vector<std::string> args;
-    std::string error;  // "" = runs
+    std::string error;         // "" = runs
+    bool unsupported = false;  // a file decodebench does not run, not a broken one: inspect exits 0
   } cases[] = {
       {{}, ""},
       {{"--block-count", "3"}, "missing tensor 'blk.2.attn_norm.weight'"},
       {{"--vocab-size", "300"}, "llama.vocab_size (300) differs from the 32 rows of token_embd"},
+      {{"--general-type", "adapter"},
+       "general.type is 'adapter', not 'model' (decodebench runs whole models)",
+       true},
   };
   for (const auto& c : cases) {
     const auto path = dir / "m.gguf";
@@ -167,11 +172,18 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       EXPECT_EQ(run.exit_code, 0) << run.err;
       continue;
     }
-    EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_TRUE(contains(r.out, "bytes read per decode token:")) << r.out;
-    EXPECT_TRUE(contains(
-        r.err, "decodebench: error: cannot run this model: " + path.string() + ": " + c.error))
-        << r.err;
+    if (c.unsupported) {
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_TRUE(
+          contains(r.out, "decodebench does not run this file: " + path.string() + ": " + c.error))
+          << r.out;
+    } else {
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_TRUE(contains(
+          r.err, "decodebench: error: cannot run this model: " + path.string() + ": " + c.error))
+          << r.err;
+    }
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_TRUE(contains(run.err, path.string() + ": " + c.error)) << run.err;
   }
@@ -195,7 +207,7 @@ TEST(InspectCli, NonFiniteLogitsAreWarned) {
                         60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string warning =
-        "cpu: the last step's logits hold 32 of 32 values that are NaN or inf";
+        "cpu: the logits after the pass hold 32 of 32 values that are NaN or inf";
     EXPECT_EQ(contains(r.err, warning), !finite) << r.err;
     const auto doc = nlohmann::json::parse(read_file(json));
     bool in_json = false;

@@ -229,6 +229,11 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
        "--backend: invalid value 'Gpu' (the GPU backend is 'cuda'; expected auto|cpu|cuda)"},
       {{"--preset", "smollm2-135m", "--phase-timing", "yes"},
        "--phase-timing takes no value (got 'yes')\n"},
+      // A command-line sweep is no suite file: no hint about true or false.
+      {{"--preset", "smollm2-135m", "--layers", "1,2", "--phase-timing", "yes"},
+       "--phase-timing takes no value (got 'yes')\n"},
+      // The extra word is the third file, not a value of -q (which came before the first).
+      {{"compare", "-q", "a.json", "b.json", "a.json"}, "unexpected argument 'a.json'\n"},
       {{"suite", suite},
        suite + ": configuration 1 of 1 (layers=1 phase-timing=yes): --phase-timing takes no "
                "value (got 'yes'): in a suite file give it true or false\n"},

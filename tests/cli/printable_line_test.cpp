@@ -39,6 +39,9 @@ TEST(PrintableMessage, EscapesInvalidUtf8AndControlBytes) {
   EXPECT_EQ(printable_message("a\x1b[2Jb\nc\td"), "a\\x1b[2Jb\nc\\x09d");
   EXPECT_EQ(printable_message("h\xc3\xa9llo \xef\xbf\xbd \xe2\x96"),
             "h\xc3\xa9llo \xef\xbf\xbd \\xe2\\x96");  // é and U+FFFD kept; a cut sequence not
+  EXPECT_EQ(printable_message("a\xc2\x9b"
+                              "2Jb"),
+            "a\\xc2\\x9b2Jb");  // U+009B, a C1 CSI
   EXPECT_EQ(printable_message(""), "");
 }
 

@@ -280,11 +280,17 @@ TEST(Compare, SamplesThatContradictTheirStatsAreExit2) {
   for (auto& v : samples) v = v.get<double>() * 10;
   expect_usage_error([&] { (void)load_runs(edited, "e.json"); },
                      {"e.json: runs[0]", "tpot_ns.median", "not the median of results.samples_ns"});
+  // A median 1 ns off a 7-digit one: both numbers in full, so they visibly differ.
+  auto off = make_doc({make_run(ramp(64, 4146170))});
+  off["runs"][0]["results"]["stats"]["tpot_ns"]["median"] = 4146486.0;
+  expect_usage_error([&] { (void)load_runs(off, "o.json"); },
+                     {"median (4146486 ns) is not the median of results.samples_ns (4146485 ns)"});
   for (const double bad : {-5.0, 0.0}) {
     auto doc = make_doc({make_run(ramp())});
     doc["runs"][0]["results"]["samples_ns"][3] = bad;
     expect_usage_error([&] { (void)load_runs(doc, "b.json"); },
-                       {"b.json: runs[0]", "samples_ns holds", "positive"});
+                       {"b.json: runs[0]",
+                        bad < 0 ? "samples_ns holds -5 (" : "samples_ns holds 0 (", "positive"});
   }
   CompareOptions o;
   o.metrics = {"gpu_ms"};
@@ -341,8 +347,10 @@ TEST(Compare, InvalidOptionsAreExit2) {
 TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
   // Two runs per file; both differ in the same way: one note, counting both. A document without
   // environment.variables (an older writer) is not compared on them.
-  const auto doc = [](const nlohmann::json& vars) {
+  // GPU runs (the cpu backend reads none of the variables: no note between two cpu runs).
+  const auto doc = [](const nlohmann::json& vars, const std::string& backend = "cuda") {
     auto d = make_doc({make_run(ramp(), "cpu0", "cpu"), make_run(ramp(), "cpu0", "eager")});
+    for (auto& run : d["runs"]) run["key"]["backend"] = backend;
     if (!vars.is_null()) d["environment"] = {{"host", "h"}, {"variables", vars}};
     return d;
   };
@@ -356,7 +364,16 @@ TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
             "base.json, unset in new.json (the runs may not have run the same kernels or timed "
             "them alike)");
   EXPECT_TRUE(compare_docs(doc(off), doc(off)).notes.empty());
-  EXPECT_TRUE(compare_docs(doc(off), doc(nullptr)).notes.empty());
+  EXPECT_TRUE(compare_docs(doc(off, "cpu"), doc(dflt, "cpu")).notes.empty());
+  // An older file without the field: what the other records, said as not recorded there.
+  r = compare_docs(doc(off), doc(nullptr));
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("CUDA_VISIBLE_DEVICES '1' in base.json; DECODEBENCH_GEMV_RING '0' in "
+                            "base.json, not recorded in new.json (an older decodebench)"),
+            std::string::npos)
+      << r.notes[0];
+  EXPECT_TRUE(compare_docs(doc(nlohmann::json::object()), doc(nullptr)).notes.empty());
+  EXPECT_TRUE(compare_docs(doc(nullptr), doc(nullptr)).notes.empty());
   EXPECT_TRUE(compare_docs(doc(nlohmann::json::object()), doc(dflt)).notes.size() == 1u);
   EXPECT_NE(compare_docs(doc(nlohmann::json::object()), doc(dflt))
                 .notes[0]

@@ -48,6 +48,10 @@ TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
   EXPECT_FALSE(vars.contains("CUDA_LAUNCH_BLOCKING"));
   EXPECT_FALSE(vars.contains("CUDA_HOME"));
   EXPECT_EQ(host_environment()["variables"], vars);
+  // An empty switch is its default: not recorded (an empty CUDA_VISIBLE_DEVICES hides every GPU,
+  // so it is).
+  const ScopedVariable empty_ring("DECODEBENCH_GEMV_RING", "");
+  EXPECT_FALSE(run_variables().contains("DECODEBENCH_GEMV_RING"));
 }
 
 TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
@@ -58,7 +62,8 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   const auto w = run_variable_warnings(vars, /*cuda=*/true);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_EQ(w[0].rfind("CUDA_LAUNCH_BLOCKING=1: every launch waits", 0), 0u) << w[0];
-  EXPECT_EQ(w[1].rfind("DECODEBENCH_GEMV_RING=16x3: the GEMVs run another kernel form", 0), 0u)
+  EXPECT_EQ(w[1].rfind("DECODEBENCH_GEMV_RING=16x3: a measurement switch picks the GEMV kernel", 0),
+            0u)
       << w[1];
   EXPECT_EQ(w[2].rfind("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50: ", 0), 0u) << w[2];
   // CUDA_LAUNCH_BLOCKING=0 is the default; the cpu backend reads none of them.
