@@ -187,6 +187,17 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     r.key = run["key"];
     r.run = run;
     r.origin = where;
+    // The run settings outside the key that change what is timed (config.<name>.value).
+    if (doc.contains("config") && doc["config"].is_object()) {
+      r.settings = nlohmann::json::object();
+      for (const char* name : {"tokens", "seed", "fusion", "pdl", "weight_layout", "capture_mode",
+                               "stateless", "ignore_eos", "inject_capture_fault"}) {
+        const auto it = doc["config"].find(name);
+        if (it != doc["config"].end() && it->is_object() && it->contains("value")) {
+          r.settings[name] = (*it)["value"];
+        }
+      }
+    }
     if (doc.contains("environment") && doc["environment"].is_object() &&
         doc["environment"].contains("variables") && doc["environment"]["variables"].is_object()) {
       r.variables = doc["environment"]["variables"];
@@ -305,6 +316,28 @@ std::string variables_difference(const nlohmann::json& a, const std::string& a_n
   return out;
 }
 
+// "fusion 'on' in A, 'off' in B; ..." for the settings whose values differ; empty when they
+// agree or either document does not record them (null).
+std::string settings_difference(const nlohmann::json& a, const std::string& a_name,
+                                const nlohmann::json& b, const std::string& b_name) {
+  if (!a.is_object() || !b.is_object()) return "";
+  std::set<std::string> names;
+  for (const auto& [k, v] : a.items()) names.insert(k);
+  for (const auto& [k, v] : b.items()) names.insert(k);
+  const auto value = [](const nlohmann::json& o, const std::string& k) {
+    const auto it = o.find(k);
+    if (it == o.end()) return std::string("unset");
+    return "'" + (it->is_string() ? it->get<std::string>() : it->dump()) + "'";
+  };
+  std::string out;
+  for (const auto& k : names) {
+    const std::string va = value(a, k), vb = value(b, k);
+    if (va == vb) continue;
+    out += (out.empty() ? "" : "; ") + k + " " + va + " in " + a_name + ", " + vb + " in " + b_name;
+  }
+  return out;
+}
+
 }  // namespace
 
 LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
@@ -412,19 +445,49 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                              "results.start_position)");
     }
   }
-  using MatchKey = std::tuple<std::string, int64_t, int>;
-  const auto match_key = [&unknown_start](const LoadedRun& r) {
-    return unknown_start.count(r.key_id) == 0
-               ? MatchKey{r.key_id, r.start_position, r.repeat_at_start}
-               : MatchKey{r.key_id, -1, r.repeat_of_key};
+  // Pairing: first runs of one key and start position with the same settings (the run settings
+  // that change what is timed, LoadedRun::settings), in document order, so two sweeps pair point
+  // by point whatever their order; then what is left of a key and position, in order, with a note
+  // naming the settings that differ (comparing --fusion off with on is a use of compare).
+  using Slot = std::pair<std::string, int64_t>;  // key id, start position (-1: not compared)
+  const auto slot = [&unknown_start](const LoadedRun& r) {
+    return Slot{r.key_id, unknown_start.count(r.key_id) == 0 ? r.start_position : -1};
   };
-  std::map<std::string, int> differing;  // variables_difference text → matched runs with it
-  std::map<MatchKey, const LoadedRun*> by_key;
-  for (const auto& r : candidate.runs) by_key[match_key(r)] = &r;
+  std::map<std::pair<Slot, std::string>, std::vector<const LoadedRun*>> same_settings;
+  std::map<Slot, std::vector<const LoadedRun*>> same_slot;  // each in document order
+  for (const auto& r : candidate.runs) {
+    same_settings[{slot(r), r.settings.dump()}].push_back(&r);
+    same_slot[slot(r)].push_back(&r);
+  }
+  std::map<const LoadedRun*, const LoadedRun*> pair_of;  // baseline run → candidate run
   std::set<const LoadedRun*> used;
+  const auto take_first_unused = [&used](const std::vector<const LoadedRun*>& runs) {
+    for (const LoadedRun* r : runs) {
+      if (used.insert(r).second) return r;
+    }
+    return static_cast<const LoadedRun*>(nullptr);
+  };
   for (const auto& base : baseline.runs) {
-    const auto it = by_key.find(match_key(base));
-    if (it == by_key.end()) {
+    const auto it = same_settings.find({slot(base), base.settings.dump()});
+    if (it == same_settings.end()) continue;
+    if (const LoadedRun* c = take_first_unused(it->second)) pair_of[&base] = c;
+  }
+  std::map<std::string, int> settings_differ;  // settings_difference text → pairs with it
+  for (const auto& base : baseline.runs) {
+    if (pair_of.count(&base) != 0) continue;
+    const auto it = same_slot.find(slot(base));
+    if (it == same_slot.end()) continue;
+    if (const LoadedRun* c = take_first_unused(it->second)) {
+      pair_of[&base] = c;
+      const std::string d =
+          settings_difference(base.settings, baseline.name, c->settings, candidate.name);
+      if (!d.empty()) ++settings_differ[d];
+    }
+  }
+  std::map<std::string, int> differing;  // variables_difference text → matched runs with it
+  for (const auto& base : baseline.runs) {
+    const auto it = pair_of.find(&base);
+    if (it == pair_of.end()) {
       report.only_in_baseline.push_back(base.id);
       // The same key only at other positions in the new file: say why it is not compared (a
       // missing repeat at the same position needs no note).
@@ -446,7 +509,6 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       continue;
     }
     const LoadedRun& cand = *it->second;
-    used.insert(&cand);
     // The cpu backend reads none of these variables.
     const bool both_cpu =
         base.key.value("backend", "") == "cpu" && cand.key.value("backend", "") == "cpu";
@@ -494,6 +556,12 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   }
   for (const auto& r : candidate.runs) {
     if (!used.count(&r)) report.only_in_candidate.push_back(r.id);
+  }
+  for (const auto& [text, n] : settings_differ) {
+    report.notes.push_back("settings differ in " + std::to_string(n) + " of " +
+                           std::to_string(report.runs.size()) + " matched run(s): " + text +
+                           " (not the same workload; pair them on purpose, or compare files of "
+                           "the same settings)");
   }
   for (const auto& [text, n] : differing) {
     report.notes.push_back("environment variables differ in " + std::to_string(n) + " of " +

@@ -64,6 +64,10 @@ struct LoadedRun {
   /// environment.variables of the run's result document ({name: value}); null where the document
   /// does not have it (older writers)
   nlohmann::json variables;
+  /// The run settings outside the key that change what is timed, from the document's config:
+  /// {tokens, seed, fusion, pdl, weight_layout, capture_mode, stateless, ignore_eos,
+  /// inject_capture_fault} (those present); null where the document has no config
+  nlohmann::json settings;
 };
 
 /// A result or suite document reduced to its runs.
@@ -126,7 +130,9 @@ struct CompareReport {
   [[nodiscard]] ExitCode exit_code() const;
 };
 
-/// Matches runs by id and compares each requested metric. Matched runs whose
+/// Matches runs by key and start position, runs with the same settings first (in document order,
+/// so sweeps pair point by point), then the rest in order with a note naming the settings that
+/// differ; compares each requested metric. Matched runs whose
 /// environment.variables differ (both documents recording them) get one note per difference,
 /// naming each variable's value on both sides and how many matched runs it concerns. Throws
 /// decodebench::Error (exit 2) when an option is invalid (unknown metric, alpha outside (0, 1),

@@ -381,6 +381,50 @@ TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
             std::string::npos);
 }
 
+// Runs of one key pair by their settings first (config: tokens, seed, fusion, ...), so two
+// sweeps pair point by point whatever their order; what is left pairs in order with a note
+// naming the settings that differ.
+TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
+  // A result document holding one run with the given fusion and --tokens, and samples.
+  const auto result = [](const std::string& fusion, int tokens, double scale) {
+    auto d = make_doc({make_run(scaled(ramp(), scale))});
+    d["config"] = {{"fusion", {{"value", fusion}, {"origin", "flag"}}},
+                   {"tokens", {{"value", tokens}, {"origin", "flag"}}},
+                   {"json", {{"value", "x.json"}, {"origin", "flag"}}}};
+    return d;
+  };
+  const auto suite = [](std::vector<nlohmann::json> results) {
+    return nlohmann::json{{"schema_version", "1.0"},
+                          {"suite", {{"name", "s"}}},
+                          {"configurations", nlohmann::json::array()},
+                          {"results", results}};
+  };
+  // fusion on (1.0×) and off (2.0×) in one file, off and on in the other, unchanged: both same.
+  const auto base = suite({result("on", 8, 1.0), result("off", 8, 2.0)});
+  const auto cand = suite({result("off", 8, 2.0), result("on", 8, 1.0)});
+  CompareReport r = compare_runs(load_runs(base, "a.json"), load_runs(cand, "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const auto& run : r.runs) EXPECT_EQ(run.metrics[0].verdict, Verdict::kSame) << run.id;
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  // Paired on purpose: fusion off against on (one run each), a note says so.
+  r = compare_runs(load_runs(result("off", 8, 2.0), "off.json"),
+                   load_runs(result("on", 8, 1.0), "on.json"), {});
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kFaster);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "settings differ in 1 of 1 matched run(s): fusion 'off' in off.json, 'on' in on.json "
+            "(not the same workload; pair them on purpose, or compare files of the same settings)");
+  // --tokens 4,8 against --tokens 8: the 8 pairs with the 8; the 4 is unmatched, no note.
+  r = compare_runs(load_runs(suite({result("on", 4, 0.8), result("on", 8, 1.0)}), "tk.json"),
+                   load_runs(result("on", 8, 1.0), "t8.json"), {});
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kSame);
+  EXPECT_EQ(r.runs[0].id, r.runs[0].key["id"].get<std::string>() + "#2");
+  EXPECT_EQ(r.only_in_baseline.size(), 1u);
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+}
+
 TEST(Compare, JsonReportCarriesEveryComparison) {
   const CompareReport r =
       compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));
