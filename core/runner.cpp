@@ -348,6 +348,26 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     }
   }
   const int32_t first = firsts[0];
+  // NaN or inf logits (broken weights, a shape that overflows) leave argmax nothing to choose:
+  // said once per run, from the logits after the prompt and after each pass (sequence 0 of a
+  // batch), outside the timed steps.
+  bool warned_non_finite = false;
+  const auto warn_non_finite = [&](const std::string& where) {
+    std::vector<float> logits;
+    if (batch == 1) {
+      backend->logits(logits);
+    } else {
+      backend->logits_batch(0, logits);
+    }
+    const auto bad =
+        std::count_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
+    if (bad == 0) return;
+    warned_non_finite = true;
+    warn(where + " hold " + std::to_string(bad) + " of " + std::to_string(logits.size()) +
+         " values that are NaN or inf: the model computes non-finite numbers (its weights or "
+         "shape), so its tokens mean nothing");
+  };
+  warn_non_finite("the logits after the prompt");
 
   // Passes.
   std::vector<std::pair<std::string, ExecMode>> modes;
@@ -365,6 +385,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   // The prompt's own continuation is the end of generation: the answer is over before the first
   // timed step. Stopping at the next end-of-generation token would time an arbitrary stretch past
   // it, so every --tokens step is timed, as with --ignore-eos, and the run says so.
+  // Not where the logits are NaN: the token is argmax's pick among them, not an answer, and every
+  // step is timed.
+  if (warned_non_finite) stop_at_eog = false;
   if (stop_at_eog && model.tokenizer->is_end_of_generation(first)) {
     warn(
         "the model ends generation right after the prompt (its first token is the "
@@ -374,7 +397,6 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         " steps are timed past it, as with --ignore-eos (another prompt times an answer)");
     stop_at_eog = false;
   }
-  bool warned_non_finite = false;
   for (const auto& [label, mode] : modes) {
     for (int with_phases = 0; with_phases <= (config.phase_timing ? 1 : 0); ++with_phases) {
       PassSpec spec;
@@ -419,26 +441,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
           " + " + std::to_string(config.tokens) + " timed decode steps" +
           (batch > 1 ? " of " + std::to_string(batch) + " sequences in lockstep" : ""));
       PassResult pass = run_pass(*backend, spec);
-      // NaN or inf logits (broken weights, a shape that overflows) leave argmax nothing to
-      // choose: said, from the logits of the pass's last step (sequence 0 of a batch), outside the
-      // timed steps.
-      {
-        std::vector<float> last;
-        if (batch == 1) {
-          backend->logits(last);
-        } else {
-          backend->logits_batch(0, last);
-        }
-        const auto bad =
-            std::count_if(last.begin(), last.end(), [](float v) { return !std::isfinite(v); });
-        if (bad > 0 && !warned_non_finite) {  // once per run: every pass would say it
-          warned_non_finite = true;
-          warn(spec.label + ": the logits after the pass hold " + std::to_string(bad) + " of " +
-               std::to_string(last.size()) +
-               " values that are NaN or inf: the model computes non-finite numbers (its weights "
-               "or shape), so its tokens mean nothing");
-        }
-      }
+      if (!warned_non_finite) warn_non_finite(spec.label + ": the logits after the pass");
       if (mode == ExecMode::kGraph && !pass.exec.captured) {
         const std::string why = pass.exec.failed_call + " failed with " + pass.exec.error_name +
                                 " (" + pass.exec.error_message + ")";

@@ -15,6 +15,7 @@
 #include "core/model/gguf_model.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::app {
 
@@ -68,6 +69,16 @@ void run_inspect(const InspectOptions& opt) {
       switch (check->status) {
         case GgufModelCheck::Status::kRuns:
           report += "decodebench runs this model (decodebench --model FILE)\n";
+          if (!check->unread.empty()) {
+            std::string names;
+            for (size_t i = 0; i < check->unread.size() && i < 8; ++i) {
+              names += (i == 0 ? "" : ", ") + printable_message(check->unread[i]);
+            }
+            if (check->unread.size() > 8) names += ", ...";
+            report += "note: a run reads none of " + std::to_string(check->unread.size()) +
+                      " tensor(s), " + decimal_bytes(check->unread_bytes) + ": " + names +
+                      " (the bytes per decode token above count them)\n";
+          }
           break;
         case GgufModelCheck::Status::kUnsupported:
           report += "decodebench does not run this file: " + check->message + "\n";
@@ -92,9 +103,13 @@ void run_inspect(const InspectOptions& opt) {
   if (!opt.json_path.empty()) {
     nlohmann::json doc = gguf::inspect_json(reader);
     if (check) {
+      nlohmann::json unread = nlohmann::json::array();
+      for (const std::string& n : check->unread) unread.push_back(printable_message(n));
       doc["model_check"] = {{"status", gguf_model_status_name(check->status)},
                             {"message", check->message.empty() ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(check->message)}};
+                                                               : nlohmann::json(check->message)},
+                            {"unread_tensors", unread},
+                            {"unread_bytes", check->unread_bytes}};
     }
     write_json_file(opt.json_path, doc);
     if (!writes_to_stdout(opt.json_path)) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -182,8 +183,19 @@ Model load_gguf_model(const std::string& path) {
   storage->reader = std::make_shared<gguf::Reader>(path);
   const gguf::Reader& r = *storage->reader;
 
-  const auto arch = r.get_string("general.architecture");
-  if (!arch) throw usage_error(path + ": missing metadata key 'general.architecture'");
+  // Without a string architecture the file is no model decodebench knows (not a broken one).
+  std::optional<std::string> arch;
+  try {
+    arch = r.get_string("general.architecture");
+  } catch (const Error& e) {
+    throw unsupported_error(std::string(e.what()) + " (decodebench runs " +
+                            kSupportedArchitectures + ")");
+  }
+  if (!arch) {
+    throw unsupported_error(path +
+                            ": missing metadata key 'general.architecture' (decodebench runs " +
+                            kSupportedArchitectures + ")");
+  }
   if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
     throw unsupported_error(path + ": unsupported architecture '" + *arch +
                             "' (supported: " + kSupportedArchitectures + ")");
@@ -253,7 +265,11 @@ Model load_gguf_model(const std::string& path) {
                       std::to_string(c.vocab) + " rows of token_embd.weight");
   }
   c.tied_embeddings = r.find_tensor("output.weight") == nullptr;
-  validate(c);
+  try {
+    validate(c);
+  } catch (const Error& e) {  // its rules name the flags; here the values come from the file
+    throw Error(e.code(), path + ": " + e.what() + " (from the file's " + *arch + ".* keys)");
+  }
 
   Binder b(r, *storage);
   ModelWeights& w = m.weights;
@@ -307,21 +323,32 @@ Model load_gguf_model(const std::string& path) {
 GgufModelCheck check_gguf_model(const std::string& path) {
   const gguf::Reader r(path);  // a malformed file throws here, as for any command
   GgufModelCheck check;
+  if (r.tensors().empty()) {
+    check.status = GgufModelCheck::Status::kUnsupported;
+    check.message = path + ": no tensors (a vocabulary-only file)";
+    return check;
+  }
   try {
-    const auto arch = r.get_string("general.architecture");  // throws for a non-string
-    if (!arch || (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3")) {
-      check.status = GgufModelCheck::Status::kUnsupported;
-      check.message =
-          arch ? "architecture '" + *arch + "' (decodebench runs " + kSupportedArchitectures + ")"
-               : "no general.architecture key";
-      return check;
+    const Model m = load_gguf_model(path);
+    // Tensors the model does not read: their bytes are in the file's totals, not in a step's.
+    std::set<std::string> read = {"token_embd.weight", "output_norm.weight", "output.weight",
+                                  "rope_freqs.weight"};
+    for (int64_t l = 0; l < m.config.n_layers; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      for (const char* t :
+           {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias",
+            "attn_k.bias", "attn_v.bias", "attn_output.weight", "ffn_norm.weight",
+            "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}) {
+        read.insert(p + t);
+      }
+      if (m.config.qk_norm) read.insert({p + "attn_q_norm.weight", p + "attn_k_norm.weight"});
     }
-    if (r.tensors().empty()) {
-      check.status = GgufModelCheck::Status::kUnsupported;
-      check.message = "no tensors (a vocabulary-only file)";
-      return check;
+    for (const gguf::TensorInfo& t : r.tensors()) {
+      if (read.count(t.name) == 0) {
+        check.unread.push_back(t.name);
+        check.unread_bytes += t.bytes;
+      }
     }
-    (void)load_gguf_model(path);
   } catch (const UnsupportedError& e) {  // valid, perhaps, but not something decodebench runs
     check.status = GgufModelCheck::Status::kUnsupported;
     check.message = e.what();

@@ -1,7 +1,9 @@
 // Loading a llama / qwen2 / qwen3 model from a GGUF file (gguf-facts.md §3–§6).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/model/model.hpp"
 
@@ -33,6 +35,10 @@ struct GgufModelCheck {
   };
   Status status = Status::kRuns;
   std::string message;  ///< why not ("" when it runs)
+  /// When it runs: tensors of the file the model does not read (e.g. blk.99.* of a 30-layer
+  /// model), in file order, and their bytes
+  std::vector<std::string> unread;
+  uint64_t unread_bytes = 0;
 };
 
 /// Loads `path` as load_gguf_model does (binding views, no weight data read but F16/BF16 norms

@@ -115,8 +115,8 @@ std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
     if (occurrences[axis.flag] > 1) {
       throw usage_error(axis.flag + " is given " + std::to_string(occurrences[axis.flag]) +
                         " times and one of them is a list: give a swept flag once, with all "
-                        "its values (e.g. " +
-                        axis.flag + " 2,4,8)");
+                        "its values (" +
+                        axis.flag + " A,B,C)");
     }
   }
   if (axes.empty()) return unchanged;
@@ -213,7 +213,9 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
           k.alternatives.push_back({flag, scalar_text(v)});
           k.shown.push_back(scalar_text(v));
         } else {
-          throw usage_error(where + ": key '" + raw_key + "' has a " + v.type_name() +
+          const std::string type = v.type_name();
+          throw usage_error(where + ": key '" + raw_key + "' has " +
+                            (type == "object" || type == "array" ? "an " : "a ") + type +
                             " value (expected a string, number, boolean or a list of them)");
         }
       };

@@ -134,7 +134,10 @@ TEST(InspectCli, ModelJsonOnStdout) {
       EXPECT_EQ(m["truncated"], true);
     }
     EXPECT_TRUE(saw_tokens);
-    EXPECT_EQ(doc["model_check"], nlohmann::json({{"status", "runs"}, {"message", nullptr}}));
+    EXPECT_EQ(doc["model_check"], nlohmann::json({{"status", "runs"},
+                                                  {"message", nullptr},
+                                                  {"unread_tensors", nlohmann::json::array()},
+                                                  {"unread_bytes", 0}}));
   }
 }
 
@@ -156,6 +159,10 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       {{"--general-type", "adapter"},
        "general.type is 'adapter', not 'model' (decodebench runs whole models)",
        true},
+      // More heads than the hidden size holds: the shape rule, named as coming from the file.
+      {{"--heads", "7"},
+       "invalid model shape: heads (7) must be divisible by kv-heads (2) (from the file's llama.* "
+       "keys)"},
   };
   for (const auto& c : cases) {
     const auto path = dir / "m.gguf";
@@ -189,6 +196,25 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
   }
 }
 
+// A tensor no layer reads (blk.99 of a 2-layer model) is named, with its bytes, which the bytes
+// per decode token of the report count and a run does not.
+TEST(InspectCli, TensorsARunDoesNotReadAreNamed) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const auto path = dir / "m.gguf";
+  ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--extra-tensor"}));
+  const CommandResult r = run_decodebench({"inspect", path.string()}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out,
+                       "note: a run reads none of 1 tensor(s), 4.4 kB: "
+                       "blk.99.attn_q.weight (the bytes per decode token above count them)"))
+      << r.out;
+  const CommandResult j = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["model_check"]["unread_tensors"], nlohmann::json::array({"blk.99.attn_q.weight"}));
+  EXPECT_EQ(doc["model_check"]["unread_bytes"], 64 * 2 * 34);
+}
+
 // Weights whose f16 scales include NaN and inf (the fixture's random bytes) give NaN logits: the
 // run warns (token 0 at every step means nothing); finite weights do not.
 TEST(InspectCli, NonFiniteLogitsAreWarned) {
@@ -207,8 +233,9 @@ TEST(InspectCli, NonFiniteLogitsAreWarned) {
                         60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string warning =
-        "cpu: the logits after the pass hold 32 of 32 values that are NaN or inf";
+        "the logits after the prompt hold 32 of 32 values that are NaN or inf";
     EXPECT_EQ(contains(r.err, warning), !finite) << r.err;
+    EXPECT_FALSE(contains(r.err, "ends generation right after the prompt")) << r.err;
     const auto doc = nlohmann::json::parse(read_file(json));
     bool in_json = false;
     for (const auto& w : doc["warnings"]) in_json = in_json || contains(w, warning);
@@ -232,8 +259,9 @@ TEST(InspectCli, ArchitectureNamesThatAreNotUtf8AreEscaped) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["model_check"]["status"], "unsupported");
-  EXPECT_EQ(doc["model_check"]["message"],
-            "architecture 'llam\\xff' (decodebench runs llama, qwen2, qwen3)");
+  EXPECT_EQ(
+      doc["model_check"]["message"],
+      path.string() + ": unsupported architecture 'llam\\xff' (supported: llama, qwen2, qwen3)");
 }
 
 TEST(InspectCli, TerminalReportAndJsonFile) {
