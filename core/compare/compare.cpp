@@ -11,7 +11,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "core/result/json_file.hpp"
@@ -316,24 +315,32 @@ std::string variables_difference(const nlohmann::json& a, const std::string& a_n
   return out;
 }
 
-// "fusion 'on' in A, 'off' in B; ..." for the settings whose values differ; empty when they
-// agree or either document does not record them (null).
+// The settings both documents record whose values differ (a setting one side lacks, from an
+// older writer, is not compared), in name order.
+std::vector<std::string> differing_settings(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<std::string> out;
+  if (!a.is_object() || !b.is_object()) return out;
+  for (const auto& [k, v] : a.items()) {
+    const auto it = b.find(k);
+    if (it != b.end() && *it != v) out.push_back(k);
+  }
+  return out;
+}
+
+int settings_differences(const nlohmann::json& a, const nlohmann::json& b) {
+  return static_cast<int>(differing_settings(a, b).size());
+}
+
+// "fusion 'on' in A, 'off' in B; ..." for differing_settings; empty when there are none.
 std::string settings_difference(const nlohmann::json& a, const std::string& a_name,
                                 const nlohmann::json& b, const std::string& b_name) {
-  if (!a.is_object() || !b.is_object()) return "";
-  std::set<std::string> names;
-  for (const auto& [k, v] : a.items()) names.insert(k);
-  for (const auto& [k, v] : b.items()) names.insert(k);
-  const auto value = [](const nlohmann::json& o, const std::string& k) {
-    const auto it = o.find(k);
-    if (it == o.end()) return std::string("unset");
-    return "'" + (it->is_string() ? it->get<std::string>() : it->dump()) + "'";
+  const auto text = [](const nlohmann::json& v) {
+    return "'" + (v.is_string() ? v.get<std::string>() : v.dump()) + "'";
   };
   std::string out;
-  for (const auto& k : names) {
-    const std::string va = value(a, k), vb = value(b, k);
-    if (va == vb) continue;
-    out += (out.empty() ? "" : "; ") + k + " " + va + " in " + a_name + ", " + vb + " in " + b_name;
+  for (const std::string& k : differing_settings(a, b)) {
+    out += (out.empty() ? "" : "; ") + k + " " + text(a[k]) + " in " + a_name + ", " + text(b[k]) +
+           " in " + b_name;
   }
   return out;
 }
@@ -425,8 +432,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
 
   // Runs match by configuration key and, since the key leaves out the prompt length while a
   // step's cost grows with the context (attention over every cached position), by the position
-  // of their first timed step; repeats in document order. Where any run of a key, in either file,
-  // lacks results.start_position (older writers), that key's runs match by repeat order alone.
+  // of their first timed step (below: pairing within them). Where any run of a key, in either
+  // file, lacks results.start_position (older writers), that key's runs match by key alone.
   std::set<std::string> unknown_start;
   std::map<std::string, std::string> known_start;  // key id → its label
   for (const LoadedRuns* f : {&baseline, &candidate}) {
@@ -445,44 +452,51 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                              "results.start_position)");
     }
   }
-  // Pairing: first runs of one key and start position with the same settings (the run settings
-  // that change what is timed, LoadedRun::settings), in document order, so two sweeps pair point
-  // by point whatever their order; then what is left of a key and position, in order, with a note
-  // naming the settings that differ (comparing --fusion off with on is a use of compare).
+  // Pairing, within one key and start position: first runs whose settings (the run settings that
+  // change what is timed, LoadedRun::settings) agree, in document order, so two sweeps pair point
+  // by point whatever their order; then each run left over with the unused run that differs in
+  // the fewest settings (the first on a tie), and a note naming them (comparing --fusion off with
+  // on is a use of compare). A setting only one document records (older writers) is not compared.
   using Slot = std::pair<std::string, int64_t>;  // key id, start position (-1: not compared)
   const auto slot = [&unknown_start](const LoadedRun& r) {
     return Slot{r.key_id, unknown_start.count(r.key_id) == 0 ? r.start_position : -1};
   };
-  std::map<std::pair<Slot, std::string>, std::vector<const LoadedRun*>> same_settings;
-  std::map<Slot, std::vector<const LoadedRun*>> same_slot;  // each in document order
-  for (const auto& r : candidate.runs) {
-    same_settings[{slot(r), r.settings.dump()}].push_back(&r);
-    same_slot[slot(r)].push_back(&r);
-  }
+  std::map<Slot, std::vector<const LoadedRun*>> same_slot;  // in document order
+  for (const auto& r : candidate.runs) same_slot[slot(r)].push_back(&r);
   std::map<const LoadedRun*, const LoadedRun*> pair_of;  // baseline run → candidate run
   std::set<const LoadedRun*> used;
-  const auto take_first_unused = [&used](const std::vector<const LoadedRun*>& runs) {
-    for (const LoadedRun* r : runs) {
-      if (used.insert(r).second) return r;
+  // The unused run of `base`'s slot that differs from it in the fewest settings, or null; with
+  // `exact`, only one that differs in none.
+  const auto nearest_unused = [&](const LoadedRun& base, bool exact) {
+    const auto it = same_slot.find(slot(base));
+    const LoadedRun* best = nullptr;
+    int best_count = 0;
+    if (it == same_slot.end()) return best;
+    for (const LoadedRun* c : it->second) {
+      if (used.count(c) != 0) continue;
+      const int n = settings_differences(base.settings, c->settings);
+      if ((exact && n > 0) || (best != nullptr && n >= best_count)) continue;
+      best = c;
+      best_count = n;
     }
-    return static_cast<const LoadedRun*>(nullptr);
+    return best;
   };
-  for (const auto& base : baseline.runs) {
-    const auto it = same_settings.find({slot(base), base.settings.dump()});
-    if (it == same_settings.end()) continue;
-    if (const LoadedRun* c = take_first_unused(it->second)) pair_of[&base] = c;
+  for (const bool exact : {true, false}) {
+    for (const auto& base : baseline.runs) {
+      if (pair_of.count(&base) != 0) continue;
+      if (const LoadedRun* c = nearest_unused(base, exact)) {
+        pair_of[&base] = c;
+        used.insert(c);
+      }
+    }
   }
   std::map<std::string, int> settings_differ;  // settings_difference text → pairs with it
   for (const auto& base : baseline.runs) {
-    if (pair_of.count(&base) != 0) continue;
-    const auto it = same_slot.find(slot(base));
-    if (it == same_slot.end()) continue;
-    if (const LoadedRun* c = take_first_unused(it->second)) {
-      pair_of[&base] = c;
-      const std::string d =
-          settings_difference(base.settings, baseline.name, c->settings, candidate.name);
-      if (!d.empty()) ++settings_differ[d];
-    }
+    const auto it = pair_of.find(&base);
+    if (it == pair_of.end()) continue;
+    const std::string d =
+        settings_difference(base.settings, baseline.name, it->second->settings, candidate.name);
+    if (!d.empty()) ++settings_differ[d];
   }
   std::map<std::string, int> differing;  // variables_difference text → matched runs with it
   for (const auto& base : baseline.runs) {

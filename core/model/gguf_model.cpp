@@ -178,6 +178,52 @@ int64_t uint_or_uniform_array(const gguf::Reader& r, const std::string& key,
 
 }  // namespace
 
+namespace {
+
+// The layer of a "blk.<l>.<tensor>" name, or -1.
+int64_t layer_of(const std::string& name) {
+  if (!name.starts_with("blk.")) return -1;
+  const size_t dot = name.find('.', 4);
+  const std::string digits = dot == std::string::npos ? "" : name.substr(4, dot - 4);
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return -1;
+  }
+  return std::stoll(digits);
+}
+
+// Whether the model of config `c` reads tensor `name` (what load_gguf_model binds; optional
+// biases count as read, since a file that has them gets them applied).
+bool model_reads(const ModelConfig& c, const std::string& name) {
+  if (name == "token_embd.weight" || name == "output_norm.weight" || name == "output.weight" ||
+      name == "rope_freqs.weight") {
+    return true;
+  }
+  const int64_t layer = layer_of(name);
+  if (layer < 0 || layer >= c.n_layers) return false;
+  const std::string t = name.substr(name.find('.', 4) + 1);
+  for (const char* known :
+       {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias",
+        "attn_k.bias", "attn_v.bias", "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight",
+        "ffn_up.weight", "ffn_down.weight"}) {
+    if (t == known) return true;
+  }
+  return c.qk_norm && (t == "attn_q_norm.weight" || t == "attn_k_norm.weight");
+}
+
+// A layer's tensor the model does not read is part of a model decodebench does not compute (an
+// output bias, a norm it lacks): refused rather than run as another model. Returns their names.
+std::vector<std::string> unread_layer_tensors(const gguf::Reader& r, const ModelConfig& c) {
+  std::vector<std::string> out;
+  for (const gguf::TensorInfo& t : r.tensors()) {
+    const int64_t layer = layer_of(t.name);
+    if (layer >= 0 && layer < c.n_layers && !model_reads(c, t.name)) out.push_back(t.name);
+  }
+  return out;
+}
+
+}  // namespace
+
 Model load_gguf_model(const std::string& path) {
   auto storage = std::make_shared<GgufStorage>();
   storage->reader = std::make_shared<gguf::Reader>(path);
@@ -206,6 +252,10 @@ Model load_gguf_model(const std::string& path) {
                             "', not 'model' (decodebench runs whole models)");
   }
   const std::string a = *arch + ".";
+  if (const auto experts = r.get_uint(a + "expert_count"); experts && *experts > 0) {
+    throw unsupported_error(path + ": a mixture-of-experts model (" + a + "expert_count " +
+                            std::to_string(*experts) + "), which decodebench does not run");
+  }
   Model m;
   ModelConfig& c = m.config;
   c.architecture = *arch;
@@ -268,7 +318,8 @@ Model load_gguf_model(const std::string& path) {
   try {
     validate(c);
   } catch (const Error& e) {  // its rules name the flags; here the values come from the file
-    throw Error(e.code(), path + ": " + e.what() + " (from the file's " + *arch + ".* keys)");
+    throw Error(e.code(),
+                path + ": " + e.what() + " (values from the file's metadata and tensor shapes)");
   }
 
   Binder b(r, *storage);
@@ -309,6 +360,14 @@ Model load_gguf_model(const std::string& path) {
   w.output_norm = b.vector("output_norm.weight", c.hidden);
   w.output = c.tied_embeddings ? w.token_embd : b.matrix("output.weight", c.vocab, c.hidden);
 
+  if (const auto extra = unread_layer_tensors(r, c); !extra.empty()) {
+    std::string names;
+    for (size_t i = 0; i < extra.size() && i < 4; ++i) names += (i ? ", " : "") + extra[i];
+    throw unsupported_error(
+        path + ": tensors decodebench does not compute: " + names +
+        (extra.size() > 4 ? ", ... (" + std::to_string(extra.size()) + ")" : "") +
+        " (running without them would time another model)");
+  }
   m.info.source = "gguf";
   m.info.path = path;
   m.info.name = r.get_string("general.name").value_or("");
@@ -330,21 +389,8 @@ GgufModelCheck check_gguf_model(const std::string& path) {
   }
   try {
     const Model m = load_gguf_model(path);
-    // Tensors the model does not read: their bytes are in the file's totals, not in a step's.
-    std::set<std::string> read = {"token_embd.weight", "output_norm.weight", "output.weight",
-                                  "rope_freqs.weight"};
-    for (int64_t l = 0; l < m.config.n_layers; ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      for (const char* t :
-           {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias",
-            "attn_k.bias", "attn_v.bias", "attn_output.weight", "ffn_norm.weight",
-            "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}) {
-        read.insert(p + t);
-      }
-      if (m.config.qk_norm) read.insert({p + "attn_q_norm.weight", p + "attn_k_norm.weight"});
-    }
     for (const gguf::TensorInfo& t : r.tensors()) {
-      if (read.count(t.name) == 0) {
+      if (!model_reads(m.config, t.name)) {
         check.unread.push_back(t.name);
         check.unread_bytes += t.bytes;
       }

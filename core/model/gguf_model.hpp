@@ -20,8 +20,9 @@ inline constexpr const char* kSupportedArchitectures = "llama, qwen2, qwen3";
 /// Throws decodebench::Error (exit 2): malformed file (with offset), a missing tensor or key, a
 /// tensor whose shape disagrees with the hyperparameters, a vocab_size or tokenizer that does not
 /// fit token_embd.weight; UnsupportedError (exit 2) for what decodebench does not run: another
-/// architecture (listing the supported ones), general.type other than 'model', "unsupported
-/// tensor type T in tensor N", RoPE scaling, per-layer head counts, a tokenizer it lacks.
+/// architecture (listing the supported ones), general.type other than 'model', a mixture of
+/// experts, "unsupported tensor type T in tensor N", RoPE scaling, per-layer head counts, a
+/// tokenizer it lacks, a layer tensor it does not compute (e.g. blk.0.attn_output.bias).
 Model load_gguf_model(const std::string& path);
 
 /// Whether decodebench can run a GGUF file, as `decodebench inspect` reports it.

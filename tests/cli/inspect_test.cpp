@@ -159,10 +159,18 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       {{"--general-type", "adapter"},
        "general.type is 'adapter', not 'model' (decodebench runs whole models)",
        true},
-      // More heads than the hidden size holds: the shape rule, named as coming from the file.
+      // Heads that kv-heads does not divide: the shape rule, said to come from the file.
       {{"--heads", "7"},
-       "invalid model shape: heads (7) must be divisible by kv-heads (2) (from the file's llama.* "
-       "keys)"},
+       "invalid model shape: heads (7) must be divisible by kv-heads (2) (values from the file's "
+       "metadata and tensor shapes)"},
+      // A tensor of a layer that decodebench does not compute: refused, not run as another model.
+      {{"--output-bias"},
+       "tensors decodebench does not compute: blk.0.attn_output.bias (running without them would "
+       "time another model)",
+       true},
+      {{"--expert-count", "8"},
+       "a mixture-of-experts model (llama.expert_count 8), which decodebench does not run",
+       true},
   };
   for (const auto& c : cases) {
     const auto path = dir / "m.gguf";
@@ -223,7 +231,8 @@ TEST(InspectCli, NonFiniteLogitsAreWarned) {
   for (const bool finite : {false, true}) {
     SCOPED_TRACE(finite ? "finite" : "random bytes");
     const auto path = dir / "m.gguf";
-    std::vector<std::string> args{"--kind", "model"};
+    // Token 0 ends generation: argmax of all-NaN logits picks it, which is no answer to warn of.
+    std::vector<std::string> args{"--kind", "model", "--eos-id", "0"};
     if (finite) args.push_back("--normal-weights");
     ASSERT_TRUE(write_fixture(path, args));
     const auto json = dir / "r.json";
@@ -235,7 +244,11 @@ TEST(InspectCli, NonFiniteLogitsAreWarned) {
     const std::string warning =
         "the logits after the prompt hold 32 of 32 values that are NaN or inf";
     EXPECT_EQ(contains(r.err, warning), !finite) << r.err;
-    EXPECT_FALSE(contains(r.err, "ends generation right after the prompt")) << r.err;
+    if (!finite) {
+      EXPECT_FALSE(contains(r.err, "ends generation right after the prompt")) << r.err;
+      const auto d = nlohmann::json::parse(read_file(json));
+      EXPECT_EQ(d["runs"][0]["results"]["timed_steps"], 3);  // every step, as --ignore-eos
+    }
     const auto doc = nlohmann::json::parse(read_file(json));
     bool in_json = false;
     for (const auto& w : doc["warnings"]) in_json = in_json || contains(w, warning);

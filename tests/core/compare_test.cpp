@@ -425,6 +425,53 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
 }
 
+// Pairing at known start positions: a setting that differs across a whole file (--tokens 4 against
+// 5) still lets a sweep's other axis pair point by point (seed with seed), a setting one file does
+// not record (an older writer) is not compared, and repeats of identical runs pair in order.
+TEST(Compare, PairingByFewestDifferingSettings) {
+  const auto run = [](const nlohmann::json& settings, double scale) {
+    auto d = make_doc({make_run(scaled(ramp(), scale))});
+    d["runs"][0]["results"]["start_position"] = 16;
+    d["config"] = nlohmann::json::object();
+    for (const auto& [k, v] : settings.items()) d["config"][k] = {{"value", v}};
+    return d;
+  };
+  const auto suite = [](std::vector<nlohmann::json> results) {
+    return nlohmann::json{{"schema_version", "1.0"},
+                          {"suite", {{"name", "s"}}},
+                          {"configurations", nlohmann::json::array()},
+                          {"results", results}};
+  };
+  // seed 1 is 1.0×, seed 2 is 2.0× in both files; the new file times 5 tokens instead of 4.
+  const auto base =
+      suite({run({{"seed", 1}, {"tokens", 4}}, 1.0), run({{"seed", 2}, {"tokens", 4}}, 2.0)});
+  const auto cand =
+      suite({run({{"seed", 2}, {"tokens", 5}}, 2.0), run({{"seed", 1}, {"tokens", 5}}, 1.0)});
+  CompareReport r = compare_runs(load_runs(base, "a.json"), load_runs(cand, "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].rfind("settings differ in 2 of 2 matched run(s): tokens '4' in a.json, "
+                             "'5' in b.json (",
+                             0),
+            0u)
+      << r.notes[0];
+  // weight_layout recorded by one file only: not a difference, and the sweep pairs by seed.
+  const auto older = suite({run({{"seed", 2}}, 2.0), run({{"seed", 1}}, 1.0)});
+  const auto newer = suite({run({{"seed", 1}, {"weight_layout", "auto"}}, 1.0),
+                            run({{"seed", 2}, {"weight_layout", "auto"}}, 2.0)});
+  r = compare_runs(load_runs(older, "old.json"), load_runs(newer, "new.json"), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  // A/A with repeats: identical runs pair in order, the second with the second.
+  const auto aa = suite({run({{"seed", 1}}, 1.0), run({{"seed", 1}}, 1.3)});
+  r = compare_runs(load_runs(aa, "x.json"), load_runs(aa, "y.json"), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[1].id, r.runs[0].id + "#2");
+  for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
+}
+
 TEST(Compare, JsonReportCarriesEveryComparison) {
   const CompareReport r =
       compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));

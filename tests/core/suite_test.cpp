@@ -64,7 +64,8 @@ TEST(Sweep, SweptFlagGivenTwiceIsAUsageError) {
                                             {"--layers", "3", "--layers=2,4"},
                                             {"--layers=2,4", "--tokens", "8", "--layers", "1,5"}}) {
     expect_usage_error([&] { expand_sweep(args); },
-                       {"--layers is given 2 times", "--layers 2,4,8"});
+                       {"--layers is given 2 times",
+                        "give a swept flag once, with all its values (--layers A,B,C)"});
   }
   // Repeats without a list are CLI11's business (last value wins), and other flags may repeat.
   EXPECT_EQ(expand_sweep({"--layers", "2", "--layers", "3"}).size(), 1u);
