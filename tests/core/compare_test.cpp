@@ -62,6 +62,14 @@ nlohmann::json make_doc(std::vector<nlohmann::json> runs) {
   return {{"schema_version", "1.0"}, {"runs", runs}};
 }
 
+// A suite document of `results` (the parts compare reads).
+nlohmann::json make_suite(std::vector<nlohmann::json> results) {
+  return {{"schema_version", "1.0"},
+          {"suite", {{"name", "s"}}},
+          {"configurations", nlohmann::json::array()},
+          {"results", results}};
+}
+
 CompareReport compare_docs(const nlohmann::json& base, const nlohmann::json& cand,
                            CompareOptions options = {}) {
   return compare_runs(load_runs(base, "base.json"), load_runs(cand, "new.json"), options);
@@ -393,15 +401,9 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
                    {"json", {{"value", "x.json"}, {"origin", "flag"}}}};
     return d;
   };
-  const auto suite = [](std::vector<nlohmann::json> results) {
-    return nlohmann::json{{"schema_version", "1.0"},
-                          {"suite", {{"name", "s"}}},
-                          {"configurations", nlohmann::json::array()},
-                          {"results", results}};
-  };
   // fusion on (1.0×) and off (2.0×) in one file, off and on in the other, unchanged: both same.
-  const auto base = suite({result("on", 8, 1.0), result("off", 8, 2.0)});
-  const auto cand = suite({result("off", 8, 2.0), result("on", 8, 1.0)});
+  const auto base = make_suite({result("on", 8, 1.0), result("off", 8, 2.0)});
+  const auto cand = make_suite({result("off", 8, 2.0), result("on", 8, 1.0)});
   CompareReport r = compare_runs(load_runs(base, "a.json"), load_runs(cand, "b.json"), {});
   ASSERT_EQ(r.runs.size(), 2u);
   for (const auto& run : r.runs) EXPECT_EQ(run.metrics[0].verdict, Verdict::kSame) << run.id;
@@ -416,7 +418,7 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
             "settings differ in 1 of 1 matched run(s): fusion 'off' in off.json, 'on' in on.json "
             "(not the same workload; pair them on purpose, or compare files of the same settings)");
   // --tokens 4,8 against --tokens 8: the 8 pairs with the 8; the 4 is unmatched, no note.
-  r = compare_runs(load_runs(suite({result("on", 4, 0.8), result("on", 8, 1.0)}), "tk.json"),
+  r = compare_runs(load_runs(make_suite({result("on", 4, 0.8), result("on", 8, 1.0)}), "tk.json"),
                    load_runs(result("on", 8, 1.0), "t8.json"), {});
   ASSERT_EQ(r.runs.size(), 1u);
   EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kSame);
@@ -436,17 +438,11 @@ TEST(Compare, PairingByFewestDifferingSettings) {
     for (const auto& [k, v] : settings.items()) d["config"][k] = {{"value", v}};
     return d;
   };
-  const auto suite = [](std::vector<nlohmann::json> results) {
-    return nlohmann::json{{"schema_version", "1.0"},
-                          {"suite", {{"name", "s"}}},
-                          {"configurations", nlohmann::json::array()},
-                          {"results", results}};
-  };
   // seed 1 is 1.0×, seed 2 is 2.0× in both files; the new file times 5 tokens instead of 4.
   const auto base =
-      suite({run({{"seed", 1}, {"tokens", 4}}, 1.0), run({{"seed", 2}, {"tokens", 4}}, 2.0)});
+      make_suite({run({{"seed", 1}, {"tokens", 4}}, 1.0), run({{"seed", 2}, {"tokens", 4}}, 2.0)});
   const auto cand =
-      suite({run({{"seed", 2}, {"tokens", 5}}, 2.0), run({{"seed", 1}, {"tokens", 5}}, 1.0)});
+      make_suite({run({{"seed", 2}, {"tokens", 5}}, 2.0), run({{"seed", 1}, {"tokens", 5}}, 1.0)});
   CompareReport r = compare_runs(load_runs(base, "a.json"), load_runs(cand, "b.json"), {});
   ASSERT_EQ(r.runs.size(), 2u);
   for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
@@ -457,15 +453,15 @@ TEST(Compare, PairingByFewestDifferingSettings) {
             0u)
       << r.notes[0];
   // weight_layout recorded by one file only: not a difference, and the sweep pairs by seed.
-  const auto older = suite({run({{"seed", 2}}, 2.0), run({{"seed", 1}}, 1.0)});
-  const auto newer = suite({run({{"seed", 1}, {"weight_layout", "auto"}}, 1.0),
-                            run({{"seed", 2}, {"weight_layout", "auto"}}, 2.0)});
+  const auto older = make_suite({run({{"seed", 2}}, 2.0), run({{"seed", 1}}, 1.0)});
+  const auto newer = make_suite({run({{"seed", 1}, {"weight_layout", "auto"}}, 1.0),
+                                 run({{"seed", 2}, {"weight_layout", "auto"}}, 2.0)});
   r = compare_runs(load_runs(older, "old.json"), load_runs(newer, "new.json"), {});
   ASSERT_EQ(r.runs.size(), 2u);
   for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
   // A/A with repeats: identical runs pair in order, the second with the second.
-  const auto aa = suite({run({{"seed", 1}}, 1.0), run({{"seed", 1}}, 1.3)});
+  const auto aa = make_suite({run({{"seed", 1}}, 1.0), run({{"seed", 1}}, 1.3)});
   r = compare_runs(load_runs(aa, "x.json"), load_runs(aa, "y.json"), {});
   ASSERT_EQ(r.runs.size(), 2u);
   EXPECT_EQ(r.runs[1].id, r.runs[0].id + "#2");
