@@ -86,9 +86,17 @@ const MetricSpec& find_metric(const std::string& name) {
   throw usage_error("--metric: unknown metric '" + name + "' (expected " + names + ")");
 }
 
+// A JSON value as text: a string as it is, anything else as JSON.
+std::string text_of(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// text_of in single quotes, as the notes show values.
+std::string quoted(const nlohmann::json& v) { return "'" + text_of(v) + "'"; }
+
 std::string str(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return "?";
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+  return text_of(j[key]);
 }
 
 // "model shape dtype graph", the model without its folder.
@@ -290,8 +298,7 @@ std::string variables_difference(const nlohmann::json& a, const std::string& a_n
     if (known.empty()) return "";
     std::string out;
     for (const auto& [k, v] : known.items()) {
-      out += (out.empty() ? "" : "; ") + k + " '" +
-             (v.is_string() ? v.get<std::string>() : v.dump()) + "' in " +
+      out += (out.empty() ? "" : "; ") + k + " " + quoted(v) + " in " +
              (a.is_object() ? a_name : b_name);
     }
     return out + ", not recorded in " + (a.is_object() ? b_name : a_name) +
@@ -303,8 +310,7 @@ std::string variables_difference(const nlohmann::json& a, const std::string& a_n
   for (const auto& [k, v] : b.items()) names.insert(k);
   const auto value = [](const nlohmann::json& vars, const std::string& k) {
     const auto it = vars.find(k);
-    if (it == vars.end()) return std::string("unset");
-    return "'" + (it->is_string() ? it->get<std::string>() : it->dump()) + "'";
+    return it == vars.end() ? std::string("unset") : quoted(*it);
   };
   std::string out;
   for (const auto& k : names) {
@@ -327,20 +333,13 @@ std::vector<std::string> differing_settings(const nlohmann::json& a, const nlohm
   return out;
 }
 
-int settings_differences(const nlohmann::json& a, const nlohmann::json& b) {
-  return static_cast<int>(differing_settings(a, b).size());
-}
-
 // "fusion 'on' in A, 'off' in B; ..." for differing_settings; empty when there are none.
 std::string settings_difference(const nlohmann::json& a, const std::string& a_name,
                                 const nlohmann::json& b, const std::string& b_name) {
-  const auto text = [](const nlohmann::json& v) {
-    return "'" + (v.is_string() ? v.get<std::string>() : v.dump()) + "'";
-  };
   std::string out;
   for (const std::string& k : differing_settings(a, b)) {
-    out += (out.empty() ? "" : "; ") + k + " " + text(a[k]) + " in " + a_name + ", " + text(b[k]) +
-           " in " + b_name;
+    out += (out.empty() ? "" : "; ") + k + " " + quoted(a[k]) + " in " + a_name + ", " +
+           quoted(b[k]) + " in " + b_name;
   }
   return out;
 }
@@ -474,7 +473,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     if (it == same_slot.end()) return best;
     for (const LoadedRun* c : it->second) {
       if (used.count(c) != 0) continue;
-      const int n = settings_differences(base.settings, c->settings);
+      const auto n = static_cast<int>(differing_settings(base.settings, c->settings).size());
       if ((exact && n > 0) || (best != nullptr && n >= best_count)) continue;
       best = c;
       best_count = n;
