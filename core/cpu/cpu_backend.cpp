@@ -40,8 +40,10 @@ int64_t CpuBackend::workspace_bytes(const ModelConfig& c, int64_t max_positions,
   // refuses INT64_MAX instead of a wrapped small number).
   const int64_t kv =
       saturating_product({2, slots, c.n_layers, kv_floats_per_layer(c, max_positions), 4});
-  const int64_t work = 3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + slots * c.vocab +
-                       max_positions * std::max<int64_t>(1, c.n_kv_heads);
+  // Per sequence of a batch: x, xn, proj; q, att; k, v; gate, up, act; its logits.
+  const int64_t per_sequence = 3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
+  const int64_t work = saturating_sum(saturating_product({slots, per_sequence}),
+                                      max_positions * std::max<int64_t>(1, c.n_kv_heads));
   return saturating_sum(kv, 4 * work);
 }
 
@@ -62,17 +64,19 @@ CpuBackend::CpuBackend(const Model& model, int64_t max_positions, int threads, i
       static_cast<size_t>(max_batch_ * c_.n_layers * kv_floats_per_layer(c_, max_positions));
   k_cache_.assign(kv, 0.0f);
   v_cache_.assign(kv, 0.0f);
-  x_.resize(c_.hidden);
-  xn_.resize(c_.hidden);
-  q_.resize(c_.q_dim());
-  k_.resize(c_.kv_dim());
-  v_.resize(c_.kv_dim());
-  att_.resize(c_.q_dim());
-  proj_.resize(c_.hidden);
-  gate_.resize(c_.ffn);
-  up_.resize(c_.ffn);
-  act_.resize(c_.ffn);
-  logits_.resize(static_cast<size_t>(max_batch_ * c_.vocab));
+  // Activations: max_batch rows each, row i for sequence i of a batched step.
+  const auto rows = [&](int64_t n) { return static_cast<size_t>(max_batch_ * n); };
+  x_.resize(rows(c_.hidden));
+  xn_.resize(rows(c_.hidden));
+  q_.resize(rows(c_.q_dim()));
+  k_.resize(rows(c_.kv_dim()));
+  v_.resize(rows(c_.kv_dim()));
+  att_.resize(rows(c_.q_dim()));
+  proj_.resize(rows(c_.hidden));
+  gate_.resize(rows(c_.ffn));
+  up_.resize(rows(c_.ffn));
+  act_.resize(rows(c_.ffn));
+  logits_.resize(rows(c_.vocab));
   // One attention score row per KV head so that KV heads can run in parallel.
   scratch_.resize(static_cast<size_t>(c_.n_kv_heads * max_positions));
 }
@@ -82,71 +86,89 @@ std::string CpuBackend::device_name() const {
   return cpu_model_name() + " (" + std::to_string(n) + (n == 1 ? " thread)" : " threads)");
 }
 
-void CpuBackend::layer(int64_t slot, int64_t l, int64_t pos) {
+void CpuBackend::layer(int64_t l, std::span<const int64_t> positions) {
   const LayerWeights& w = model_.weights.layers[l];
   const float eps = static_cast<float>(c_.rms_eps);
   const int64_t hd = c_.head_dim;
+  const int64_t m = static_cast<int64_t>(positions.size());
+  const int64_t dim = c_.hidden, qd = c_.q_dim(), kvd = c_.kv_dim(), ffn = c_.ffn;
 
-  rms_norm(x_.data(), w.attn_norm.f32(), xn_.data(), c_.hidden, eps);
-  gemv(w.wq, xn_.data(), q_.data(), pool_);
-  gemv(w.wk, xn_.data(), k_.data(), pool_);
-  gemv(w.wv, xn_.data(), v_.data(), pool_);
-  if (w.bq.present()) {
-    for (int64_t i = 0; i < c_.q_dim(); ++i) q_[i] += w.bq.f32()[i];
-    for (int64_t i = 0; i < c_.kv_dim(); ++i) k_[i] += w.bk.f32()[i];
-    for (int64_t i = 0; i < c_.kv_dim(); ++i) v_[i] += w.bv.f32()[i];
+  for (int64_t i = 0; i < m; ++i) {
+    rms_norm(&x_[i * dim], w.attn_norm.f32(), &xn_[i * dim], dim, eps);
   }
-  if (w.q_norm.present()) {
-    for (int64_t h = 0; h < c_.n_heads; ++h)
-      rms_norm(&q_[h * hd], w.q_norm.f32(), &q_[h * hd], hd, eps);
-    for (int64_t h = 0; h < c_.n_kv_heads; ++h)
-      rms_norm(&k_[h * hd], w.k_norm.f32(), &k_[h * hd], hd, eps);
-  }
-  rope(q_.data(), c_.n_heads, hd, c_.rope_dim, pos, inv_freq_.data(), c_.rope_style);
-  rope(k_.data(), c_.n_kv_heads, hd, c_.rope_dim, pos, inv_freq_.data(), c_.rope_style);
-
+  gemm(w.wq, xn_.data(), dim, q_.data(), qd, m, pool_);
+  gemm(w.wk, xn_.data(), dim, k_.data(), kvd, m, pool_);
+  gemm(w.wv, xn_.data(), dim, v_.data(), kvd, m, pool_);
   const int64_t layer_floats = kv_floats_per_layer(c_, max_positions_);
-  const int64_t base = (slot * c_.n_layers + l) * layer_floats;
-  float* kc = &k_cache_[static_cast<size_t>(base)];
-  float* vc = &v_cache_[static_cast<size_t>(base)];
-  for (int64_t h = 0; h < c_.n_kv_heads; ++h) {
-    for (int64_t d = 0; d < hd; ++d) {
-      kc[(h * max_positions_ + pos) * hd + d] = k_[h * hd + d];
-      vc[(h * max_positions_ + pos) * hd + d] = v_[h * hd + d];
-    }
-  }
-  // Each KV head and its query group is independent: one task per KV head.
   const int64_t group = c_.n_heads / c_.n_kv_heads;
-  pool_.parallel_for(c_.n_kv_heads, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      attention(&q_[g * group * hd], kc + g * max_positions_ * hd, vc + g * max_positions_ * hd,
-                &att_[g * group * hd], group, 1, hd, max_positions_, pos + 1,
-                &scratch_[g * max_positions_]);
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t pos = positions[i];
+    float* q = &q_[i * qd];
+    float* k = &k_[i * kvd];
+    float* v = &v_[i * kvd];
+    if (w.bq.present()) {
+      for (int64_t e = 0; e < qd; ++e) q[e] += w.bq.f32()[e];
+      for (int64_t e = 0; e < kvd; ++e) k[e] += w.bk.f32()[e];
+      for (int64_t e = 0; e < kvd; ++e) v[e] += w.bv.f32()[e];
     }
-  });
-  gemv(w.wo, att_.data(), proj_.data(), pool_);
-  for (int64_t i = 0; i < c_.hidden; ++i) x_[i] += proj_[i];
+    if (w.q_norm.present()) {
+      for (int64_t h = 0; h < c_.n_heads; ++h)
+        rms_norm(&q[h * hd], w.q_norm.f32(), &q[h * hd], hd, eps);
+      for (int64_t h = 0; h < c_.n_kv_heads; ++h)
+        rms_norm(&k[h * hd], w.k_norm.f32(), &k[h * hd], hd, eps);
+    }
+    rope(q, c_.n_heads, hd, c_.rope_dim, pos, inv_freq_.data(), c_.rope_style);
+    rope(k, c_.n_kv_heads, hd, c_.rope_dim, pos, inv_freq_.data(), c_.rope_style);
 
-  rms_norm(x_.data(), w.ffn_norm.f32(), xn_.data(), c_.hidden, eps);
-  gemv(w.w_gate, xn_.data(), gate_.data(), pool_);
-  gemv(w.w_up, xn_.data(), up_.data(), pool_);
-  swiglu(gate_.data(), up_.data(), act_.data(), c_.ffn);
-  gemv(w.w_down, act_.data(), proj_.data(), pool_);
-  for (int64_t i = 0; i < c_.hidden; ++i) x_[i] += proj_[i];
+    // Sequence i's KV cache is slot i.
+    const int64_t base = (i * c_.n_layers + l) * layer_floats;
+    float* kc = &k_cache_[static_cast<size_t>(base)];
+    float* vc = &v_cache_[static_cast<size_t>(base)];
+    for (int64_t h = 0; h < c_.n_kv_heads; ++h) {
+      for (int64_t d = 0; d < hd; ++d) {
+        kc[(h * max_positions_ + pos) * hd + d] = k[h * hd + d];
+        vc[(h * max_positions_ + pos) * hd + d] = v[h * hd + d];
+      }
+    }
+    // Each KV head and its query group is independent: one task per KV head.
+    float* att = &att_[i * qd];
+    pool_.parallel_for(c_.n_kv_heads, [&](int64_t begin, int64_t end) {
+      for (int64_t g = begin; g < end; ++g) {
+        attention(&q[g * group * hd], kc + g * max_positions_ * hd, vc + g * max_positions_ * hd,
+                  &att[g * group * hd], group, 1, hd, max_positions_, pos + 1,
+                  &scratch_[g * max_positions_]);
+      }
+    });
+  }
+  gemm(w.wo, att_.data(), qd, proj_.data(), dim, m, pool_);
+  for (int64_t e = 0; e < m * dim; ++e) x_[e] += proj_[e];
+
+  for (int64_t i = 0; i < m; ++i) {
+    rms_norm(&x_[i * dim], w.ffn_norm.f32(), &xn_[i * dim], dim, eps);
+  }
+  gemm(w.w_gate, xn_.data(), dim, gate_.data(), ffn, m, pool_);
+  gemm(w.w_up, xn_.data(), dim, up_.data(), ffn, m, pool_);
+  for (int64_t i = 0; i < m; ++i) swiglu(&gate_[i * ffn], &up_[i * ffn], &act_[i * ffn], ffn);
+  gemm(w.w_down, act_.data(), ffn, proj_.data(), dim, m, pool_);
+  for (int64_t e = 0; e < m * dim; ++e) x_[e] += proj_[e];
 }
 
-void CpuBackend::forward(int64_t slot, int32_t token, int64_t pos) {
-  embedding_row(model_.weights.token_embd, token, x_.data());
-  for (int64_t l = 0; l < c_.n_layers; ++l) layer(slot, l, pos);
-  rms_norm(x_.data(), model_.weights.output_norm.f32(), xn_.data(), c_.hidden,
-           static_cast<float>(c_.rms_eps));
-  gemv(model_.weights.output, xn_.data(), &logits_[static_cast<size_t>(slot * c_.vocab)], pool_);
+void CpuBackend::forward(std::span<const int32_t> tokens, std::span<const int64_t> positions) {
+  const auto m = static_cast<int64_t>(tokens.size());
+  const int64_t dim = c_.hidden;
+  for (int64_t i = 0; i < m; ++i) embedding_row(model_.weights.token_embd, tokens[i], &x_[i * dim]);
+  for (int64_t l = 0; l < c_.n_layers; ++l) layer(l, positions);
+  for (int64_t i = 0; i < m; ++i) {
+    rms_norm(&x_[i * dim], model_.weights.output_norm.f32(), &xn_[i * dim], dim,
+             static_cast<float>(c_.rms_eps));
+  }
+  gemm(model_.weights.output, xn_.data(), dim, logits_.data(), c_.vocab, m, pool_);
 }
 
 int32_t CpuBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   const auto t0 = std::chrono::steady_clock::now();
   check_step_inputs(token, pos, c_.vocab, max_positions_);
-  forward(0, token, pos);
+  forward(std::span<const int32_t>(&token, 1), std::span<const int64_t>(&pos, 1));
   last_batch_ = 1;
   const auto t1 = std::chrono::steady_clock::now();
   const int32_t next = argmax(logits_.data(), c_.vocab);
@@ -164,7 +186,7 @@ void CpuBackend::step_batch(std::span<const int32_t> tokens, std::span<const int
   const auto t0 = std::chrono::steady_clock::now();
   check_batch_inputs(tokens, positions, next, max_batch_, c_.vocab, max_positions_);
   const auto m = static_cast<int64_t>(tokens.size());
-  for (int64_t i = 0; i < m; ++i) forward(i, tokens[i], positions[i]);
+  forward(tokens, positions);
   last_batch_ = m;
   const auto t1 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < m; ++i) {

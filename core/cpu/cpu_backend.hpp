@@ -18,8 +18,9 @@ void require_f32_vectors(const Model& model);
 /// KV cache and the workspace are allocated once for `max_positions` positions. The KV cache holds
 /// `max_batch` slots, one per sequence of a batched step ([slot][layer][kv_head][position]
 /// [head_dim] f32); slot 0 is the cache of the single-sequence `step`. A batched step runs the
-/// single-sequence forward pass once per sequence on its slot (one shared workspace), so sequence
-/// i of a batch produces exactly the logits and tokens of a single-sequence run with its prompt.
+/// forward pass of all its sequences layer by layer, each matrix read once per step for all of
+/// them (gemm), and every sequence's arithmetic is the single-sequence pass's, so sequence i of a
+/// batch produces exactly the logits and tokens of a single-sequence run with its prompt.
 /// The model must outlive the backend.
 class CpuBackend final : public Backend {
  public:
@@ -40,10 +41,10 @@ class CpuBackend final : public Backend {
   /// The logits of the most recent `step` (or of sequence 0 of the most recent step_batch).
   void logits(std::vector<float>& out) override;
 
-  /// Runs `step`'s forward pass for each sequence i on KV slot i, one after the other; `phases`
-  /// (launch = all forward passes, argmax = all argmaxes, total) covers the whole batch. Throws
-  /// decodebench::Error (exit 2) as check_batch_inputs does (M = 0 or > max_batch(), spans of
-  /// different sizes, a token or position out of range), before any slot is touched.
+  /// Runs `step`'s forward pass for each sequence i on KV slot i, all sequences together layer by
+  /// layer; `phases` (launch = the forward pass, argmax = all argmaxes, total) covers the batch.
+  /// Throws decodebench::Error (exit 2) as check_batch_inputs does (M = 0 or > max_batch(), spans
+  /// of different sizes, a token or position out of range), before any slot is touched.
   void step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
                   std::span<int32_t> next, StepPhases* phases) override;
   /// Logits (vocab floats) of sequence `seq` of the most recent step_batch (seq 0 after a `step`).
@@ -54,9 +55,11 @@ class CpuBackend final : public Backend {
   ExecReport set_exec_mode_batch(ExecMode mode, int64_t batch) override;
 
  private:
-  /// The forward pass of `token` at `pos` on KV slot `slot`; logits into logits row `slot`.
-  void forward(int64_t slot, int32_t token, int64_t pos);
-  void layer(int64_t slot, int64_t l, int64_t pos);
+  /// The forward pass of tokens[i] at positions[i] on KV slot i, for every i (a batch of
+  /// tokens.size() sequences, at most max_batch); logits into logits row i.
+  void forward(std::span<const int32_t> tokens, std::span<const int64_t> positions);
+  /// Layer l of that pass, on activation rows 0 .. positions.size() − 1.
+  void layer(int64_t l, std::span<const int64_t> positions);
 
   const Model& model_;
   const ModelConfig& c_;

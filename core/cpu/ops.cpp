@@ -73,11 +73,21 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 void gemv(const TensorView& w, const float* x, float* y, ThreadPool& pool) {
+  gemm(w, x, 0, y, 0, 1, pool);
+}
+
+void gemm(const TensorView& w, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+          int64_t m, ThreadPool& pool) {
   const int64_t cols = w.cols;
   pool.parallel_for(
       w.rows,
       [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) y[r] = quant::dot_row(w.type, w.row(r), x, cols);
+        for (int64_t r = begin; r < end; ++r) {
+          const void* row = w.row(r);
+          for (int64_t i = 0; i < m; ++i) {
+            y[i * y_stride + r] = quant::dot_row(w.type, row, x + i * x_stride, cols);
+          }
+        }
       },
       16);
 }

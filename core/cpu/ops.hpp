@@ -39,6 +39,14 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 /// the pool's threads. Each row is one fixed-order dot product, so results are thread-independent.
 void gemv(const TensorView& w, const float* x, float* y, ThreadPool& pool);
 
+/// The GEMV of a decode batch: Y[i][r] = Σ_c W[r][c]·X[i][c] for the m vectors X[i] = x + i ·
+/// x_stride (w.cols floats each) into Y[i] = y + i · y_stride (w.rows floats). Each (row, vector)
+/// is gemv's dot product, so Y[i] equals gemv(w, X[i]) bit for bit; a thread takes each of its rows
+/// for all m vectors in turn, so a row comes from memory once per call while it is in cache,
+/// instead of once per vector.
+void gemm(const TensorView& w, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+          int64_t m, ThreadPool& pool);
+
 /// Index of the largest value in x[0, n): ties go to the lowest index; the first NaN wins (as
 /// numpy.argmax). n must be >= 1.
 int32_t argmax(const float* x, int64_t n);

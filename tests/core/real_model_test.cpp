@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -258,17 +259,23 @@ TEST(RealModel, PromptLogitsAndGreedyContinuationMatchReference) {
 // Tiny random models of each supported architecture (tests/fixtures/write_arch_gguf.py), so that
 // the qwen2 biases, qwen3 q/k norms and head_dim != hidden/heads, and llama rope_freqs paths are
 // checked against the reference too. They need no download.
-class ArchParity : public ::testing::TestWithParam<std::string> {};
+class ArchParity : public ::testing::TestWithParam<std::string> {
+ protected:
+  /// Writes the fixture of GetParam()'s architecture to `path` and loads it.
+  static Model write_and_load(const std::string& path) {
+    const auto w = run_command(
+        {python(), (source_dir() / "tests" / "fixtures" / "write_arch_gguf.py").string(), path,
+         "--arch", GetParam()});
+    if (w.exit_code != 0) throw std::runtime_error("write_arch_gguf.py failed: " + w.err);
+    return load_gguf_model(path);
+  }
+};
 
 TEST_P(ArchParity, CpuBackendMatchesReference) {
   DB_REQUIRE_PYTHON_GGUF();
   testing::TempDir dir;
   const std::string path = (dir / (GetParam() + ".gguf")).string();
-  const auto w =
-      run_command({python(), (source_dir() / "tests" / "fixtures" / "write_arch_gguf.py").string(),
-                   path, "--arch", GetParam()});
-  ASSERT_EQ(w.exit_code, 0) << w.err;
-  const Model model = load_gguf_model(path);
+  const Model model = write_and_load(path);
   ASSERT_EQ(model.config.architecture, GetParam());
 
   const std::array<int32_t, 12> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
@@ -276,6 +283,41 @@ TEST_P(ArchParity, CpuBackendMatchesReference) {
   ASSERT_TRUE(ref.error.empty()) << ref.error;
   ASSERT_EQ(ref.logits.size(), ids.size());
   check_against_reference(model, ids, ref, kTinyMaxAbsDiff, kTinyMaxRelToRange, nullptr);
+}
+
+// A batched step (every matrix read once for all sequences, layer by layer) gives each sequence
+// the logits of its single-sequence steps bit for bit, also through the qwen2 biases, the qwen3
+// q/k norms and llama's rope_freqs: two sequences with different prompts.
+TEST_P(ArchParity, BatchedStepsEqualSingleSequenceSteps) {
+  DB_REQUIRE_PYTHON_GGUF();
+  testing::TempDir dir;
+  const Model model = write_and_load((dir / (GetParam() + ".gguf")).string());
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {9, 7, 30, 8, 2}};
+  constexpr int kSteps = 6;
+  std::vector<std::vector<std::vector<float>>> alone(prompts.size());
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    cpu::CpuBackend b(model, 16, 2);
+    int32_t t = b.prefill(prompts[s]);
+    for (int i = 0; i < kSteps; ++i) {
+      t = b.step(t, static_cast<int64_t>(prompts[s].size()) + i, nullptr);
+      alone[s].emplace_back();
+      b.logits(alone[s].back());
+    }
+  }
+  cpu::CpuBackend b(model, 16, 2, 2);
+  std::vector<int32_t> tokens(2), next(2);
+  b.prefill_batch(prompts, tokens);
+  std::vector<float> got;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::vector<int64_t> positions = {5 + i, 5 + i};
+    b.step_batch(tokens, positions, next, nullptr);
+    for (int64_t s = 0; s < 2; ++s) {
+      b.logits_batch(s, got);
+      ASSERT_EQ(got, alone[static_cast<size_t>(s)][static_cast<size_t>(i)])
+          << "sequence " << s << ", step " << i;
+    }
+    tokens = next;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ArchParity, ::testing::Values("llama", "qwen2", "qwen3"),
