@@ -42,9 +42,10 @@ int64_t CpuBackend::workspace_bytes(const ModelConfig& c, int64_t max_positions,
       saturating_product({2, slots, c.n_layers, kv_floats_per_layer(c, max_positions), 4});
   // Per sequence of a batch: x, xn, proj; q, att; k, v; gate, up, act; its logits.
   const int64_t per_sequence = 3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
-  const int64_t work = saturating_sum(saturating_product({slots, per_sequence}),
-                                      max_positions * std::max<int64_t>(1, c.n_kv_heads));
-  return saturating_sum(kv, 4 * work);
+  const int64_t work =
+      saturating_sum(saturating_product({slots, per_sequence}),
+                     saturating_product({max_positions, std::max<int64_t>(1, c.n_kv_heads)}));
+  return saturating_sum(kv, saturating_product({4, work}));
 }
 
 CpuBackend::CpuBackend(const Model& model, int64_t max_positions, int threads, int64_t max_batch)

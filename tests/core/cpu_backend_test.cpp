@@ -310,11 +310,17 @@ TEST_P(CpuStepBatch, SequencesAtDifferentPositionsStayIndependent) {
   b.step_batch(std::vector<int32_t>{7, 1}, std::vector<int64_t>{2, 0}, next, nullptr);
   EXPECT_EQ(next[0], a.ids[0]);
   EXPECT_EQ(next[1], c.ids[0]);
+  std::vector<float> logits;
   for (int i = 0; i < 4; ++i) {
     const std::vector<int32_t> tok = {next[0], next[1]};
     b.step_batch(tok, std::vector<int64_t>{3 + i, 1 + i}, next, nullptr);
     EXPECT_EQ(next[0], a.ids[i + 1]) << "step " << i;
     EXPECT_EQ(next[1], c.ids[i + 1]) << "step " << i;
+    // Bit for bit, so a sequence's RoPE, KV write or attention at another one's position shows.
+    b.logits_batch(0, logits);
+    EXPECT_EQ(logits, a.logits[static_cast<size_t>(i)]) << "sequence 0, step " << i;
+    b.logits_batch(1, logits);
+    EXPECT_EQ(logits, c.logits[static_cast<size_t>(i)]) << "sequence 1, step " << i;
   }
 }
 

@@ -287,36 +287,46 @@ TEST_P(ArchParity, CpuBackendMatchesReference) {
 
 // A batched step (every matrix read once for all sequences, layer by layer) gives each sequence
 // the logits of its single-sequence steps bit for bit, also through the qwen2 biases, the qwen3
-// q/k norms and llama's rope_freqs: two sequences with different prompts.
+// q/k norms and llama's rope_freqs: two sequences with prompts of 5 and 2 tokens, fed token by
+// token (the first 3 of sequence 0 alone), so they decode side by side at different positions.
 TEST_P(ArchParity, BatchedStepsEqualSingleSequenceSteps) {
   DB_REQUIRE_PYTHON_GGUF();
   testing::TempDir dir;
   const Model model = write_and_load((dir / (GetParam() + ".gguf")).string());
-  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {9, 7, 30, 8, 2}};
+  const std::vector<int32_t> p0 = {1, 2, 3, 4, 5}, p1 = {9, 7};
   constexpr int kSteps = 6;
-  std::vector<std::vector<std::vector<float>>> alone(prompts.size());
-  for (size_t s = 0; s < prompts.size(); ++s) {
+  // Each sequence decoded alone: its first token after the prompt, then each step's logits.
+  const auto alone = [&](const std::vector<int32_t>& prompt, int32_t* first) {
     cpu::CpuBackend b(model, 16, 2);
-    int32_t t = b.prefill(prompts[s]);
+    int32_t t = b.prefill(prompt);
+    *first = t;
+    std::vector<std::vector<float>> logits(kSteps);
     for (int i = 0; i < kSteps; ++i) {
-      t = b.step(t, static_cast<int64_t>(prompts[s].size()) + i, nullptr);
-      alone[s].emplace_back();
-      b.logits(alone[s].back());
+      t = b.step(t, static_cast<int64_t>(prompt.size()) + i, nullptr);
+      b.logits(logits[static_cast<size_t>(i)]);
     }
-  }
+    return logits;
+  };
+  int32_t first0 = 0, first1 = 0;
+  const auto want0 = alone(p0, &first0), want1 = alone(p1, &first1);
   cpu::CpuBackend b(model, 16, 2, 2);
-  std::vector<int32_t> tokens(2), next(2);
-  b.prefill_batch(prompts, tokens);
+  std::vector<int32_t> one(1), next(2);
+  for (int64_t pos = 0; pos < 3; ++pos) {
+    b.step_batch(std::vector<int32_t>{p0[static_cast<size_t>(pos)]}, std::vector<int64_t>{pos}, one,
+                 nullptr);
+  }
+  b.step_batch(std::vector<int32_t>{p0[3], p1[0]}, std::vector<int64_t>{3, 0}, next, nullptr);
+  b.step_batch(std::vector<int32_t>{p0[4], p1[1]}, std::vector<int64_t>{4, 1}, next, nullptr);
+  ASSERT_EQ(next[0], first0);
+  ASSERT_EQ(next[1], first1);
   std::vector<float> got;
   for (int i = 0; i < kSteps; ++i) {
-    const std::vector<int64_t> positions = {5 + i, 5 + i};
-    b.step_batch(tokens, positions, next, nullptr);
-    for (int64_t s = 0; s < 2; ++s) {
-      b.logits_batch(s, got);
-      ASSERT_EQ(got, alone[static_cast<size_t>(s)][static_cast<size_t>(i)])
-          << "sequence " << s << ", step " << i;
-    }
-    tokens = next;
+    const std::vector<int32_t> tokens = next;
+    b.step_batch(tokens, std::vector<int64_t>{5 + i, 2 + i}, next, nullptr);
+    b.logits_batch(0, got);
+    ASSERT_EQ(got, want0[static_cast<size_t>(i)]) << "sequence 0, step " << i;
+    b.logits_batch(1, got);
+    ASSERT_EQ(got, want1[static_cast<size_t>(i)]) << "sequence 1, step " << i;
   }
 }
 
