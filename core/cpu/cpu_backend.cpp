@@ -40,11 +40,12 @@ int64_t CpuBackend::workspace_bytes(const ModelConfig& c, int64_t max_positions,
   // refuses INT64_MAX instead of a wrapped small number).
   const int64_t kv =
       saturating_product({2, slots, c.n_layers, kv_floats_per_layer(c, max_positions), 4});
-  // Per sequence of a batch: x, xn, proj; q, att; k, v; gate, up, act; its logits.
-  const int64_t per_sequence = 3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab;
-  const int64_t work =
-      saturating_sum(saturating_product({slots, per_sequence}),
+  // Per sequence of a batch: x, xn, proj; q, att; k, v; gate, up, act; its logits; an attention
+  // score row per KV head.
+  const int64_t per_sequence =
+      saturating_sum(3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ffn + c.vocab,
                      saturating_product({max_positions, std::max<int64_t>(1, c.n_kv_heads)}));
+  const int64_t work = saturating_product({slots, per_sequence});
   return saturating_sum(kv, saturating_product({4, work}));
 }
 
@@ -78,8 +79,8 @@ CpuBackend::CpuBackend(const Model& model, int64_t max_positions, int threads, i
   up_.resize(rows(c_.ffn));
   act_.resize(rows(c_.ffn));
   logits_.resize(rows(c_.vocab));
-  // One attention score row per KV head so that KV heads can run in parallel.
-  scratch_.resize(static_cast<size_t>(c_.n_kv_heads * max_positions));
+  // One attention score row per sequence and KV head, so that they all can run in parallel.
+  scratch_.resize(static_cast<size_t>(max_batch_ * c_.n_kv_heads * max_positions));
 }
 
 std::string CpuBackend::device_name() const {
@@ -131,16 +132,18 @@ void CpuBackend::layer(int64_t l, std::span<const int64_t> positions) {
         vc[(h * max_positions_ + pos) * hd + d] = v[h * hd + d];
       }
     }
-    // Each KV head and its query group is independent: one task per KV head.
-    float* att = &att_[i * qd];
-    pool_.parallel_for(c_.n_kv_heads, [&](int64_t begin, int64_t end) {
-      for (int64_t g = begin; g < end; ++g) {
-        attention(&q[g * group * hd], kc + g * max_positions_ * hd, vc + g * max_positions_ * hd,
-                  &att[g * group * hd], group, 1, hd, max_positions_, pos + 1,
-                  &scratch_[g * max_positions_]);
-      }
-    });
   }
+  // Each (sequence, KV head) pair and its query group is independent: one task each, with its
+  // own score row.
+  pool_.parallel_for(m * c_.n_kv_heads, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t i = task / c_.n_kv_heads, g = task % c_.n_kv_heads;
+      const int64_t base = (i * c_.n_layers + l) * layer_floats + g * max_positions_ * hd;
+      attention(&q_[i * qd + g * group * hd], &k_cache_[static_cast<size_t>(base)],
+                &v_cache_[static_cast<size_t>(base)], &att_[i * qd + g * group * hd], group, 1, hd,
+                max_positions_, positions[i] + 1, &scratch_[task * max_positions_]);
+    }
+  });
   gemm(w.wo, att_.data(), qd, proj_.data(), dim, m, pool_);
   for (int64_t e = 0; e < m * dim; ++e) x_[e] += proj_[e];
 

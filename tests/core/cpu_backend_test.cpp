@@ -396,8 +396,9 @@ TEST(CpuBackend, MaxBatchOutsideOneTo256IsAUsageError) {
   expect_usage_error([&] { one.step_batch(tok, pos, out, nullptr); }, "1 to 1 sequences, got 2");
 }
 
-// Each sequence slot of a batch holds its KV cache, its logits row and its activation rows (x,
-// xn and proj of the hidden size, q and att, k and v, gate, up and act of the FFN size).
+// Each sequence slot of a batch holds its KV cache, its logits row, its activation rows (x, xn
+// and proj of the hidden size, q and att, k and v, gate, up and act of the FFN size) and an
+// attention score row per KV head.
 TEST(CpuBackend, WorkspaceCountsKvCacheLogitsAndActivationsPerSlot) {
   const ModelConfig c = small_config();
   const int64_t one = cpu::CpuBackend::workspace_bytes(c, 10);
@@ -405,8 +406,9 @@ TEST(CpuBackend, WorkspaceCountsKvCacheLogitsAndActivationsPerSlot) {
   const int64_t kv_per_slot = 2 * c.n_layers * c.n_kv_heads * 10 * c.head_dim * 4;
   const int64_t activations =
       (3 * c.hidden + 2 * c.n_heads * c.head_dim + 2 * c.n_kv_heads * c.head_dim + 3 * c.ffn) * 4;
+  const int64_t scores = c.n_kv_heads * 10 * 4;
   EXPECT_EQ(one, cpu::CpuBackend::workspace_bytes(c, 10, 1));
-  EXPECT_EQ(four - one, 3 * (kv_per_slot + c.vocab * 4 + activations));
+  EXPECT_EQ(four - one, 3 * (kv_per_slot + c.vocab * 4 + activations + scores));
 }
 
 }  // namespace
