@@ -43,7 +43,8 @@ void gemv(const TensorView& w, const float* x, float* y, ThreadPool& pool);
 /// x_stride (w.cols floats each) into Y[i] = y + i · y_stride (w.rows floats). Each (row, vector)
 /// is gemv's dot product, so Y[i] equals gemv(w, X[i]) bit for bit; a thread takes each of its rows
 /// for all m vectors in turn, so a row comes from memory once per call while it is in cache,
-/// instead of once per vector.
+/// instead of once per vector. m = 0 writes nothing. Throws decodebench::Error as quant::dot_row
+/// does (exit 2 for a weight type it cannot read), rethrown from the pool's threads.
 void gemm(const TensorView& w, const float* x, int64_t x_stride, float* y, int64_t y_stride,
           int64_t m, ThreadPool& pool);
 
