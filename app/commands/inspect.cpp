@@ -6,12 +6,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/report/text.hpp"
 #include "core/error.hpp"
 #include "core/gguf/inspect.hpp"
 #include "core/gguf/reader.hpp"
+#include "core/gguf/value_scan.hpp"
 #include "core/model/gguf_model.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
@@ -23,9 +25,10 @@ namespace {
 
 struct InspectOptions {
   std::string file;
-  std::string json_path;  // "" = no JSON, "-" = stdout
-  std::string dump;       // tensor to dequantize ("" = none)
-  std::string dump_out;   // where its f32 values go
+  std::string json_path;     // "" = no JSON, "-" = stdout
+  std::string dump;          // tensor to dequantize ("" = none)
+  std::string dump_out;      // where its f32 values go
+  bool scan_values = false;  // dequantize every tensor and count NaN and inf
 };
 
 void run_inspect(const InspectOptions& opt) {
@@ -36,6 +39,9 @@ void run_inspect(const InspectOptions& opt) {
     throw usage_error("--dump NAME and --dump-out PATH go together");
   }
   if (!opt.dump_out.empty()) check_destination(opt.dump_out, "--dump-out");
+  if (opt.scan_values && !opt.dump.empty()) {
+    throw usage_error("--scan-values reports on the whole file and --dump on one tensor; give one");
+  }
   if (!opt.json_path.empty() && !opt.dump_out.empty() &&
       (opt.json_path == opt.dump_out ||
        std::filesystem::equivalent(opt.json_path, opt.dump_out, ignored))) {
@@ -59,6 +65,10 @@ void run_inspect(const InspectOptions& opt) {
     const std::vector<float> values = gguf::dequantize_tensor(reader, opt.dump);
     bytes.resize(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
+  }
+  std::optional<gguf::ValueScan> scan;
+  if (opt.scan_values) {
+    scan = gguf::scan_values(reader, static_cast<int>(std::thread::hardware_concurrency()));
   }
   // With `--json -` (or `--dump-out -`) stdout carries only that output, so it stays parseable.
   // A dump asks about one tensor: the report is then the tensor's line, not the whole file's.
@@ -86,6 +96,7 @@ void run_inspect(const InspectOptions& opt) {
         case GgufModelCheck::Status::kInvalid:
           break;  // the error at the end says it
       }
+      if (scan) report += gguf::value_scan_report(*scan);
     } else {
       const gguf::TensorInfo& t = *reader.find_tensor(opt.dump);
       std::string shape;
@@ -111,6 +122,7 @@ void run_inspect(const InspectOptions& opt) {
                             {"unread_tensors", unread},
                             {"unread_bytes", check->unread_bytes}};
     }
+    if (scan) doc["values"] = gguf::value_scan_json(*scan);
     write_json_file(opt.json_path, doc);
     if (!writes_to_stdout(opt.json_path)) {
       std::fprintf(stderr, "decodebench: wrote %s\n", opt.json_path.c_str());
@@ -127,6 +139,21 @@ void run_inspect(const InspectOptions& opt) {
   // a valid file.
   if (check && check->status == GgufModelCheck::Status::kInvalid) {
     throw usage_error("cannot run this model: " + check->message);
+  }
+  if (scan && scan->nonfinite_tensors() > 0) {
+    const gguf::TensorValues* first = nullptr;
+    for (const gguf::TensorValues& t : scan->tensors) {
+      if (t.nonfinite() > 0) {
+        first = &t;
+        break;
+      }
+    }
+    throw usage_error(opt.file + ": " + std::to_string(scan->nonfinite_tensors()) +
+                      " tensor(s) hold NaN or inf weights, the first '" +
+                      printable_message(first->name) + "' at row " +
+                      std::to_string(first->first_nonfinite / first->row_length) + ", column " +
+                      std::to_string(first->first_nonfinite % first->row_length) +
+                      " (a run's logits would be NaN)");
   }
 }
 
@@ -147,6 +174,9 @@ void setup_inspect(CLI::App& app) {
   cmd->add_option("--dump-out", opt->dump_out,
                   "Write the --dump values to PATH as raw little-endian f32, rows of ne0 values "
                   "('-' = stdout)");
+  cmd->add_flag("--scan-values", opt->scan_values,
+                "Dequantize every tensor and count NaN and inf values (exit 2 when any), with "
+                "each tensor's range in the JSON");
   cmd->callback([opt] { run_inspect(*opt); });
 }
 

@@ -2,6 +2,8 @@
 // vocabulary files, JSON output, and exit 2 (never a signal) with the offset for malformed files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -521,6 +523,80 @@ TEST(InspectCli, UsageErrors) {
       {"inspect", path.string(), "--json", (dir / "no" / "such" / "out.json").string()}, 60);
   EXPECT_EQ(bad_dest.exit_code, 2);
   EXPECT_TRUE(contains(bad_dest.err, "does not exist")) << bad_dest.err;
+
+  const CommandResult scan_and_dump =
+      run_decodebench({"inspect", path.string(), "--scan-values", "--dump", "a", "--dump-out",
+                       (dir / "a.f32").string()},
+                      60);
+  EXPECT_EQ(scan_and_dump.exit_code, 2);
+  EXPECT_TRUE(contains(scan_and_dump.err, "--scan-values reports on the whole file"))
+      << scan_and_dump.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.f32"));
+}
+
+// --scan-values dequantizes every tensor: its NaN and inf counts, finite ranges and first
+// non-finite positions equal those of the gguf package's dequantizer (the fixture writer's
+// --expected). Random weight bytes (NaN scales) exit 2 naming the first such tensor, after the
+// report and JSON are written; finite weights pass.
+TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  for (const bool finite : {false, true}) {
+    SCOPED_TRACE(finite ? "finite" : "random bytes");
+    const auto path = dir / "m.gguf";
+    nlohmann::json expected;
+    std::vector<std::string> args{"--kind", "model"};
+    if (finite) args.push_back("--normal-weights");
+    ASSERT_TRUE(write_fixture(path, args, &expected));
+    const auto json = dir / "scan.json";
+    const CommandResult r =
+        run_decodebench({"inspect", path.string(), "--scan-values", "--json", json.string()}, 120);
+    ASSERT_EQ(r.signal, 0);
+    EXPECT_EQ(r.exit_code, finite ? 0 : 2) << r.err;
+    const nlohmann::json values = nlohmann::json::parse(read_file(json))["values"];
+    ASSERT_EQ(values["tensors"].size(), expected["tensors"].size());
+    EXPECT_TRUE(values["skipped"].empty());
+    int64_t bad = 0;
+    std::string first_bad;
+    for (size_t i = 0; i < values["tensors"].size(); ++i) {
+      const nlohmann::json& got = values["tensors"][i];
+      const nlohmann::json& want = expected["tensors"][i];
+      SCOPED_TRACE(want["name"].get<std::string>());
+      ASSERT_EQ(got["name"], want["name"]);
+      EXPECT_EQ(got["nan"], want["nan"]);
+      EXPECT_EQ(got["inf"], want["inf"]);
+      const int64_t first = want["first_nonfinite"];
+      const int64_t row_length = want["dims"][0];
+      if (first < 0) {
+        EXPECT_TRUE(got["first_nonfinite"].is_null());
+      } else {
+        EXPECT_EQ(got["first_nonfinite"]["row"], first / row_length);
+        EXPECT_EQ(got["first_nonfinite"]["column"], first % row_length);
+        if (bad++ == 0) {
+          first_bad = "the first '" + want["name"].get<std::string>() + "' at row " +
+                      std::to_string(first / row_length) + ", column " +
+                      std::to_string(first % row_length);
+        }
+      }
+      for (const char* end : {"min", "max"}) {
+        const double w = want[end];
+        EXPECT_NEAR(got[end].get<double>(), w, 1e-6 * std::max(1.0, std::abs(w))) << end;
+      }
+    }
+    EXPECT_EQ(values["nonfinite_tensors"], bad);
+    EXPECT_EQ(bad > 0, !finite);
+    if (finite) {
+      EXPECT_TRUE(
+          contains(r.out, "values: " + std::to_string(expected["tensors"].size()) + " tensor(s), "))
+          << r.out;
+      EXPECT_TRUE(contains(r.out, "dequantized, all finite")) << r.out;
+    } else {
+      EXPECT_TRUE(contains(r.out, "values: " + std::to_string(bad) + " of ")) << r.out;
+      EXPECT_TRUE(
+          contains(r.err, std::to_string(bad) + " tensor(s) hold NaN or inf weights, " + first_bad))
+          << r.err;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,156 @@
+// core/gguf/value_scan: NaN and inf counts, finite ranges and the first non-finite value of
+// hand-made tensors (F32, Q8_0 with an inf scale, F16), an unsupported type skipped, results
+// independent of the thread count, and the report and JSON built from them.
+#include "core/gguf/value_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "tests/core/gguf_bytes.hpp"
+#include "tests/support/support.hpp"
+
+namespace decodebench::testing {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// w.f32 F32 {4, 2}: [1, -2, 3, NaN], [5, inf, -inf, 0.5]  → 1 NaN, 2 inf, range [-2, 5], first 3.
+// w.q8_0 Q8_0 {32, 3} (34 B per row: f16 d, 32 int8 q; value = d·q):
+//   row 0: d = 1, q = k - 16 → -16 … 15;
+//   row 1: d = inf (0x7C00), q = k → inf·0 = NaN at column 0, +inf at 1 … 31;
+//   row 2: d = 0.5, q = 2 → 1.
+//   → 1 NaN, 31 inf, range [-16, 15], first at row 1, column 0 (index 32).
+// w.i32 I32 {4}: not a weight type, skipped. w.f16 F16 {2}: [1, -1], all finite.
+GgufBytes scan_fixture(bool only_clean) {
+  FileSpec s;
+  s.kvs = {{"general.architecture", v_string("llama")}};
+  if (!only_clean) {
+    s.tensors = {{"w.f32", {4, 2}, 0, 32, std::nullopt},
+                 {"w.q8_0", {32, 3}, 8, 3 * 34, std::nullopt},
+                 {"w.i32", {4}, 26, 16, std::nullopt}};
+  }
+  s.tensors.push_back({"w.f16", {2}, 1, 4, std::nullopt});
+  GgufBytes b = build_gguf(s);
+  const auto put = [&](uint64_t at, const void* p, size_t n) {
+    std::memcpy(b.data.data() + at, p, n);
+  };
+  const size_t f16_index = only_clean ? 0 : 3;
+  const uint16_t f16[] = {0x3C00, 0xBC00};
+  put(b.at("t" + std::to_string(f16_index)), f16, sizeof(f16));
+  if (only_clean) return b;
+  const float f32[] = {1, -2, 3, kNaN, 5, kInf, -kInf, 0.5f};
+  put(b.at("t0"), f32, sizeof(f32));
+  const uint16_t d[] = {0x3C00, 0x7C00, 0x3800};
+  for (int r = 0; r < 3; ++r) {
+    const uint64_t row = b.at("t1") + static_cast<uint64_t>(r) * 34;
+    put(row, &d[r], 2);
+    for (int k = 0; k < 32; ++k) {
+      const auto q = static_cast<int8_t>(r == 0 ? k - 16 : r == 1 ? k : 2);
+      put(row + 2 + static_cast<uint64_t>(k), &q, 1);
+    }
+  }
+  return b;
+}
+
+TEST(ValueScan, CountsNanAndInfWithRangesAndFirstIndex) {
+  TempDir dir;
+  scan_fixture(false).write(dir / "s.gguf");
+  const gguf::Reader r((dir / "s.gguf").string());
+  for (const int threads : {1, 3}) {
+    SCOPED_TRACE(threads);
+    const gguf::ValueScan s = gguf::scan_values(r, threads);
+    ASSERT_EQ(s.tensors.size(), 3u);
+    ASSERT_EQ(s.skipped, std::vector<std::string>{"w.i32"});
+    EXPECT_EQ(s.values, 8u + 96u + 2u);
+    EXPECT_EQ(s.nonfinite_tensors(), 2u);
+
+    const gguf::TensorValues& a = s.tensors[0];
+    EXPECT_EQ(a.name, "w.f32");
+    EXPECT_EQ(a.values, 8u);
+    EXPECT_EQ(a.nan, 1u);
+    EXPECT_EQ(a.inf, 2u);
+    EXPECT_EQ(a.min, -2.0f);
+    EXPECT_EQ(a.max, 5.0f);
+    EXPECT_EQ(a.first_nonfinite, 3);
+    EXPECT_EQ(a.row_length, 4);
+
+    const gguf::TensorValues& q = s.tensors[1];
+    EXPECT_EQ(q.name, "w.q8_0");
+    EXPECT_EQ(q.type_id, 8u);
+    EXPECT_EQ(q.values, 96u);
+    EXPECT_EQ(q.nan, 1u);
+    EXPECT_EQ(q.inf, 31u);
+    EXPECT_EQ(q.min, -16.0f);
+    EXPECT_EQ(q.max, 15.0f);
+    EXPECT_EQ(q.first_nonfinite, 32);
+    EXPECT_EQ(q.row_length, 32);
+
+    const gguf::TensorValues& h = s.tensors[2];
+    EXPECT_EQ(h.name, "w.f16");
+    EXPECT_EQ(h.nonfinite(), 0u);
+    EXPECT_EQ(h.min, -1.0f);
+    EXPECT_EQ(h.max, 1.0f);
+    EXPECT_EQ(h.first_nonfinite, -1);
+
+    EXPECT_EQ(gguf::value_scan_report(s),
+              "values: 2 of 3 tensor(s) hold NaN or inf (106 values dequantized); 1 tensor(s) of "
+              "types decodebench does not read were not scanned\n"
+              "  w.f32: 1 NaN, 2 inf of 8 values (first at row 0, column 3)\n"
+              "  w.q8_0: 1 NaN, 31 inf of 96 values (first at row 1, column 0)\n");
+    EXPECT_EQ(gguf::value_scan_report(s, 1),
+              "values: 2 of 3 tensor(s) hold NaN or inf (106 values dequantized); 1 tensor(s) of "
+              "types decodebench does not read were not scanned\n"
+              "  w.f32: 1 NaN, 2 inf of 8 values (first at row 0, column 3)\n"
+              "  ... and 1 more\n");
+
+    const nlohmann::json j = gguf::value_scan_json(s);
+    EXPECT_EQ(j["scanned_tensors"], 3);
+    EXPECT_EQ(j["values"], 106);
+    EXPECT_EQ(j["nonfinite_tensors"], 2);
+    EXPECT_EQ(j["skipped"], nlohmann::json::array({"w.i32"}));
+    EXPECT_EQ(j["tensors"][1]["type"], "Q8_0");
+    EXPECT_EQ(j["tensors"][1]["nan"], 1);
+    EXPECT_EQ(j["tensors"][1]["inf"], 31);
+    EXPECT_EQ(j["tensors"][1]["min"], -16.0);
+    EXPECT_EQ(j["tensors"][1]["first_nonfinite"], (nlohmann::json{{"row", 1}, {"column", 0}}));
+    EXPECT_TRUE(j["tensors"][2]["first_nonfinite"].is_null());
+  }
+}
+
+TEST(ValueScan, AllFiniteFileSaysSoWithItsRange) {
+  TempDir dir;
+  scan_fixture(true).write(dir / "c.gguf");
+  const gguf::Reader r((dir / "c.gguf").string());
+  const gguf::ValueScan s = gguf::scan_values(r, 2);
+  EXPECT_EQ(s.nonfinite_tensors(), 0u);
+  EXPECT_EQ(gguf::value_scan_report(s),
+            "values: 1 tensor(s), 2 values dequantized, all finite (from -1 to 1)\n");
+}
+
+// A tensor with no finite value at all reports no range (null in the JSON), not 0.
+TEST(ValueScan, TensorWithoutFiniteValuesHasNoRange) {
+  TempDir dir;
+  FileSpec s;
+  s.kvs = {{"general.architecture", v_string("llama")}};
+  s.tensors = {{"w.nan", {3}, 0, 12, std::nullopt}};
+  GgufBytes b = build_gguf(s);
+  const float v[] = {kNaN, kInf, kNaN};
+  std::memcpy(b.data.data() + b.at("t0"), v, sizeof(v));
+  b.write(dir / "n.gguf");
+  const gguf::ValueScan scan = gguf::scan_values(gguf::Reader((dir / "n.gguf").string()), 1);
+  ASSERT_EQ(scan.tensors.size(), 1u);
+  EXPECT_EQ(scan.tensors[0].nan, 2u);
+  EXPECT_EQ(scan.tensors[0].inf, 1u);
+  EXPECT_EQ(scan.tensors[0].first_nonfinite, 0);
+  const nlohmann::json j = gguf::value_scan_json(scan);
+  EXPECT_TRUE(j["tensors"][0]["min"].is_null());
+  EXPECT_TRUE(j["tensors"][0]["max"].is_null());
+}
+
+}  // namespace
+}  // namespace decodebench::testing
