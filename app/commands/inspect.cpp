@@ -1,5 +1,6 @@
 #include "app/commands/inspect.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -135,11 +136,8 @@ void run_inspect(const InspectOptions& opt) {
                    opt.dump_out.c_str(), bytes.size(), bytes.size() / sizeof(float));
     }
   }
-  // Reported, then refused: a model of a supported architecture that a run would refuse is not
-  // a valid file.
-  if (check && check->status == GgufModelCheck::Status::kInvalid) {
-    throw usage_error("cannot run this model: " + check->message);
-  }
+  // Weights holding NaN or inf: said after the report, in the error that ends the command.
+  std::string nonfinite;
   if (scan && scan->nonfinite_tensors() > 0) {
     const gguf::TensorValues* first = nullptr;
     for (const gguf::TensorValues& t : scan->tensors) {
@@ -148,13 +146,24 @@ void run_inspect(const InspectOptions& opt) {
         break;
       }
     }
-    throw usage_error(opt.file + ": " + std::to_string(scan->nonfinite_tensors()) +
-                      " tensor(s) hold NaN or inf weights, the first '" +
-                      printable_message(first->name) + "' at row " +
-                      std::to_string(first->first_nonfinite / first->row_length) + ", column " +
-                      std::to_string(first->first_nonfinite % first->row_length) +
-                      " (a run's logits would be NaN)");
+    nonfinite = std::to_string(scan->nonfinite_tensors()) +
+                " tensor(s) hold NaN or inf weights, the first '" + printable_message(first->name) +
+                "' at row " + std::to_string(first->first_nonfinite / first->row_length) +
+                ", column " + std::to_string(first->first_nonfinite % first->row_length);
+    if (check->status == GgufModelCheck::Status::kRuns) {
+      const bool unread =
+          std::find(check->unread.begin(), check->unread.end(), first->name) != check->unread.end();
+      nonfinite +=
+          unread ? " (a tensor a run does not read)" : " (a run reads it: its logits can turn NaN)";
+    }
   }
+  // Reported, then refused: a model of a supported architecture that a run would refuse is not
+  // a valid file.
+  if (check && check->status == GgufModelCheck::Status::kInvalid) {
+    throw usage_error("cannot run this model: " + check->message +
+                      (nonfinite.empty() ? "" : "; also " + nonfinite));
+  }
+  if (!nonfinite.empty()) throw usage_error(opt.file + ": " + nonfinite);
 }
 
 }  // namespace

@@ -15,6 +15,15 @@ namespace decodebench::gguf {
 
 namespace {
 
+/// The smaller (lower) or larger (upper) of a and b, with -0 below +0: a range then does not
+/// depend on the order in which equal values are met (std::min keeps the first of -0 and +0).
+float lower(float a, float b) { return (b < a || (b == a && std::signbit(b))) ? b : a; }
+float upper(float a, float b) { return (b > a || (b == a && !std::signbit(b))) ? b : a; }
+
+/// Values dequantized per call of dequantize_row: a multiple of every block size (32, 256), so a
+/// long row (or a 1-D tensor) never needs a buffer of its own size.
+constexpr int64_t kPieceValues = 4096;
+
 /// Counts over rows [begin, end) of one tensor; merged in any order to the same result.
 struct Partial {
   uint64_t nan = 0;
@@ -28,8 +37,8 @@ struct Partial {
     nan += o.nan;
     inf += o.inf;
     if (o.any_finite) {
-      min = any_finite ? std::min(min, o.min) : o.min;
-      max = any_finite ? std::max(max, o.max) : o.max;
+      min = any_finite ? lower(min, o.min) : o.min;
+      max = any_finite ? upper(max, o.max) : o.max;
       any_finite = true;
     }
     if (o.first_nonfinite >= 0 && (first_nonfinite < 0 || o.first_nonfinite < first_nonfinite)) {
@@ -40,23 +49,26 @@ struct Partial {
 
 Partial scan_rows(WeightType type, const uint8_t* data, int64_t cols, int64_t begin, int64_t end) {
   Partial p;
-  std::vector<float> row(static_cast<size_t>(cols));
+  std::vector<float> piece(static_cast<size_t>(std::min(cols, kPieceValues)));
   const int64_t row_size = row_bytes(type, cols);
   for (int64_t r = begin; r < end; ++r) {
-    quant::dequantize_row(type, data + r * row_size, row.data(), cols);
-    for (int64_t c = 0; c < cols; ++c) {
-      const float v = row[static_cast<size_t>(c)];
-      if (std::isnan(v)) {
-        ++p.nan;
-      } else if (std::isinf(v)) {
-        ++p.inf;
-      } else {
-        p.min = p.any_finite ? std::min(p.min, v) : v;
-        p.max = p.any_finite ? std::max(p.max, v) : v;
-        p.any_finite = true;
-        continue;
+    for (int64_t c0 = 0; c0 < cols; c0 += kPieceValues) {
+      const int64_t n = std::min(kPieceValues, cols - c0);
+      quant::dequantize_row(type, data + r * row_size + row_bytes(type, c0), piece.data(), n);
+      for (int64_t c = 0; c < n; ++c) {
+        const float v = piece[static_cast<size_t>(c)];
+        if (std::isnan(v)) {
+          ++p.nan;
+        } else if (std::isinf(v)) {
+          ++p.inf;
+        } else {
+          p.min = p.any_finite ? lower(p.min, v) : v;
+          p.max = p.any_finite ? upper(p.max, v) : v;
+          p.any_finite = true;
+          continue;
+        }
+        if (p.first_nonfinite < 0) p.first_nonfinite = r * cols + c0 + c;
       }
-      if (p.first_nonfinite < 0) p.first_nonfinite = r * cols + c;
     }
   }
   return p;
@@ -123,8 +135,8 @@ std::string value_scan_report(const ValueScan& scan, size_t max_listed) {
     float hi = 0.0f;
     for (const TensorValues& t : scan.tensors) {
       if (t.values == 0) continue;
-      lo = any ? std::min(lo, t.min) : t.min;
-      hi = any ? std::max(hi, t.max) : t.max;
+      lo = any ? lower(lo, t.min) : t.min;
+      hi = any ? upper(hi, t.max) : t.max;
       any = true;
     }
     out += fmt::format("values: {} tensor(s), {} values dequantized, all finite",

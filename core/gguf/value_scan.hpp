@@ -40,9 +40,11 @@ struct ValueScan {
   [[nodiscard]] uint64_t nonfinite_tensors() const;
 };
 
-/// Dequantizes every tensor of a supported type, row by row on `threads` threads (>= 1), and
-/// counts NaN and inf values. Results do not depend on the thread count. Throws nothing beyond
-/// std::bad_alloc: the reader has already checked every tensor's bytes lie in the file.
+/// Dequantizes every tensor of a supported type, rows split over `threads` threads (>= 1; long
+/// rows in pieces of 4,096 values), and counts NaN and inf values. Results do not depend on the
+/// thread count (-0 ranks below +0 in the ranges). The reader has already checked that every
+/// tensor's bytes lie in the file, so only std::bad_alloc and std::system_error (threads that
+/// cannot start) are thrown.
 ValueScan scan_values(const Reader& reader, int threads);
 
 /// The terminal lines of a scan: one summary line, then one line per tensor with NaN or inf

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -579,6 +580,10 @@ TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
         }
       }
       for (const char* end : {"min", "max"}) {
+        if (want[end].is_null()) {  // no finite value
+          EXPECT_TRUE(got[end].is_null()) << end;
+          continue;
+        }
         const double w = want[end];
         EXPECT_NEAR(got[end].get<double>(), w, 1e-6 * std::max(1.0, std::abs(w))) << end;
       }
@@ -592,11 +597,56 @@ TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
       EXPECT_TRUE(contains(r.out, "dequantized, all finite")) << r.out;
     } else {
       EXPECT_TRUE(contains(r.out, "values: " + std::to_string(bad) + " of ")) << r.out;
-      EXPECT_TRUE(
-          contains(r.err, std::to_string(bad) + " tensor(s) hold NaN or inf weights, " + first_bad))
+      EXPECT_TRUE(contains(r.err, std::to_string(bad) + " tensor(s) hold NaN or inf weights, " +
+                                      first_bad + " (a run reads it: its logits can turn NaN)"))
           << r.err;
     }
   }
+}
+
+// NaN in a tensor a run does not read (blk.99 of a 2-layer model) still exits 2, said to be
+// unread; in a model a run refuses, the refusal comes first and names the NaN too.
+TEST(InspectCli, ScanValuesSaysWhetherARunReadsTheTensor) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const auto path = dir / "m.gguf";
+  ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--extra-tensor"}));
+  // The first Q8_0 block of blk.99.attn_q.weight gets the f16 scale NaN (0x7E00): its 32 values.
+  const CommandResult listing = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  int64_t at = -1;
+  const nlohmann::json doc = nlohmann::json::parse(listing.out);
+  for (const auto& t : doc["tensors"]) {
+    if (t["name"] == "blk.99.attn_q.weight") at = t["file_offset"];
+  }
+  ASSERT_GE(at, 0);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(at);
+    f.write("\x00\x7E", 2);
+    ASSERT_TRUE(f.good());
+  }
+  const CommandResult r = run_decodebench({"inspect", path.string(), "--scan-values"}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.out,
+                       "  blk.99.attn_q.weight: 32 NaN, 0 inf of 4096 values (first at "
+                       "row 0, column 0)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "1 tensor(s) hold NaN or inf weights, the first "
+                       "'blk.99.attn_q.weight' at row 0, column 0 (a tensor a run does "
+                       "not read)"))
+      << r.err;
+
+  // Random weight bytes (NaN scales) in a model a run refuses (block_count 3, tensors for 2).
+  ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--block-count", "3"}));
+  const CommandResult invalid = run_decodebench({"inspect", path.string(), "--scan-values"}, 60);
+  EXPECT_EQ(invalid.exit_code, 2) << invalid.err;
+  EXPECT_TRUE(contains(invalid.err, "cannot run this model: " + path.string() +
+                                        ": missing tensor 'blk.2.attn_norm.weight'; also 13 "
+                                        "tensor(s) hold NaN or inf weights, the first "
+                                        "'token_embd.weight' at row 7, column 0"))
+      << invalid.err;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "tests/core/gguf_bytes.hpp"
 #include "tests/support/support.hpp"
@@ -130,6 +131,42 @@ TEST(ValueScan, AllFiniteFileSaysSoWithItsRange) {
   EXPECT_EQ(s.nonfinite_tensors(), 0u);
   EXPECT_EQ(gguf::value_scan_report(s),
             "values: 1 tensor(s), 2 values dequantized, all finite (from -1 to 1)\n");
+}
+
+// 100,000 rows of one value (F32 {1, 100000}): the scan splits them into chunks of 16,384 rows
+// over the threads, and every thread count gives the same counts, first index and range: NaN at
+// 5 and 99,999, inf at 70,000, -0 at 50,000 and +0 at 20,000 (in other chunks) below the other
+// values (1 to 7), so the minimum is -0 whatever order the chunks finish in.
+TEST(ValueScan, ChunksOnManyThreadsMergeToTheSameResult) {
+  TempDir dir;
+  constexpr int64_t kRows = 100000;
+  FileSpec spec;
+  spec.kvs = {{"general.architecture", v_string("llama")}};
+  spec.tensors = {{"w.long", {1, kRows}, 0, kRows * 4, std::nullopt}};
+  GgufBytes b = build_gguf(spec);
+  std::vector<float> v(kRows);
+  for (int64_t i = 0; i < kRows; ++i) v[static_cast<size_t>(i)] = 1.0f + static_cast<float>(i % 7);
+  v[5] = kNaN;
+  v[99999] = kNaN;
+  v[70000] = kInf;
+  v[20000] = 0.0f;
+  v[50000] = -0.0f;
+  std::memcpy(b.data.data() + b.at("t0"), v.data(), v.size() * 4);
+  b.write(dir / "long.gguf");
+  const gguf::Reader r((dir / "long.gguf").string());
+  for (const int threads : {1, 2, 4, 6}) {
+    SCOPED_TRACE(threads);
+    const gguf::ValueScan s = gguf::scan_values(r, threads);
+    ASSERT_EQ(s.tensors.size(), 1u);
+    const gguf::TensorValues& t = s.tensors[0];
+    EXPECT_EQ(t.values, static_cast<uint64_t>(kRows));
+    EXPECT_EQ(t.nan, 2u);
+    EXPECT_EQ(t.inf, 1u);
+    EXPECT_EQ(t.first_nonfinite, 5);
+    EXPECT_EQ(t.min, 0.0f);
+    EXPECT_TRUE(std::signbit(t.min)) << "the minimum is -0, not +0";
+    EXPECT_EQ(t.max, 7.0f);
+  }
 }
 
 // A tensor with no finite value at all reports no range (null in the JSON), not 0.
