@@ -121,6 +121,7 @@ namespace {
 // DECODEBENCH_* switch belongs here.
 constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
+    "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous
     "CUDA_VISIBLE_DEVICES",               // which GPU is device 0
     "CUDA_DEVICE_ORDER",                  // how devices are numbered

@@ -69,6 +69,9 @@ struct Plan {
   int64_t ntasks = 0;
   int chunk = 0;       ///< MMA / stream kernels: blocks per stage
   int ring_slots = 0;  ///< stream kernel: > 0 runs its ring form (whole rows) with that many slots
+  /// ring form: row pairs per group (= the CTA's warps: a warp per pair; fewer: the split form,
+  /// block / 32 / ring_pairs warps per pair)
+  int ring_pairs = 0;
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------

@@ -33,7 +33,9 @@
 // any block size works; the matrix end must be 16-byte aligned (stream_supported). Where a row is
 // one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
 // Where rows are 16-byte multiples and two slots of 16 rows fit the shared memory, the ring form
-// runs instead (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring).
+// runs instead (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring);
+// where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
+// pair, four slots by default: not yet measured).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -727,20 +729,32 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 // with a slot (a counter per slot) refills it with the CTA's group `slots` ahead. CTA b takes
 // groups b, b + grid, ...
 
-constexpr int kMaxRingSlots = 4;
+//
+// Long rows (the down projections: 16 rows of 10,656 bytes do not fit two slots) take the split
+// form (kPairs < kRW): groups of 2 · kPairs rows, kRW / kPairs warps on each pair of rows, each
+// taking a contiguous share of the row's 32-tile passes; the last warp done with a slot adds
+// the warps' partial sums of each row in warp order (deterministic) and stores the rows.
 
-/// Dynamic shared memory of the ring kernel: the slots, then kMaxRingSlots mbarriers and counters.
-__host__ __device__ constexpr int ring_smem(int slot_bytes, int slots) {
-  return slots * slot_bytes + kMaxRingSlots * (8 + 8);
+constexpr int kMaxRingSlots = 4;
+constexpr int kMaxRingWarps = 16;
+
+/// Dynamic shared memory of the ring kernel: the slots, then kMaxRingSlots mbarriers and counters,
+/// then for the split form (`split`) every slot's partial sums (a float per warp and row).
+__host__ __device__ constexpr int ring_smem(int slot_bytes, int slots, bool split = false) {
+  return slots * slot_bytes + kMaxRingSlots * (8 + 8) +
+         (split ? kMaxRingSlots * kMaxRingWarps * kRows * 4 : 0);
 }
 
-template <WeightType T, bool kTiled, int kRW>
+template <WeightType T, bool kTiled, int kRW, int kPairs = kRW>
 __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const KernelArgs a) {
   using Ops = typename OpsFor<T, kTiled>::type;
   constexpr int kTilesPerBlock = Ops::kBE / 32;
   constexpr int kTilesPerChunk = Ops::kChunkCols / Ops::kBE * kTilesPerBlock;
   constexpr int kChunkBytes = Ops::kChunkCols / Ops::kBE * Ops::kBB;
-  constexpr uint32_t kGroupRows = kRW * kRows;
+  constexpr uint32_t kGroupRows = kPairs * kRows;
+  constexpr int kSplit = kRW / kPairs;  // warps on one pair of rows
+  static_assert(kRW % kPairs == 0 && kRW <= kMaxRingWarps, "whole pairs of rows per group");
+  static_assert(kTilesPerChunk % 32 == 0 && 32 % kTilesPerBlock == 0, "passes of whole blocks");
   extern __shared__ __align__(128) uint8_t smem[];
 
   const int warp = static_cast<int>(threadIdx.x) >> 5;
@@ -751,6 +765,8 @@ __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const Ker
   const uint32_t slot_bytes = kGroupRows * row_bytes;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + slots * slot_bytes);
   uint32_t* done = reinterpret_cast<uint32_t*>(full + kMaxRingSlots);
+  // Split form: partial sums [slot][warp][row of the pair].
+  float* partial = reinterpret_cast<float*>(done + 2 * kMaxRingSlots);
   const uint32_t rows = static_cast<uint32_t>(a.rows);
   const uint32_t groups = (rows + kGroupRows - 1) / kGroupRows;
   const uint32_t mine = blockIdx.x < groups ? (groups - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
@@ -784,6 +800,79 @@ __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const Ker
   const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
   const uint32_t ring = smem_addr(smem);
   const int tiles = static_cast<int>(nb) * kTilesPerBlock;
+  if constexpr (kSplit > 1) {
+    // Warp w takes pair w / kSplit of each group and its share part of the row's passes: shares
+    // of ⌊passes / kSplit⌋ or one more, contiguous, so x' is read once per pair.
+    const int pair = warp / kSplit;
+    const int part = warp % kSplit;
+    const int passes = (tiles + 31) / 32;
+    const int t0 = part * passes / kSplit * 32;
+    const int t1 = min(tiles, (part + 1) * passes / kSplit * 32);
+    int s = 0;
+    uint32_t parity = 0, use = 0;
+    for (uint32_t k = 0; k < mine; ++k) {
+      const uint32_t g0 = (blockIdx.x + k * gridDim.x) * kGroupRows;  // the group's first row
+      const uint32_t row0 = g0 + pair * kRows;
+      // Row g0 + lane's bias or residual, read while the slot's bytes arrive: whichever warp
+      // ends up last stores the rows with it, and its refill then waits on no global load.
+      float add = 0.0f;
+      if (lane < static_cast<int>(kGroupRows) && g0 + lane < rows) {
+        add = kernels::row_addend(a.y, g0 + lane);
+      }
+      mbar_wait(&full[s], parity);
+      float acc[kRows];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+      if (row0 < rows && a.probe != 1) {
+        const uint32_t row_addr = ring + s * slot_bytes + pair * kRows * row_bytes;
+        for (int t = t0; t < t1; t += kTilesPerChunk) {
+          const uint32_t off = static_cast<uint32_t>(t / kTilesPerBlock * Ops::kBB);
+          uint32_t chunk[kRows];
+#pragma unroll
+          for (int i = 0; i < kRows; ++i) chunk[i] = row_addr + i * row_bytes + off;
+          chunk_dot<Ops, kTilesPerChunk>(chunk, min(kTilesPerChunk, t1 - t),
+                                         sx + t / kStreamGroupTiles * kStreamGroupBytes, lane, acc);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) acc[i] = kernels::warp_sum(acc[i]);
+      float* part_s = partial + s * kMaxRingWarps * kRows;
+      if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) part_s[warp * kRows + i] = acc[i];
+      }
+      __syncwarp();  // every lane is done with slot s
+      uint32_t before = 0;
+      if (lane == 0) {
+        // release: this warp's reads of the slot and its partial sums; acquire (the last warp):
+        // every other warp's.
+        asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;\n"
+                     : "=r"(before)
+                     : "r"(smem_addr(&done[s]))
+                     : "memory");
+      }
+      before = __shfl_sync(0xFFFFFFFFu, before, 0);
+      if (before == (use + 1) * kRW - 1) {
+        __syncwarp();  // lane 0's acquire orders the other lanes' reads of the partial sums
+        // Lane r adds row r's partial sums in warp order and stores it with its bias or residual.
+        if (lane < static_cast<int>(kGroupRows) && g0 + lane < rows) {
+          const int pr = lane / kRows, i = lane % kRows;
+          float v = 0.0f;
+#pragma unroll
+          for (int j = 0; j < kSplit; ++j) v += part_s[(pr * kSplit + j) * kRows + i];
+          kernels::store_row_added(a.y, g0 + lane, v, add);
+        }
+        __syncwarp();  // the partial sums of slot s are read before its next group can write them
+        if (lane == 0 && k + slots < mine) issue(k + slots, s);
+      }
+      if (++s == slots) {
+        s = 0;
+        parity ^= 1;
+        ++use;
+      }
+    }
+    return;
+  }
   int s = 0;
   uint32_t parity = 0, use = 0;
   for (uint32_t k = 0; k < mine; ++k) {
@@ -880,7 +969,8 @@ namespace {
 /// steps, the adopted build against the one before: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0%; 8 × 3
 /// tied with it in one run and lost in another, 16 × 2 and 16 × 3 gained less;
 /// docs/performance.md, round 24).
-/// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring form off, "WxS" asks for
+/// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring forms off (the split
+/// form too: the per-warp kernel everywhere), "WxS" asks for
 /// W = 8 or 16 warps and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error
 /// (exit 1).
 std::pair<int, int> ring_request() {
@@ -898,10 +988,54 @@ std::pair<int, int> ring_request() {
   return {w, s};
 }
 
+/// The split ring form's shape for long rows {row pairs per group, slots}: 1 pair (8 warps on
+/// each pair of rows) and 4 slots, NOT YET MEASURED (an untested guess of round 25: the 7B down
+/// projections in Q4_0 and Q4_K then copy 21 KB per group, four deep, two CTAs per SM; Q8_0 40
+/// KB, one CTA per SM).
+/// DECODEBENCH_GEMV_RING_LONG overrides it: "0" turns it off, "PxS" asks for P = 1, 2 or 4 pairs
+/// (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value throws
+/// decodebench::Error (exit 1).
+std::pair<int, int> ring_long_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_LONG");
+  if (e == nullptr || *e == '\0') return {1, 4};
+  if (std::string(e) == "0") return {0, 0};
+  int pairs = 0, s = 0;
+  char end = 0;
+  if (std::sscanf(e, "%dx%d%c", &pairs, &s, &end) != 2 ||
+      (pairs != 1 && pairs != 2 && pairs != 4) || s < 1 || s > kMaxRingSlots) {
+    throw runtime_error(std::string("DECODEBENCH_GEMV_RING_LONG: '") + e +
+                        "' is neither 0 (the split ring form off) nor PxS (P = 1, 2 or 4 row "
+                        "pairs per group, S = 1 to " +
+                        std::to_string(kMaxRingSlots) + " slots)");
+  }
+  return {pairs, s};
+}
+
+/// The ring kernel of `warps` warps and `pairs` row pairs per group (pairs == warps: the
+/// whole-row form; fewer: the split form, 8 warps only).
 template <WeightType T, bool kTiled>
-const void* ring_kernel(int warps) {
-  return warps == 16 ? reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>)
-                     : reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8>);
+const void* ring_kernel(int warps, int pairs) {
+  if (warps == 16) return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>);
+  // Only the decoders that read nothing past a row take the split form (stream_plan).
+  if constexpr (kTiled || OpsFor<T, kTiled>::type::kBE == 256) {
+    switch (pairs) {
+      case 1:
+        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 1>);
+      case 2:
+        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 2>);
+      case 4:
+        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 4>);
+      default:
+        break;
+    }
+  }
+  // A split plan must never run the whole-row kernel: its slots would be 16 rows in shared
+  // memory sized for 2 · pairs.
+  if (pairs != warps) {
+    throw runtime_error(std::string("GEMV: no split ring kernel for ") + weight_traits(T).name +
+                        " with " + std::to_string(pairs) + " row pairs");
+  }
+  return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8>);
 }
 
 }  // namespace
@@ -914,6 +1048,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int cb = Ops::kChunkCols / Ops::kBE;
     const int64_t row_bytes = nb * Ops::kBB;
     const auto [ring_warps, ring_slots] = ring_request();
+    const auto [long_pairs, long_slots] = ring_long_request();  // checked on every plan
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
@@ -929,11 +1064,34 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.chunk = cb;
         p.smem = static_cast<int>(smem);
         p.ring_slots = ring_slots;
-        const int ctas =
-            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps), p.block, p.smem));
+        p.ring_pairs = ring_warps;
+        const int ctas = std::max(
+            1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps), p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 1;
+        return;
+      }
+    }
+    // Rows too long for that: the split form, groups of 2 · pairs rows (fewer pairs where the
+    // requested groups do not fit their slots). DECODEBENCH_GEMV_RING=0 turns both forms off.
+    if (kReadsWithinRow && ring_warps > 0 && long_pairs > 0 && row_bytes % 16 == 0) {
+      for (int pairs = long_pairs; pairs >= 1; pairs /= 2) {
+        const int64_t group_rows = static_cast<int64_t>(pairs) * kRows;
+        const int64_t smem =
+            static_cast<int64_t>(long_slots) * group_rows * row_bytes + ring_smem(0, 0, true);
+        if (smem > smem_optin()) continue;
+        p.block = 8 * 32;
+        p.rows_per_warp = kRows;
+        p.chunk = cb;
+        p.smem = static_cast<int>(smem);
+        p.ring_slots = long_slots;
+        p.ring_pairs = pairs;
+        const int ctas =
+            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(8, pairs), p.block, p.smem));
+        p.ntasks = ceil_div<int64_t>(rows, group_rows);
+        p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
+        p.ksplit = 8 / pairs;
         return;
       }
     }
@@ -982,7 +1140,7 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
     const void* kernel = p.ring_slots > 0
-                             ? ring_kernel<T, kTiled>(p.block / 32)
+                             ? ring_kernel<T, kTiled>(p.block / 32, p.ring_pairs)
                              : reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>);
     launch_with_attrs(kernel, params, dim3(static_cast<unsigned>(p.grid)),
                       dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,

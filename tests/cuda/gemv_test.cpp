@@ -1105,6 +1105,31 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
 }
 
+// Sets or unsets one environment variable for a scope; the caller's setting comes back after it
+// (a run with a form forced keeps it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
+    set(value);
+  }
+  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) const {
+    if (value != nullptr) {
+      setenv(name_, value, 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
 // The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
 // per bulk copy) takes matrices whose row groups fit two slots: the 7B QKV shape in Q4_K (rows of
 // 2,016 bytes, 288 groups) but not its down projection (rows of 10,656 bytes: two slots of 16
@@ -1117,20 +1142,8 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
-  // The caller's setting comes back after the test (a run with the ring forced keeps it).
-  struct EnvGuard {
-    const char* old = std::getenv("DECODEBENCH_GEMV_RING");
-    std::string saved = old != nullptr ? old : "";
-    bool had = old != nullptr;
-    ~EnvGuard() {
-      if (had) {
-        setenv("DECODEBENCH_GEMV_RING", saved.c_str(), 1);
-      } else {
-        unsetenv("DECODEBENCH_GEMV_RING");
-      }
-    }
-  } guard;
-  unsetenv("DECODEBENCH_GEMV_RING");
+  const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long_env("DECODEBENCH_GEMV_RING_LONG", nullptr);
   PlanningBuffers bufs(18944);
   GemvParams p = bufs.params(WeightType::kQ4_K);
   p.rows = 4608;
@@ -1160,9 +1173,14 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
     }
   }
   unsetenv("DECODEBENCH_GEMV_RING");
+  ring_long_env.set("0");
   p.rows = 3584;
   p.cols = 18944;
   EXPECT_EQ(gemv_launch_info(p).tasks, 1792);  // the down projection: per-warp tasks
+  // 8 warps × 2 stages × 2 rows × a 2,352-byte region (16 blocks of 144 bytes and margins),
+  // mbarriers, partial sums.
+  EXPECT_EQ(gemv_launch_info(p).smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);
+  ring_long_env.set(nullptr);
   // Both forms against the CPU (the ring form by default, then the per-warp form). The ring
   // takes the tiled layout (variant 7: Q4_0, Q8_0) and the K-quants in GGUF blocks (variant 4:
   // Q4_K); the 32-column GGUF blocks keep the per-warp form.
@@ -1186,12 +1204,161 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
     setenv("DECODEBENCH_GEMV_RING", form, 1);
     for (const auto& f : forms) check_gemv(f.t, 24000, 3584, false, true, 0, 0, f.variant);
   }
-  // The per-warp form on the shapes the ring now takes by default: one-chunk whole rows (5 ×
-  // 2,048, 67 × 4,096: the clamped last task) and a column split (9 × 4,352).
+  // The per-warp form on the shapes the ring forms now take by default: one-chunk whole rows (5 ×
+  // 2,048, 67 × 4,096: the clamped last task), a column split (9 × 4,352) and long rows (67 ×
+  // 18,944, the split form's).
   setenv("DECODEBENCH_GEMV_RING", "0", 1);
   for (const auto& f : forms) {
-    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{5, 2048}, {67, 4096}, {9, 4352}}) {
+    for (const auto& [rows, cols] :
+         {std::pair<int64_t, int64_t>{5, 2048}, {67, 4096}, {9, 4352}, {67, 18944}}) {
       check_gemv(f.t, rows, cols, false, false, 0, 0, f.variant);
+    }
+  }
+}
+
+// The split ring form for rows too long for groups of 16 (the 7B down projection, 18,944 columns):
+// groups of 2 · P rows, 8 / P warps on each pair of rows, each a contiguous share of the row's
+// passes, their partial sums added by the last warp done with the slot. By default P = 1 with 4
+// slots; DECODEBENCH_GEMV_RING_LONG picks another shape (fewer pairs where the slots do not fit)
+// or switches it off, as does DECODEBENCH_GEMV_RING=0. Before each comparison with the CPU the
+// plan is checked to be the split form asked for. Every shape matches the CPU on the down
+// projection's row length with a partial last group (1,031 rows), with refills (3,584 rows:
+// about 7 groups per CTA), on Q6_K rows of 14,336 columns (11,760 bytes) and on Q8_0 rows of 7,168
+// columns (7 passes: one warp of each pair has none); repeated launches give the same bits (the
+// partial sums are added in a fixed order).
+TEST(Gemv, StreamSplitRingFormTakesLongRows) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  constexpr int kExtra = 64 + 4 * 16 * 2 * 4;  // mbarriers, counters and partial sums
+  PlanningBuffers bufs(18944);
+  const auto plan = [&](WeightType t, int64_t rows, int64_t cols, bool tiled) {
+    GemvParams p = bufs.params(t);
+    p.rows = rows;
+    p.cols = cols;
+    p.tiled = tiled;
+    return gemv_launch_info(p);
+  };
+  GemvLaunchInfo info = plan(WeightType::kQ4_K, 3584, 18944, false);  // 10,656 bytes per row
+  EXPECT_STREQ(info.kernel, "stream");
+  EXPECT_EQ(info.block, 256);
+  EXPECT_EQ(info.tasks, 1792);       // groups of 2 rows
+  EXPECT_EQ(info.column_splits, 8);  // warps per pair
+  EXPECT_EQ(info.smem_bytes, 4 * 2 * 10656 + kExtra);
+  ring_long.set("2x4");
+  info = plan(WeightType::kQ4_K, 3584, 18944, false);
+  EXPECT_EQ(info.tasks, 896);
+  EXPECT_EQ(info.column_splits, 4);
+  EXPECT_EQ(info.smem_bytes, 4 * 4 * 10656 + kExtra);
+  ring_long.set("4x4");  // 341 KB: 2 pairs instead
+  EXPECT_EQ(plan(WeightType::kQ4_K, 3584, 18944, false).tasks, 896);
+  ring_long.set("2x4");  // Q8_0, 20,128 bytes per row: 322 KB, so 1 pair
+  info = plan(WeightType::kQ8_0, 3584, 18944, true);
+  EXPECT_EQ(info.tasks, 1792);
+  EXPECT_EQ(info.smem_bytes, 4 * 2 * 20128 + kExtra);
+  for (const char* off : {"DECODEBENCH_GEMV_RING_LONG", "DECODEBENCH_GEMV_RING"}) {
+    SCOPED_TRACE(std::string(off) + "=0");
+    ring_long.set(nullptr);
+    setenv(off, "0", 1);
+    info = plan(WeightType::kQ4_K, 3584, 18944, false);
+    EXPECT_EQ(info.smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);  // per-warp form
+    ring.set(nullptr);
+  }
+  for (const char* bad : {"3x2", "1x5", "1", "2x2x", "on"}) {
+    ring_long.set(bad);
+    try {
+      // Refused on every plan, also where no row is too long for the whole-row form.
+      (void)plan(WeightType::kQ4_K, 64, 1024, false);
+      ADD_FAILURE() << "DECODEBENCH_GEMV_RING_LONG=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("DECODEBENCH_GEMV_RING_LONG: '" + std::string(bad) + "'"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  struct Form {
+    WeightType t;
+    int variant;
+  };
+  const Form forms[] = {{WeightType::kQ4_0, 7},
+                        {WeightType::kQ8_0, 7},
+                        {WeightType::kQ4_K, 4},
+                        {WeightType::kQ5_K, 4}};
+  // Checks the plan is the split form with `pairs` pairs (2 rows × pairs per group), then runs.
+  const auto check_split = [&](const Form& f, int64_t rows, int64_t cols, bool bias, bool residual,
+                               int pairs, int slots) {
+    const bool tiled = f.variant >= 5;
+    const GemvLaunchInfo i = plan(f.t, rows, cols, tiled);
+    const int64_t group_bytes = 2 * pairs * row_bytes(f.t, cols);
+    EXPECT_EQ(i.column_splits, 8 / pairs) << describe(f.t, rows, cols, i);
+    EXPECT_EQ(i.smem_bytes, slots * group_bytes + kExtra) << describe(f.t, rows, cols, i);
+    check_gemv(f.t, rows, cols, bias, residual, 0, 0, f.variant);
+  };
+  const struct {
+    const char* env;
+    int pairs, slots;  // what the plan takes on the 4-bit types (Q8_0: fewer pairs if needed)
+  } shapes[] = {{"", 1, 4},    {"1x1", 1, 1}, {"1x2", 1, 2},
+                {"2x2", 2, 2}, {"2x4", 2, 4}, {"4x2", 4, 2}};
+  for (const auto& sh : shapes) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_LONG=") + sh.env);
+    ring_long.set(sh.env);
+    for (const auto& f : forms) {
+      int pairs = sh.pairs;
+      while (sh.slots * (2 * pairs * row_bytes(f.t, 18944)) + kExtra > 232448) pairs /= 2;
+      check_split(f, 1031, 18944, true, true, pairs, sh.slots);
+    }
+  }
+  ring_long.set(nullptr);
+  for (const auto& f : forms) check_split(f, 3584, 18944, false, true, 1, 4);
+  ring_long.set("1x1");
+  for (const auto& f : forms) check_split(f, 3584, 18944, false, false, 1, 1);
+  ring_long.set(nullptr);
+  check_split({WeightType::kQ6_K, 4}, 1031, 14336, true, true, 1, 4);
+  check_split({WeightType::kQ8_0, 7}, 97, 7168, true, false, 1, 4);
+  ring_long.set("2x2");
+  check_split({WeightType::kQ8_0, 7}, 97, 7168, false, true, 2, 2);
+
+  // Deterministic: five launches of the default form write the same bits.
+  ring_long.set(nullptr);
+  for (const Form& f : {forms[0], forms[2]}) {
+    const int64_t rows = 1031, cols = 18944;
+    const bool tiled = f.variant >= 5;
+    const Matrix m = make_matrix(f.t, rows, cols, 77);
+    std::vector<uint8_t> wbytes = m.bytes;
+    if (tiled) quant::tile_rows(f.t, rows, cols, m.bytes.data(), wbytes.data());
+    DeviceBuffer d_w = upload(wbytes);
+    DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), 78));
+    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+    DeviceBuffer d_split(gemv_x_split_bytes(cols));
+    launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
+                          d_split.get(), false, nullptr);
+    GemvParams p;
+    p.type = f.t;
+    p.w = d_w.data<uint8_t>();
+    p.rows = rows;
+    p.cols = cols;
+    p.x = d_x.data<float>();
+    p.y = d_y.data<float>();
+    p.x_split = d_split.get();
+    p.variant = f.variant;
+    p.tiled = tiled;
+    EXPECT_EQ(gemv_launch_info(p).column_splits, 8);
+    std::vector<float> first;
+    for (int i = 0; i < 5; ++i) {
+      DB_CUDA_CHECK(cudaMemset(d_y.get(), 0xFF, static_cast<size_t>(rows) * 4));
+      launch_gemv(p, nullptr);
+      testing::sync();
+      const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
+      if (i == 0) {
+        first = got;
+      } else {
+        EXPECT_EQ(std::memcmp(got.data(), first.data(), got.size() * 4), 0)
+            << weight_traits(f.t).name << " launch " << i << " differs from the first";
+      }
     }
   }
 }
