@@ -449,17 +449,19 @@ __host__ __device__ constexpr int stream_smem(int cb, int bb, int stages) {
 
 /// Adds to acc[i] the dot product of row i's chunk (shared address chunk[i] of its first block,
 /// `tiles` tiles of at most kTilesPerChunk) with x' (gx: the chunk's first group of the stream
-/// layout). Lane l takes tiles l, l + 32, ...; a last pass of at most 16 tiles (3,584 columns: 112
-/// tiles, 3.5 passes) gives lanes 0-15 row 0 and lanes 16-31 row 1 instead of half the warp idling
-/// over both rows. acc[i] holds the lane's partial sum (warp_sum completes it).
-template <typename Ops, int kTilesPerChunk>
-__device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kRows], int tiles,
-                                          const int8_t* gx, int lane, float (&acc)[kRows]) {
-  // Each lane's place in both rows' chunks, and for a split last pass in the row of its
+/// layout), for kR rows (an even number). Lane l takes tiles l, l + 32, ...; a last pass of at
+/// most 16 tiles (3,584 columns: 112 tiles, 3.5 passes) gives lanes 0-15 rows 0, 2, ... and lanes
+/// 16-31 rows 1, 3, ... instead of half the warp idling over every row, so each pair of rows is
+/// summed as with kR = 2, bit for bit. acc[i] holds the lane's partial sum (warp_sum completes it).
+template <typename Ops, int kTilesPerChunk, int kR = kRows>
+__device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kR], int tiles, const int8_t* gx,
+                                          int lane, float (&acc)[kR]) {
+  static_assert(kR % 2 == 0, "rows in pairs");
+  // Each lane's place in every row's chunk, and for a split last pass in the rows of its
   // half-warp: computed once per chunk.
-  typename Ops::Cursor cur[kRows];
+  typename Ops::Cursor cur[kR];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) cur[i] = Ops::cursor(chunk[i], lane);
+  for (int i = 0; i < kR; ++i) cur[i] = Ops::cursor(chunk[i], lane);
 #pragma unroll
   for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
     // This pass's 32 tiles are one group of the stream layout (chunks start at multiples of 32
@@ -469,16 +471,20 @@ __device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kRows], int ti
       if (jj + (lane & 15) < tiles) {
         const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane & 15);
         const bool second = lane >= 16;
-        const typename Ops::Cursor half = Ops::cursor(second ? chunk[1] : chunk[0], lane & 15);
-        const float v = Ops::dot(half, jj / 32, x, tiles - jj);
-        acc[0] += second ? 0.0f : v;
-        acc[1] += second ? v : 0.0f;
+#pragma unroll
+        for (int i = 0; i < kR; i += 2) {
+          const typename Ops::Cursor half =
+              Ops::cursor(second ? chunk[i + 1] : chunk[i], lane & 15);
+          const float v = Ops::dot(half, jj / 32, x, tiles - jj);
+          acc[i] += second ? 0.0f : v;
+          acc[i + 1] += second ? v : 0.0f;
+        }
       }
     } else if (jj + lane < tiles) {
       const XTile x = load_x_tile<Ops::kSx, Ops::kLo>(g, lane);
       const int n = min(32, tiles - jj);
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) acc[i] += Ops::dot(cur[i], jj / 32, x, n);
+      for (int i = 0; i < kR; ++i) acc[i] += Ops::dot(cur[i], jj / 32, x, n);
     }
   }
 }
@@ -745,15 +751,17 @@ __host__ __device__ constexpr int ring_smem(int slot_bytes, int slots, bool spli
          (split ? kMaxRingSlots * kMaxRingWarps * kRows * 4 : 0);
 }
 
-template <WeightType T, bool kTiled, int kRW, int kPairs = kRW>
+template <WeightType T, bool kTiled, int kRW, int kPairs = kRW, int kR = kRows>
 __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const KernelArgs a) {
   using Ops = typename OpsFor<T, kTiled>::type;
   constexpr int kTilesPerBlock = Ops::kBE / 32;
   constexpr int kTilesPerChunk = Ops::kChunkCols / Ops::kBE * kTilesPerBlock;
   constexpr int kChunkBytes = Ops::kChunkCols / Ops::kBE * Ops::kBB;
-  constexpr uint32_t kGroupRows = kPairs * kRows;
   constexpr int kSplit = kRW / kPairs;  // warps on one pair of rows
+  // Rows per warp: kR in the whole-row form, a pair in the split form.
+  constexpr uint32_t kGroupRows = kPairs * (kSplit > 1 ? kRows : kR);
   static_assert(kRW % kPairs == 0 && kRW <= kMaxRingWarps, "whole pairs of rows per group");
+  static_assert(kR == kRows || (kSplit == 1 && kR == 4), "4 rows per warp: whole-row form only");
   static_assert(kTilesPerChunk % 32 == 0 && 32 % kTilesPerBlock == 0, "passes of whole blocks");
   extern __shared__ __align__(128) uint8_t smem[];
 
@@ -876,25 +884,25 @@ __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const Ker
   int s = 0;
   uint32_t parity = 0, use = 0;
   for (uint32_t k = 0; k < mine; ++k) {
-    const uint32_t row0 = (blockIdx.x + k * gridDim.x) * kGroupRows + warp * kRows;
+    const uint32_t row0 = (blockIdx.x + k * gridDim.x) * kGroupRows + warp * kR;
     // The row's bias or residual, read while the slot's bytes arrive.
     float add = 0.0f;
-    if (lane < kRows && row0 + lane < rows) add = kernels::row_addend(a.y, row0 + lane);
+    if (lane < kR && row0 + lane < rows) add = kernels::row_addend(a.y, row0 + lane);
     mbar_wait(&full[s], parity);
-    float acc[kRows];
+    float acc[kR];
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
     if (row0 < rows && a.probe != 1) {
       // Rows past the end read bytes of the slot no copy wrote; their sums are not stored. A row
       // of several chunks (Q8_0's groups of 1,024 columns) is taken chunk by chunk.
-      const uint32_t row_addr = ring + s * slot_bytes + warp * kRows * row_bytes;
+      const uint32_t row_addr = ring + s * slot_bytes + warp * kR * row_bytes;
       for (int c = 0; c * kTilesPerChunk < tiles; ++c) {
-        uint32_t chunk[kRows];
+        uint32_t chunk[kR];
 #pragma unroll
-        for (int i = 0; i < kRows; ++i) {
+        for (int i = 0; i < kR; ++i) {
           chunk[i] = row_addr + i * row_bytes + c * static_cast<uint32_t>(kChunkBytes);
         }
-        chunk_dot<Ops, kTilesPerChunk>(
+        chunk_dot<Ops, kTilesPerChunk, kR>(
             chunk, min(kTilesPerChunk, tiles - c * kTilesPerChunk),
             sx + c * (kTilesPerChunk / kStreamGroupTiles) * kStreamGroupBytes, lane, acc);
       }
@@ -910,9 +918,12 @@ __global__ void __launch_bounds__(kRW * 32, 16 / kRW) gemv_ring_kernel(const Ker
       if (before == (use + 1) * kRW - 1 && k + slots < mine) issue(k + slots, s);
     }
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) acc[i] = kernels::warp_sum(acc[i]);
-    if (lane < kRows && row0 + lane < rows) {
-      kernels::store_row_added(a.y, row0 + lane, lane == 0 ? acc[0] : acc[1], add);
+    for (int i = 0; i < kR; ++i) acc[i] = kernels::warp_sum(acc[i]);
+    if (lane < kR && row0 + lane < rows) {
+      float v = lane == 0 ? acc[0] : acc[1];
+#pragma unroll
+      for (int i = 2; i < kR; ++i) v = lane == i ? acc[i] : v;
+      kernels::store_row_added(a.y, row0 + lane, v, add);
     }
     if (++s == slots) {
       s = 0;
@@ -965,27 +976,37 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
 
 namespace {
 
-/// The ring form's shape {warps per CTA, slots}: 8 warps and 2 slots, measured on the H200 (7B
-/// steps, the adopted build against the one before: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0%; 8 × 3
-/// tied with it in one run and lost in another, 16 × 2 and 16 × 3 gained less;
-/// docs/performance.md, round 24).
+/// The ring form's shape: warps per CTA, slots, rows per warp.
+struct RingShape {
+  int warps = 0;  ///< 0: the ring forms off
+  int slots = 0;
+  int rows = kRows;
+};
+
+/// The ring form's shape: 8 warps of 2 rows and 2 slots, measured on the H200 (7B steps, the
+/// adopted build against the one before: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0%; 8 × 3 tied with it
+/// in one run and lost in another, 16 × 2 and 16 × 3 gained less; docs/performance.md, round 24).
 /// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring forms off (the split
-/// form too: the per-warp kernel everywhere), "WxS" asks for
-/// W = 8 or 16 warps and S = 1 to kMaxRingSlots slots; any other value throws decodebench::Error
-/// (exit 1).
-std::pair<int, int> ring_request() {
+/// form too: the per-warp kernel everywhere); "WxS" asks for W = 8 or 16 warps of 2 rows and S =
+/// 1 to kMaxRingSlots slots; "WxSxR" also gives the rows per warp R: 2 (W = 8 or 16) or 4 (W = 4
+/// or 8; NOT YET MEASURED, round 25: each x' tile a lane loads serves 4 rows, not 2). Any other
+/// value throws decodebench::Error (exit 1).
+RingShape ring_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING");
-  if (e == nullptr || *e == '\0') return {8, 2};
-  if (std::string(e) == "0") return {0, 0};
-  int w = 0, s = 0;
+  if (e == nullptr || *e == '\0') return {8, 2, kRows};
+  if (std::string(e) == "0") return {0, 0, kRows};
+  int w = 0, s = 0, r = kRows;
   char end = 0;
-  if (std::sscanf(e, "%dx%d%c", &w, &s, &end) != 2 || (w != 8 && w != 16) || s < 1 ||
-      s > kMaxRingSlots) {
+  const int n = std::sscanf(e, "%dx%dx%d%c", &w, &s, &r, &end);
+  const bool shape_ok = (r == 2 && (w == 8 || w == 16)) || (r == 4 && (w == 4 || w == 8));
+  if ((n != 2 && n != 3) || !shape_ok || s < 1 || s > kMaxRingSlots) {
     throw runtime_error(std::string("DECODEBENCH_GEMV_RING: '") + e +
                         "' is neither 0 (the ring form off) nor WxS (W = 8 or 16 warps, S = 1 to " +
-                        std::to_string(kMaxRingSlots) + " slots)");
+                        std::to_string(kMaxRingSlots) +
+                        " slots) nor WxSxR (R = 2 rows per warp with W = 8 or 16, or R = 4 with W "
+                        "= 4 or 8)");
   }
-  return {w, s};
+  return {w, s, r};
 }
 
 /// The split ring form's shape for long rows {row pairs per group, slots}: 1 pair (8 warps on
@@ -1012,12 +1033,17 @@ std::pair<int, int> ring_long_request() {
 }
 
 /// The ring kernel of `warps` warps and `pairs` row pairs per group (pairs == warps: the
-/// whole-row form; fewer: the split form, 8 warps only).
+/// whole-row form, `rows` rows per warp; fewer: the split form, 8 warps of 2 rows only).
 template <WeightType T, bool kTiled>
-const void* ring_kernel(int warps, int pairs) {
+const void* ring_kernel(int warps, int pairs, int rows = kRows) {
   if (warps == 16) return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>);
-  // Only the decoders that read nothing past a row take the split form (stream_plan).
+  // Only the decoders that read nothing past a row take the split form and 4 rows per warp
+  // (stream_plan).
   if constexpr (kTiled || OpsFor<T, kTiled>::type::kBE == 256) {
+    if (rows == 4 && pairs == warps) {
+      if (warps == 4) return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 4, 4, 4>);
+      if (warps == 8) return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 8, 4>);
+    }
     switch (pairs) {
       case 1:
         return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 1>);
@@ -1031,9 +1057,10 @@ const void* ring_kernel(int warps, int pairs) {
   }
   // A split plan must never run the whole-row kernel: its slots would be 16 rows in shared
   // memory sized for 2 · pairs.
-  if (pairs != warps) {
-    throw runtime_error(std::string("GEMV: no split ring kernel for ") + weight_traits(T).name +
-                        " with " + std::to_string(pairs) + " row pairs");
+  if (pairs != warps || rows != kRows) {
+    throw runtime_error(std::string("GEMV: no ring kernel for ") + weight_traits(T).name +
+                        " with " + std::to_string(warps) + " warps, " + std::to_string(pairs) +
+                        " row pairs and " + std::to_string(rows) + " rows per warp");
   }
   return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8>);
 }
@@ -1047,26 +1074,27 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int64_t nb = cols / Ops::kBE;
     const int cb = Ops::kChunkCols / Ops::kBE;
     const int64_t row_bytes = nb * Ops::kBB;
-    const auto [ring_warps, ring_slots] = ring_request();
+    const auto [ring_warps, ring_slots, ring_rows] = ring_request();
     const auto [long_pairs, long_slots] = ring_long_request();  // checked on every plan
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
     if (kReadsWithinRow && ring_warps > 0 && row_bytes % 16 == 0) {
-      const int64_t group_rows = static_cast<int64_t>(ring_warps) * kRows;
+      const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes;
       const int64_t smem = static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0);
       if (smem <= smem_optin()) {
         p.block = ring_warps * 32;
-        p.rows_per_warp = kRows;
+        p.rows_per_warp = ring_rows;
         p.chunk = cb;
         p.smem = static_cast<int>(smem);
         p.ring_slots = ring_slots;
         p.ring_pairs = ring_warps;
-        const int ctas = std::max(
-            1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps), p.block, p.smem));
+        const int ctas =
+            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows),
+                                    p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 1;
@@ -1140,7 +1168,7 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
     const void* kernel = p.ring_slots > 0
-                             ? ring_kernel<T, kTiled>(p.block / 32, p.ring_pairs)
+                             ? ring_kernel<T, kTiled>(p.block / 32, p.ring_pairs, p.rows_per_warp)
                              : reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>);
     launch_with_attrs(kernel, params, dim3(static_cast<unsigned>(p.grid)),
                       dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,

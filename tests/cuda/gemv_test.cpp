@@ -1363,6 +1363,130 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   }
 }
 
+// The ring form with 4 rows per warp (DECODEBENCH_GEMV_RING=WxSxR, R = 4, W = 4 or 8): each x'
+// tile a lane loads serves 4 rows. A warp's rows are summed pair by pair as with 2 rows per warp
+// (chunk_dot), so its output equals the default form's bit for bit, which every shape checks:
+// the Q4_0 and Q8_0 tiled layouts, Q4_K, Q5_K and Q6_K in GGUF blocks, a partial last group (1,031
+// and 97 rows), bias and residual, a last pass of 16 tiles (3,584 columns) and refills (24,000
+// rows). Each plan is checked to be the 4-row form before it runs; one shape per type is also
+// checked against the CPU.
+TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  {
+    PlanningBuffers bufs(3584);
+    GemvParams p = bufs.params(WeightType::kQ4_K);
+    p.rows = 4608;
+    p.cols = 3584;  // 2,016 bytes per row
+    ring.set("4x2x4");
+    GemvLaunchInfo info = gemv_launch_info(p);
+    EXPECT_EQ(info.block, 128);
+    EXPECT_EQ(info.rows_per_warp, 4);
+    EXPECT_EQ(info.tasks, 288);  // groups of 16 rows
+    EXPECT_EQ(info.smem_bytes, 2 * 16 * 2016 + 64);
+    ring.set("8x1x4");
+    info = gemv_launch_info(p);
+    EXPECT_EQ(info.block, 256);
+    EXPECT_EQ(info.rows_per_warp, 4);
+    EXPECT_EQ(info.tasks, 144);  // groups of 32 rows
+    EXPECT_EQ(info.smem_bytes, 1 * 32 * 2016 + 64);
+    ring.set("8x2x2");  // the default shape, spelt out
+    info = gemv_launch_info(p);
+    EXPECT_EQ(info.rows_per_warp, 2);
+    EXPECT_EQ(info.tasks, 288);
+    for (const char* bad : {"4x2", "16x2x4", "8x2x3", "4x2x2", "8x2x4x", "8x5x4", "8x2x4y"}) {
+      ring.set(bad);
+      try {
+        (void)gemv_launch_info(p);
+        ADD_FAILURE() << "DECODEBENCH_GEMV_RING=" << bad << " was taken";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("DECODEBENCH_GEMV_RING: '" + std::string(bad) + "'"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  struct Form {
+    WeightType t;
+    int variant;
+  };
+  const Form forms[] = {{WeightType::kQ4_0, 7},
+                        {WeightType::kQ8_0, 7},
+                        {WeightType::kQ4_K, 4},
+                        {WeightType::kQ5_K, 4},
+                        {WeightType::kQ6_K, 4}};
+  const struct {
+    int64_t rows, cols;
+    bool bias, residual;
+  } shapes[] = {{1031, 2816, false, false},
+                {97, 1024, true, true},
+                {1031, 3584, true, false},
+                {24000, 3584, false, true}};
+  for (const Form& f : forms) {
+    for (const auto& sh : shapes) {
+      // Q6_K rows are 16-byte multiples (the ring forms) where the columns are a multiple of
+      // 2,048 (so it never has a last pass of 16 tiles there).
+      const int64_t rows = sh.rows, cols = f.t == WeightType::kQ6_K ? 4096 : sh.cols;
+      const uint32_t seed = static_cast<uint32_t>(rows * 31 + cols + static_cast<int>(f.t));
+      const bool tiled = f.variant >= 5;
+      const Matrix m = make_matrix(f.t, rows, cols, seed);
+      std::vector<uint8_t> wbytes = m.bytes;
+      if (tiled) quant::tile_rows(f.t, rows, cols, m.bytes.data(), wbytes.data());
+      const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
+      DeviceBuffer d_w = upload(wbytes);
+      DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), seed + 1));
+      DeviceBuffer d_b = upload(random_floats(static_cast<size_t>(rows), seed + 2));
+      DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+      DeviceBuffer d_split(gemv_x_split_bytes(cols));
+      launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
+                            d_split.get(), false, nullptr);
+      GemvParams p;
+      p.type = f.t;
+      p.w = d_w.data<uint8_t>();
+      p.rows = rows;
+      p.cols = cols;
+      p.x = d_x.data<float>();
+      p.y = d_y.data<float>();
+      p.bias = sh.bias ? d_b.data<float>() : nullptr;
+      p.residual = sh.residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
+      p.x_split = d_split.get();
+      p.variant = f.variant;
+      p.tiled = tiled;
+      // y with DECODEBENCH_GEMV_RING=env, whose plan must take `rows_per_warp` rows per warp.
+      const auto run = [&](const char* env, int rows_per_warp) {
+        ring.set(env);
+        const GemvLaunchInfo info = gemv_launch_info(p);
+        EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream")
+            << describe(f.t, rows, cols, info);
+        EXPECT_EQ(info.rows_per_warp, rows_per_warp)
+            << "DECODEBENCH_GEMV_RING=" << env << " " << describe(f.t, rows, cols, info);
+        DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+        launch_gemv(p, nullptr);
+        testing::sync();
+        return download<float>(d_y.get(), static_cast<size_t>(rows));
+      };
+      const std::vector<float> want = run("", 2);
+      for (const char* env : {"4x2x4", "4x1x4", "4x4x4", "8x1x4", "8x2x4"}) {
+        // Slots that do not fit (Q8_0: 32 rows of 3,584 columns are 122 KB) send the plan to
+        // another form: skipped.
+        const int64_t group_bytes = (env[0] - '0') * 4 * row_bytes(f.t, cols);
+        if ((env[2] - '0') * group_bytes + 64 > 232448) continue;
+        const std::vector<float> got = run(env, 4);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+            << "DECODEBENCH_GEMV_RING=" << env
+            << " differs from the default form: " << weight_traits(f.t).name << " " << rows << "x"
+            << cols;
+      }
+    }
+    ring.set("4x2x4");
+    check_gemv(f.t, 1031, f.t == WeightType::kQ6_K ? 4096 : 3584, true, true, 0, 0, f.variant);
+  }
+}
+
 // The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
 // (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o, down and
 // the stacked gate/up (37888×3584) unsplit, the separate k/v projections (512 rows) in 8. The

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Round 25's device runs for the ring forms of the stream GEMV (branch round25-ring-rows4, on top
+# of round25-split-ring), one call of the device tool each (under 10 minutes):
+#   split  GPU tests (the stream GEMV's, then all of test_gemv and test_backend), --verify on the
+#          4-layer 7B shape, then the 7B steps with each DECODEBENCH_GEMV_RING_LONG shape against
+#          the split form off ("0": the down projections keep the per-warp form, the build then
+#          runs main's kernels: their PTX is unchanged); about 8 minutes.
+#   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
+#          per warp (and Q8_0 with one slot) against the default (8 warps of 2 rows, 2 slots), the
+#          split form off in all; about 7 minutes.
+# Forms alternate so drift shows. Usage on the GPU host, with the binaries of this branch in $1 and
+# the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py --arch A $1/fx/A.gguf
+# for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in $1/fx:
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4   (writes $OUT/*.log and the runs' JSON)
+set -u
+bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
+mode=${2:?split or rows4}
+out=${OUT:-/tmp/ring-ab}
+mkdir -p "$out"
+start=$SECONDS
+step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG: median TPOT in µs
+  local json="$out/$1-ring${2:-default}-long${3:-default}.json"
+  DECODEBENCH_GEMV_RING=$2 DECODEBENCH_GEMV_RING_LONG=$3 "$bin/decodebench" --preset qwen2.5-7b \
+    --layers 28 --vocab 152064 --backend cuda --graph on --prompt-tokens 128 --tokens 128 \
+    --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --json "$json" -q > /dev/null 2>&1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$json" 2>/dev/null || echo failed
+}
+case $mode in
+  split)
+    "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1
+    echo "gemv-stream rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-stream.log")"
+    "$bin/test_gemv" > "$out/gemv.log" 2>&1
+    echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(tail -1 "$out/backend.log")"
+    for d in q4_0 q8_0 q4_k_m; do
+      "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --vocab 152064 \
+        --prompt-tokens 16 --tokens 4 --verify 4 --dtype $d 2>&1 | grep -E "max abs|argmax" |
+        sed "s/^/verify $d /"
+    done
+    for d in q4_0 q8_0 q4_k_m; do
+      line="$d (RING_LONG)"
+      for form in 0 1x4 1x2 2x4 0 1x4; do line="$line · $form $(step $d '' $form)"; done
+      echo "$line"
+    done
+    ;;
+  rows4)
+    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*' > "$out/gemv-ring.log" 2>&1
+    echo "gemv-ring rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-ring.log")"
+    for d in q4_0 q4_k_m; do
+      line="$d (RING, RING_LONG=0)"
+      for form in 8x2 4x2x4 4x1x4 4x3x4 8x1x4 8x2 4x2x4; do line="$line · $form $(step $d $form 0)"; done
+      echo "$line"
+    done
+    # Q8_0: groups of 16 rows of 3,584 columns are 61 KB, so the default's two slots hold one CTA
+    # per SM (8 warps); one slot holds three (8x1, 4x1x4; 8x1 was not measured in round 24).
+    line="q8_0 (RING, RING_LONG=0)"
+    for form in 8x2 8x1 4x1x4 8x1x4 8x2 8x1; do line="$line · $form $(step q8_0 $form 0)"; done
+    echo "$line"
+    ;;
+  *)
+    echo "mode: split or rows4" >&2
+    exit 2
+    ;;
+esac
+echo "done in $((SECONDS - start))s"
