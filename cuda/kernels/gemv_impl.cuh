@@ -69,8 +69,8 @@ struct Plan {
   int64_t ntasks = 0;
   int chunk = 0;       ///< MMA / stream kernels: blocks per stage
   int ring_slots = 0;  ///< stream kernel: > 0 runs its ring form (whole rows) with that many slots
-  /// ring form: row pairs per group (= the CTA's warps: a warp per pair; fewer: the split form,
-  /// block / 32 / ring_pairs warps per pair)
+  /// ring form: = the CTA's warps in the whole-row form (a warp per rows_per_warp rows); fewer:
+  /// the split form, groups of ring_pairs row pairs with block / 32 / ring_pairs warps per pair
   int ring_pairs = 0;
 };
 

@@ -731,7 +731,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 // each into a ring of `slots` shared-memory slots, instead of each warp copying its own two rows (4
 // KB). A standalone probe of the 7B step's weight stream (docs/probes/persistent_stream.cu)
 // streamed 32-64 KiB copies at 81% of the read bandwidth against 58-75% for 8-16 KiB ones. Warp w
-// takes rows 2w and 2w + 1 of each group (the stream kernel's math, chunk_dot); the last warp done
+// takes rows 2w and 2w + 1 of each group (the stream kernel's math, chunk_dot; with 4 rows per
+// warp, kR = 4, rows 4w to 4w + 3); the last warp done
 // with a slot (a counter per slot) refills it with the CTA's group `slots` ahead. CTA b takes
 // groups b, b + grid, ...
 
@@ -996,10 +997,12 @@ RingShape ring_request() {
   if (e == nullptr || *e == '\0') return {8, 2, kRows};
   if (std::string(e) == "0") return {0, 0, kRows};
   int w = 0, s = 0, r = kRows;
-  char end = 0;
-  const int n = std::sscanf(e, "%dx%dx%d%c", &w, &s, &r, &end);
+  char sep = 0, end = 0;
+  // "WxS" fills 2 fields, "WxSxR" 4 (with sep == 'x'); anything after them fills one more.
+  const int n = std::sscanf(e, "%dx%d%c%d%c", &w, &s, &sep, &r, &end);
+  const bool form_ok = n == 2 || (n == 4 && sep == 'x');
   const bool shape_ok = (r == 2 && (w == 8 || w == 16)) || (r == 4 && (w == 4 || w == 8));
-  if ((n != 2 && n != 3) || !shape_ok || s < 1 || s > kMaxRingSlots) {
+  if (!form_ok || !shape_ok || s < 1 || s > kMaxRingSlots) {
     throw runtime_error(std::string("DECODEBENCH_GEMV_RING: '") + e +
                         "' is neither 0 (the ring form off) nor WxS (W = 8 or 16 warps, S = 1 to " +
                         std::to_string(kMaxRingSlots) +
@@ -1036,7 +1039,9 @@ std::pair<int, int> ring_long_request() {
 /// whole-row form, `rows` rows per warp; fewer: the split form, 8 warps of 2 rows only).
 template <WeightType T, bool kTiled>
 const void* ring_kernel(int warps, int pairs, int rows = kRows) {
-  if (warps == 16) return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>);
+  if (warps == 16 && rows == kRows) {
+    return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 16>);
+  }
   // Only the decoders that read nothing past a row take the split form and 4 rows per warp
   // (stream_plan).
   if constexpr (kTiled || OpsFor<T, kTiled>::type::kBE == 256) {

@@ -7,7 +7,7 @@
 #          runs main's kernels: their PTX is unchanged); about 8 minutes.
 #   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
 #          per warp (and Q8_0 with one slot) against the default (8 warps of 2 rows, 2 slots), the
-#          split form off in all; about 7 minutes.
+#          split form off in all; about 8 minutes.
 # Forms alternate so drift shows. Usage on the GPU host, with the binaries of this branch in $1 and
 # the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py --arch A $1/fx/A.gguf
 # for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in $1/fx:
@@ -20,6 +20,7 @@ mkdir -p "$out"
 start=$SECONDS
 step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG: median TPOT in µs
   local json="$out/$1-ring${2:-default}-long${3:-default}.json"
+  rm -f "$json"  # a form run twice: a failed second run must not report the first one's figure
   DECODEBENCH_GEMV_RING=$2 DECODEBENCH_GEMV_RING_LONG=$3 "$bin/decodebench" --preset qwen2.5-7b \
     --layers 28 --vocab 152064 --backend cuda --graph on --prompt-tokens 128 --tokens 128 \
     --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --json "$json" -q > /dev/null 2>&1
@@ -50,9 +51,11 @@ case $mode in
     echo "gemv-ring rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-ring.log")"
     for d in q4_0 q4_k_m; do
       line="$d (RING, RING_LONG=0)"
-      for form in 8x2 4x2x4 4x1x4 4x3x4 8x1x4 8x2 4x2x4; do line="$line · $form $(step $d $form 0)"; done
+      for form in 8x2 4x2x4 4x1x4 8x1 4x3x4 8x1x4 8x2 4x2x4; do line="$line · $form $(step $d $form 0)"; done
       echo "$line"
     done
+    # 4x1x4 also moves the down projections (16 rows of 10,656 bytes fit one slot) from the
+    # per-warp form to a one-slot ring: compare it with 8x1 too (q8_0 below runs it).
     # Q8_0: groups of 16 rows of 3,584 columns are 61 KB, so the default's two slots hold one CTA
     # per SM (8 warps); one slot holds three (8x1, 4x1x4; 8x1 was not measured in round 24).
     line="q8_0 (RING, RING_LONG=0)"

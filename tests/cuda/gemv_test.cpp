@@ -1398,7 +1398,8 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
     info = gemv_launch_info(p);
     EXPECT_EQ(info.rows_per_warp, 2);
     EXPECT_EQ(info.tasks, 288);
-    for (const char* bad : {"4x2", "16x2x4", "8x2x3", "4x2x2", "8x2x4x", "8x5x4", "8x2x4y"}) {
+    for (const char* bad : {"4x2", "16x2x4", "8x2x3", "4x2x2", "8x2x4x", "8x5x4", "8x2x4y", "8x2y",
+                            "8x2 ", "8x2y4", "16x3foo"}) {
       ring.set(bad);
       try {
         (void)gemv_launch_info(p);
