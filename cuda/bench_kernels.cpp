@@ -298,11 +298,12 @@ class GemvSection {
         runs.push_back({3, false, true, ""});  // the tensor-core kernel on the same split
       }
       // The tiled kernel on the same split. The buffer's bytes are one repeated value, so they
-      // read the same in either layout.
-      if (gemv_tiled_supported(type, c.cols)) {
-        runs.push_back({5, false, true, "-presplit", 0, true});
-        runs.push_back({5, true, true, "-presplit+pdl", 0, true});
-        if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
+      // read the same in either layout. Q6_K's tiled layout has the stream-tiled kernel only.
+      const bool tiled_kernel = gemv_tiled_supported(type, c.cols);
+      if (gemv_tiled_layout_supported(type, c.rows, c.cols)) {
+        if (tiled_kernel) runs.push_back({5, false, true, "-presplit", 0, true});
+        if (tiled_kernel) runs.push_back({5, true, true, "-presplit+pdl", 0, true});
+        if (tiled_kernel && c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {
           runs.push_back({5, false, true, "-probe-load", 1, true});
         }
         // The tiled-mma kernel (6: run only when forced, slower; docs/performance.md round 14).
@@ -315,7 +316,7 @@ class GemvSection {
         m.x_split = split.get();
         m.tiled = true;
         m.variant = 6;
-        if (has(6) && gemv_launch_info(m).variant == 6) {  // else the tiled kernel again
+        if (tiled_kernel && has(6) && gemv_launch_info(m).variant == 6) {  // else the tiled one
           runs.push_back({6, false, true, "-presplit", 0, true});
           runs.push_back({6, true, true, "-presplit+pdl", 0, true});
           if (c.model == "7b" && (c.shape == "gate_up" || c.shape == "down")) {

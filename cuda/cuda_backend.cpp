@@ -362,16 +362,19 @@ bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
   // the stream-tiled kernel runs (sm_90; round 16: 128-bit shared-memory loads of a tile's codes
   // instead of five 32-bit loads and funnel shifts; the tiled kernel's 4-bit math costs more than
   // the stream kernel's on GGUF blocks). Q4_1 measured the same either way and stays in GGUF
-  // blocks; Q4_K's blocks already align (docs/performance.md).
+  // blocks; Q4_K's blocks already align (docs/performance.md). Q6_K (round 26, NOT YET MEASURED:
+  // `--weight-layout gguf` gives the GGUF blocks for the comparison) where the stream-tiled kernel
+  // runs: its decoder needs a third of the GGUF decoder's loads.
   const WeightLayout layout = options_.weight_layout;
   const bool auto_tiled =
-      type == WeightType::kQ8_0 || (type == WeightType::kQ4_0 && gemv_stream_tiled_available(type));
+      type == WeightType::kQ8_0 || ((type == WeightType::kQ4_0 || type == WeightType::kQ6_K) &&
+                                    gemv_stream_tiled_available(type));
   if (layout == WeightLayout::kGguf || (layout == WeightLayout::kAuto && !auto_tiled)) {
     return false;
   }
   // Batched products (max_batch > 1) read GGUF blocks, so only batch-1 backends tile.
   const int mode = options_.gemv_presplit;
-  return max_batch_ == 1 && mode != 2 && gemv_tiled_supported(type, cols) &&
+  return max_batch_ == 1 && mode != 2 && gemv_tiled_layout_supported(type, rows, cols) &&
          (mode == 1 || rows * cols >= kPresplitElements);
 }
 

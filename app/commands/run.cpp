@@ -109,9 +109,9 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
       ->group(exec);
   app.add_option("--weight-layout", o.weight_layout,
                  "CUDA device layout of large quantized matrices at batch 1: auto (default: tiled "
-                 "for Q8_0, and for Q4_0 on sm_90, whose steps it makes faster) | tiled (codes in "
-                 "aligned 16-byte pieces: Q4_0, Q4_1, Q8_0, Q4_K) | gguf (the file's blocks, read "
-                 "by the stream kernel)")
+                 "for Q8_0, and for Q4_0 and Q6_K on sm_90) | tiled (codes in aligned pieces: "
+                 "Q4_0, Q4_1, Q8_0, Q4_K, and Q6_K on sm_90) | gguf (the file's blocks, read by "
+                 "the stream kernel)")
       ->group(exec);
   f.phase_timing = app.add_flag("--phase-timing")
                        ->description(

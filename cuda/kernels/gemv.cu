@@ -394,9 +394,14 @@ bool prefer_mma(WeightType t, int64_t bytes, int64_t cols) {
 /// the H200 (docs/performance.md, round 16): 7B Q8_0 step 2,556 / 2,549 µs against 2,596 / 2,602
 /// on the tiled kernel; Q4_0 1,839 / 1,836 against 1,905 / 1,900 on the stream kernel in GGUF
 /// blocks.
+/// Q6_K (round 26, NOT YET MEASURED): only the stream-tiled kernel reads its tiled layout.
 bool stream_tiled_default(WeightType t) {
-  return t == WeightType::kQ4_0 || t == WeightType::kQ4_1 || t == WeightType::kQ8_0;
+  return t == WeightType::kQ4_0 || t == WeightType::kQ4_1 || t == WeightType::kQ8_0 ||
+         t == WeightType::kQ6_K;
 }
+
+/// Types whose tiled layout only the stream-tiled kernel reads (no tiled or tiled-mma kernel).
+bool stream_tiled_only(WeightType t) { return t == WeightType::kQ6_K; }
 
 /// Variant the automatic choice takes for `p` (before alignment checks).
 int auto_variant(const GemvParams& p) {
@@ -467,7 +472,17 @@ Choice choose(const GemvParams& p) {
   const bool float_type = is_float_type(p.type);
   const bool aligned = aligned16(p.w) && inputs_aligned(p) && (!float_type || p.cols % 4 == 0);
   int v = p.variant != 0 ? p.variant : auto_variant(p);
-  if (p.tiled) {
+  if (p.tiled && stream_tiled_only(p.type)) {
+    // No fallback: the stream-tiled kernel is the only reader of this layout.
+    if (!gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major(), true) ||
+        !aligned16(p.x_split)) {
+      throw runtime_error("GEMV: tiled " + std::string(weight_traits(p.type).name) +
+                          " weights are read by the stream-tiled kernel only, which needs sm_90 "
+                          "and w, the matrix end and x_split 16-byte aligned (" +
+                          std::to_string(p.rows) + "x" + std::to_string(p.cols) + ")");
+    }
+    v = kVariantStreamTiled;
+  } else if (p.tiled) {
     if (p.cols / 32 >= gemv_impl::kTiledMaxTiles) {
       throw runtime_error("GEMV: the tiled kernel takes rows of fewer than " +
                           std::to_string(gemv_impl::kTiledMaxTiles * 32) + " columns, not " +
@@ -716,6 +731,8 @@ std::vector<int> gemv_variants(WeightType type) {
     return {kVariantStaged, kVariantMma,      kVariantStream,
             kVariantTiled,  kVariantTiledMma, kVariantStreamTiled};
   }
+  if (stream_tiled_only(type))
+    return {kVariantStaged, kVariantMma, kVariantStream, kVariantStreamTiled};
   if (quant::tiled_code_pieces(type) > 0) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled};
   }
@@ -750,6 +767,14 @@ bool gemv_tiled_supported(WeightType type, int64_t cols) {
 
 bool gemv_stream_tiled_available(WeightType type) {
   return stream_tiled_default(type) && gemv_impl::cc_major() >= 9;
+}
+
+bool gemv_tiled_layout_supported(WeightType type, int64_t rows, int64_t cols) {
+  if (!stream_tiled_only(type)) return gemv_tiled_supported(type, cols);
+  // The stream kernel needs the matrix's end 16-byte aligned (its start is: tensors go up on
+  // 256-byte boundaries).
+  return quant::tiled_layout_supported(type, cols) && gemv_stream_tiled_available(type) &&
+         rows * row_bytes(type, cols) % 16 == 0;
 }
 
 size_t gemv_x_split_bytes(int64_t cols) {

@@ -127,9 +127,16 @@ bool gemv_swiglu_out_supported(const GemvParams& p);
 bool gemv_tiled_supported(WeightType type, int64_t cols);
 
 /// Whether this device runs tiled weights of `type` on the stream-tiled kernel by default (variant
-/// 7: Q4_0, Q4_1, Q8_0 on sm_90; a matrix may still fall back to the tiled kernel when its size or
-/// alignment does not suit the stream kernel). Queries the device once (cached).
+/// 7: Q4_0, Q4_1, Q8_0, Q6_K on sm_90; a matrix may still fall back to the tiled kernel when its
+/// size or alignment does not suit the stream kernel, except Q6_K, which only the stream-tiled
+/// kernel reads). Queries the device once (cached).
 bool gemv_stream_tiled_available(WeightType type);
+
+/// Whether a `rows` × `cols` matrix of `type` may go to this device in the tiled layout, i.e. a
+/// kernel here reads it: gemv_tiled_supported for the types the tiled kernel reads; for Q6_K
+/// (which only the stream-tiled kernel reads) the layout, sm_90 and a matrix end 16-byte aligned
+/// from a 16-byte aligned start. Queries the device once (cached).
+bool gemv_tiled_layout_supported(WeightType type, int64_t rows, int64_t cols);
 
 /// Variant ids (for GemvParams::variant) available for `type`; empty for an unsupported type.
 /// 1 "staged" (cp.async-staged FFMA kernel, every type), 2 "direct" (F32/F16/BF16), 3 "mma"

@@ -414,10 +414,65 @@ struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4, true, tr
   }
 };
 
+/// Q6_K (round 26, NOT YET RUN ON A GPU): a group of 32 tiles (4 blocks, 840 bytes) holds the
+/// tiles' low 4 bits (16 bytes each, Q4_0's nibble order), their top 2 bits (8 bytes each), their
+/// two int8 scales, then the 4 blocks' d (core/quant/tiled_layout.hpp). Rows are 2,940 bytes at
+/// 3,584 columns, so parts are only 4-byte aligned and codes are read with 32-bit loads: 6 per tile
+/// and row, where the GGUF decoder above reads 18 words for 32 bytes of ql and 32 of qh and
+/// funnel-shifts them (its pass is 261 SASS instructions for 2 rows; this one's fewer: see
+/// docs/performance.md, round 26). The sums are the GGUF decoder's, term for term: both write the
+/// same bits.
+template <>
+struct TiledStreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
+  static constexpr int kBE = 256, kBB = 210;
+  static constexpr bool kSx = false, kLo = true;
+  using Cursor = TileCursor;
+  __device__ static Cursor cursor(uint32_t c, int l) { return TileCursor::at(c, l); }
+  __device__ static float dot(const Cursor& u, int p, const XTile& x, int n) {
+    const uint32_t g = u.c + static_cast<uint32_t>(p * 4 * kBB);  // group p of the chunk
+    const uint32_t l = static_cast<uint32_t>(u.l), nn = static_cast<uint32_t>(n);
+    uint32_t w[4], hb[2];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = lds32(g + 16 * l + 4 * k);
+    hb[0] = lds32(g + 16 * nn + 8 * l);
+    hb[1] = lds32(g + 16 * nn + 8 * l + 4);
+    // Code word m (columns 4m .. 4m + 3): low 4 bits from word m % 4 (high nibbles for m >= 4),
+    // top 2 bits from bits 2k of hb[m / 4], k = m % 4, moved to bits 4-5 of each byte.
+    uint32_t q[8];
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      const int k = m & 3;
+      const uint32_t h = hb[m >> 2];
+      const uint32_t top = (k < 2 ? h << (4 - 2 * k) : h >> (2 * k - 4)) & 0x30303030u;
+      const uint32_t low = (m < 4 ? w[m] : w[m - 4] >> 4) & kLow4;
+      q[m] = low | top;
+    }
+    int lo[kDigits], hi[kDigits];
+#pragma unroll
+    for (int d = 0; d < kDigits; ++d) {
+      int a = -32 * x.lo[d];
+      int e = -32 * (x.sum[d] - x.lo[d]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[d][k]), a);
+        e = __dp4a(static_cast<int>(q[k + 4]), static_cast<int>(x.d[d][k + 4]), e);
+      }
+      lo[d] = a;
+      hi[d] = e;
+    }
+    const uint32_t sc = lds16(g + 24 * nn + 2 * l);  // the tile's two int8 scales
+    const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
+    const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
+    const float vlo = digits_value(x, lo);
+    const float vhi = digits_value(x, hi);
+    return lds_f16(g + 26 * nn + 2 * (l >> 3)) * fmaf(sc_lo, vlo, sc_hi * vhi);
+  }
+};
+
 /// Whether the stream kernel reads type T in the tiled layout.
 template <WeightType T>
-constexpr bool kTiledStream =
-    T == WeightType::kQ4_0 || T == WeightType::kQ4_1 || T == WeightType::kQ8_0;
+constexpr bool kTiledStream = T == WeightType::kQ4_0 || T == WeightType::kQ4_1 ||
+                              T == WeightType::kQ8_0 || T == WeightType::kQ6_K;
 
 /// The decoders of the stream kernel: GGUF blocks, or the tiled layout (kTiled).
 template <WeightType T, bool kTiled>

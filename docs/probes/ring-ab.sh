@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# Round 25's device runs for the ring forms of the stream GEMV (branch round25-ring-rows4, on top
-# of round25-split-ring), one call of the device tool each (under 10 minutes):
+# The device runs of rounds 25 and 26 (branches round25-split-ring, round25-ring-rows4 and
+# round26-q6k-tiled, stacked in that order; a build of the last runs all three), one call of the
+# device tool each (under 10 minutes):
 #   split  GPU tests (the stream GEMV's, then all of test_gemv and test_backend), --verify on the
 #          4-layer 7B shape, then the 7B steps with each DECODEBENCH_GEMV_RING_LONG shape against
-#          the split form off ("0": the down projections keep the per-warp form, the build then
-#          runs main's kernels: their PTX is unchanged); about 8 minutes.
+#          the split form off ("0": the down projections keep the per-warp form); about 8 minutes.
 #   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
 #          per warp (and Q8_0 with one slot) against the default (8 warps of 2 rows, 2 slots), the
 #          split form off in all; about 8 minutes.
-# Forms alternate so drift shows. Usage on the GPU host, with the binaries of this branch in $1 and
-# the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py --arch A $1/fx/A.gguf
-# for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4   (writes $OUT/*.log and the runs' JSON)
+#   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
+#          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
+#          (which tiles Q6_K there), the split form off; about 5 minutes.
+# The kernels main runs keep their PTX on these branches: RING_LONG=0 gives main's Q4_0 and Q8_0
+# steps; Q4_K_M's also needs --weight-layout gguf (auto tiles its Q6_K matrices here, also in the
+# split and rows4 modes). Forms alternate so drift shows. Usage on the GPU host, with the
+# binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
+# --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
+# $1/fx:
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k   (writes $OUT/*.log and the runs' JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split or rows4}
+mode=${2:?split, rows4 or q6k}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
-step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG: median TPOT in µs
-  local json="$out/$1-ring${2:-default}-long${3:-default}.json"
+step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $4 weight layout
+  # (default auto): prints the median TPOT in µs
+  local json="$out/$1-ring${2:-default}-long${3:-default}-${4:-auto}.json"
   rm -f "$json"  # a form run twice: a failed second run must not report the first one's figure
   DECODEBENCH_GEMV_RING=$2 DECODEBENCH_GEMV_RING_LONG=$3 "$bin/decodebench" --preset qwen2.5-7b \
     --layers 28 --vocab 152064 --backend cuda --graph on --prompt-tokens 128 --tokens 128 \
-    --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --json "$json" -q > /dev/null 2>&1
+    --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --weight-layout "${4:-auto}" \
+    --json "$json" -q > /dev/null 2>&1
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$json" 2>/dev/null || echo failed
 }
 case $mode in
@@ -62,8 +70,29 @@ case $mode in
     for form in 8x2 8x1 4x1x4 8x1x4 8x2 8x1; do line="$line · $form $(step q8_0 $form 0)"; done
     echo "$line"
     ;;
+  q6k)
+    "$bin/test_gemv" --gtest_filter='*Q6_K*:Gemv.TiledWeights*:Gemv.PreSplit*:Gemv.VariantsAndSplitSize' \
+      > "$out/gemv-q6k.log" 2>&1
+    echo "gemv-q6k rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-q6k.log")"
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" --gtest_filter='*Q6_K*:*Q4_K*' \
+      > "$out/backend-q6k.log" 2>&1
+    echo "backend-q6k rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-q6k.log")"
+    for layout in auto gguf; do
+      "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --vocab 152064 \
+        --prompt-tokens 16 --tokens 4 --verify 4 --dtype q4_k_m --weight-layout $layout 2>&1 |
+        grep -E "max abs|argmax" | sed "s/^/verify q4_k_m $layout /"
+    done
+    for d in q4_k_m q6_k; do
+      line="$d (weight layout; RING_LONG=0)"
+      for layout in gguf auto gguf auto gguf auto; do
+        line="$line · $layout $(step $d '' 0 $layout)"
+      done
+      echo "$line"
+    done
+    ;;
   *)
-    echo "mode: split or rows4" >&2
+    echo "mode: split, rows4 or q6k" >&2
     exit 2
     ;;
 esac

@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/quant/dequant.hpp"
+#include "core/quant/fp16.hpp"
 #include "core/quant/weight_type.hpp"
 
 namespace decodebench::quant {
@@ -34,13 +38,21 @@ TEST(TiledLayout, WhichRowsHaveIt) {
   EXPECT_TRUE(tiled_layout_supported(WeightType::kQ4_K, 256));    // 144 bytes
   EXPECT_FALSE(tiled_layout_supported(WeightType::kQ4_0, 100));   // not whole blocks
   EXPECT_FALSE(tiled_layout_supported(WeightType::kQ4_0, 0));
+  // Q6_K: rows of a multiple of 4 bytes (210 per block: an even block count).
+  EXPECT_TRUE(tiled_layout_supported(WeightType::kQ6_K, 3584));   // 2940 bytes
+  EXPECT_TRUE(tiled_layout_supported(WeightType::kQ6_K, 18944));  // 15540 bytes
+  EXPECT_TRUE(tiled_layout_supported(WeightType::kQ6_K, 512));    // 420 bytes
+  EXPECT_FALSE(tiled_layout_supported(WeightType::kQ6_K, 768));   // 630 bytes
+  EXPECT_FALSE(tiled_layout_supported(WeightType::kQ6_K, 256));   // 210 bytes
+  EXPECT_FALSE(tiled_layout_supported(WeightType::kQ6_K, 1000));  // not whole blocks
   for (WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ5_0,
-                       WeightType::kQ5_1, WeightType::kQ5_K, WeightType::kQ6_K}) {
+                       WeightType::kQ5_1, WeightType::kQ5_K}) {
     EXPECT_FALSE(tiled_layout_supported(t, 4096)) << weight_traits(t).name;
     EXPECT_EQ(tiled_code_pieces(t), 0) << weight_traits(t).name;
   }
   EXPECT_EQ(tiled_code_pieces(WeightType::kQ8_0), 2);
   EXPECT_EQ(tiled_code_pieces(WeightType::kQ4_K), 1);
+  EXPECT_EQ(tiled_code_pieces(WeightType::kQ6_K), 1);
 }
 
 // Q4_0, 2 rows of 256 columns (8 blocks of 18 bytes: d @0, qs @2; one group of 8 tiles per row):
@@ -140,6 +152,73 @@ TEST(TiledLayout, Q4_0GroupsOf32TilesAndAShortLastGroup) {
     EXPECT_EQ(0, std::memcmp(&d8[1088 + 128 + 16 * i], &s8[34 * (32 + i) + 18], 16)) << i;
     EXPECT_EQ(0, std::memcmp(&d8[1088 + 256 + 2 * i], &s8[34 * (32 + i)], 2)) << i;
   }
+}
+
+/// Value of column c of a Q6_K row in the tiled layout (`cols` columns), read as the layout's
+/// comment says: group g = c / 1024 at 840·g bytes with n tiles; tile i's low 4 bits at 16·i (byte
+/// c % 16, high nibble for c % 32 >= 16), top 2 bits in its hi word j at 16·n + 8·i (byte b, bits
+/// 2k for c % 32 = 16j + 4k + b), int8 scales at 24·n + 2·i, d at 26·n + 2·(i / 8).
+float tiled_q6_k_value(const uint8_t* row, int64_t cols, int64_t c) {
+  const int64_t tile = c / 32, g = tile / 32, i = tile % 32, cc = c % 32;
+  const int64_t n = std::min<int64_t>(32, cols / 32 - 32 * g);
+  const uint8_t* grp = row + 840 * g;
+  const int lo = (grp[16 * i + cc % 16] >> (cc < 16 ? 0 : 4)) & 0xF;
+  const int j = static_cast<int>(cc / 16), k = static_cast<int>(cc / 4 % 4),
+            b = static_cast<int>(cc % 4);
+  const int top = (grp[16 * n + 8 * i + 4 * j + b] >> (2 * k)) & 0x3;
+  const int8_t sc = static_cast<int8_t>(grp[24 * n + 2 * i + cc / 16]);
+  uint16_t d = 0;
+  std::memcpy(&d, grp + 26 * n + 2 * (i / 8), 2);
+  return f16_to_f32(d) * static_cast<float>(sc) * static_cast<float>((lo | (top << 4)) - 32);
+}
+
+// Q6_K (ql[128] @0, qh[64] @128, scales int8[16] @192, d @208 per 256 columns), rows of 3,584
+// columns (14 blocks, 2,940 bytes: groups of 32, 32, 32 and 16 tiles, the second row starting 4
+// bytes past a 16-byte boundary): every column read from the tiled layout equals the GGUF row's
+// dequantized value, bit for bit, on quantized random rows; and a hand-made block puts one code's
+// bits where the layout says.
+TEST(TiledLayout, Q6_KLowBitsTopBitsScalesThenD) {
+  const int64_t cols = 3584, rows = 2, rb = row_bytes(WeightType::kQ6_K, cols);
+  ASSERT_EQ(rb, 2940);
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 97) / 13.0f);
+  std::vector<uint8_t> src(static_cast<size_t>(rows * rb));
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(WeightType::kQ6_K, x.data() + r * cols, src.data() + r * rb, cols);
+  }
+  std::vector<uint8_t> dst(src.size(), 0xEE);
+  tile_rows(WeightType::kQ6_K, rows, cols, src.data(), dst.data());
+  std::vector<float> want(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(WeightType::kQ6_K, src.data() + r * rb, want.data(), cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float got = tiled_q6_k_value(dst.data() + r * rb, cols, c);
+      ASSERT_EQ(std::memcmp(&got, &want[static_cast<size_t>(c)], 4), 0)
+          << "row " << r << " column " << c << ": " << got << " vs "
+          << want[static_cast<size_t>(c)];
+    }
+  }
+  // By hand, in a row of 512 columns: column 200 is column c = 8 of tile 6 (h = 1, g = 2) of
+  // block 0: its low 4 bits are the high nibble of ql[64 + 8], its top 2 bits bits 4-5 of
+  // qh[32 + 8], its scale scales[8 + 4]. Tiled (one group of 16 tiles): tile 6's byte 8, low
+  // nibble; top bits at c = 8 = 16·0 + 4·2 + 0: word 0, byte 0, bits 4-5.
+  std::vector<uint8_t> one(420, 0);
+  one[64 + 8] = 0xB0;        // low 4 bits 0xB (high nibble: g >= 2)
+  one[128 + 32 + 8] = 0x20;  // (0x20 >> 4) & 3 = 2
+  one[192 + 12] = 0x85;      // int8 −123
+  one[208] = 0x00;
+  one[209] = 0x3C;  // d = 1.0
+  std::vector<uint8_t> out(420, 0xEE);
+  tile_rows(WeightType::kQ6_K, 1, 512, one.data(), out.data());
+  // One group of n = 16 tiles: lo at 0, hi at 256, scales at 384, d at 416.
+  EXPECT_EQ(out[16 * 6 + 8], 0x0B);
+  EXPECT_EQ(out[256 + 8 * 6 + 0], 0x20);  // word 0, byte 0, bits 2k = 4
+  EXPECT_EQ(out[384 + 2 * 6], 0x85);
+  EXPECT_EQ(out[416], 0x00);
+  EXPECT_EQ(out[417], 0x3C);
+  EXPECT_EQ(tiled_q6_k_value(out.data(), 512, 200),
+            -123.0f * static_cast<float>((0xB | (2 << 4)) - 32));
 }
 
 TEST(TiledLayout, RejectsRowsWithoutIt) {

@@ -39,6 +39,12 @@ Model make_model(WeightType dtype, ModelConfig c = test_config()) {
 
 const std::vector<int32_t> kPrompt = {11, 7, 1999, 42, 5, 300, 2500, 8};
 
+/// Whether this device takes the test model's matrices of `type` with `cols` columns in the tiled
+/// layout (their row counts are multiples of 16, so Q6_K's matrix ends are 16-byte aligned).
+bool tiled_layout_here(WeightType type, int64_t cols) {
+  return gemv_tiled_layout_supported(type, 16, cols);
+}
+
 // kPrompt folded into the model's vocabulary (the GGUF fixtures have 256 tokens).
 std::vector<int32_t> prompt_for(const Backend& b) {
   std::vector<int32_t> p = kPrompt;
@@ -83,7 +89,8 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   const bool tiled =
       layout == WeightLayout::kTiled ||
       (layout == WeightLayout::kAuto &&
-       (wt == WeightType::kQ8_0 || (wt == WeightType::kQ4_0 && gemv_stream_tiled_available(wt))));
+       (wt == WeightType::kQ8_0 ||
+        ((wt == WeightType::kQ4_0 || wt == WeightType::kQ6_K) && gemv_stream_tiled_available(wt))));
   CudaBackend gpu(m, o);
   cpu::CpuBackend cpu(m, o.max_positions, 4);
   const std::vector<int32_t> prompt = prompt_for(gpu);
@@ -126,7 +133,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   const WeightType type = m.weights.layers.at(0).wq.type;
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (presplit == 1 && tiled && gemv_tiled_supported(type, m.config.hidden)) {
+  if (presplit == 1 && tiled && tiled_layout_here(type, m.config.hidden)) {
     // Every GEMV (all of them of this type, rows of 512 and 1024 columns) ran on a tiled kernel,
     // except a tied LM head: the embedding table stays in GGUF blocks. The stream-tiled kernel
     // (variant 7) for the types it reads on sm_90, else the tiled kernel (5).
@@ -159,7 +166,7 @@ TEST_P(BackendDtype, SameTokensAsCpuOver64Steps) {
 }
 
 // Every quantized GEMV pre-split keeps the CPU's tokens for every type: on the stream-tiled
-// kernel (Q4_0, Q4_1, Q8_0 in the tiled layout, sm_90), the tiled kernel (Q4_K in the tiled
+// kernel (Q4_0, Q4_1, Q8_0, Q6_K in the tiled layout, sm_90), the tiled kernel (Q4_K in the tiled
 // layout) or the stream kernel (the other types).
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplit) {
   DB_REQUIRE_CUDA();
@@ -173,17 +180,17 @@ TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplit) {
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInGgufBlocks) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
-  if (!gemv_tiled_supported(t, 512)) GTEST_SKIP() << "no tiled layout: the test above covers it";
+  if (!tiled_layout_here(t, 512)) GTEST_SKIP() << "no tiled layout: the test above covers it";
   expect_same_tokens_as_cpu(make_model(t), 64,
                             std::string(weight_traits(t).name) + " presplit, gguf blocks", 1,
                             WeightLayout::kGguf);
 }
 
-// The automatic layout tiles Q8_0 and Q4_0 only (where the tiled layout measured faster).
+// The automatic layout tiles Q8_0, Q4_0 and (round 26, not yet measured) Q6_K only.
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInTheAutomaticLayout) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();
-  if (!gemv_tiled_supported(t, 512)) GTEST_SKIP() << "no tiled layout: the tests above cover it";
+  if (!tiled_layout_here(t, 512)) GTEST_SKIP() << "no tiled layout: the tests above cover it";
   expect_same_tokens_as_cpu(make_model(t), 16,
                             std::string(weight_traits(t).name) + " presplit, auto layout", 1,
                             WeightLayout::kAuto);

@@ -192,10 +192,16 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   // The tiled kernels (variants 5, 6, 7) read the tiled layout, which only some row lengths
   // have.
   const bool tiled = variant >= 5;
-  if (tiled && !quant::tiled_layout_supported(t, cols)) {
+  // Q6_K's tiled layout has one reader, the stream-tiled kernel (sm_90, matrix end 16-byte
+  // aligned): where it cannot take the matrix, tiled weights are refused too.
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  const bool no_reader = t == WeightType::kQ6_K &&
+                         (major < 9 || w_offset % 16 != 0 || rows * row_bytes(t, cols) % 16 != 0);
+  if (tiled && (!quant::tiled_layout_supported(t, cols) || no_reader)) {
     GemvParams p;
     p.type = t;
-    p.w = reinterpret_cast<const void*>(0x1000);
+    p.w = reinterpret_cast<const void*>(0x1000 + w_offset);
     p.x_split = reinterpret_cast<const void*>(0x1000);
     p.y = reinterpret_cast<float*>(0x1000);
     p.rows = rows;
@@ -1535,7 +1541,97 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
     p.variant = 5;
     EXPECT_STREQ(gemv_launch_info(p).kernel, "tiled") << name;
   }
-  EXPECT_FALSE(gemv_stream_tiled_available(WeightType::kQ6_K));
+  // Q6_K (rows of 840 bytes) has no tiled-kernel form: the stream-tiled kernel on sm_90, else
+  // refused, as are matrices whose end is not 16-byte aligned (3 rows: 2,520 bytes).
+  EXPECT_EQ(gemv_stream_tiled_available(WeightType::kQ6_K), major >= 9);
+  EXPECT_EQ(gemv_tiled_layout_supported(WeightType::kQ6_K, rows, cols), major >= 9);
+  EXPECT_FALSE(gemv_tiled_layout_supported(WeightType::kQ6_K, 3, cols));
+  EXPECT_FALSE(gemv_tiled_layout_supported(WeightType::kQ6_K, rows, 768));  // 630-byte rows
+  EXPECT_EQ(gemv_tiled_layout_supported(WeightType::kQ4_0, rows, cols),
+            gemv_tiled_supported(WeightType::kQ4_0, cols));
+  GemvParams q;
+  q.type = WeightType::kQ6_K;
+  q.w = d_w.get();
+  q.rows = rows;
+  q.cols = cols;
+  q.x_split = d_split.get();
+  q.y = d_y.data<float>();
+  q.tiled = true;
+  if (major >= 9) {
+    EXPECT_STREQ(gemv_launch_info(q).kernel, "stream-tiled");
+    q.rows = 3;
+  }
+  EXPECT_THROW((void)gemv_launch_info(q), Error);
+}
+
+// Q6_K in the tiled layout (quant::tile_rows) on the stream-tiled kernel writes the same bits as
+// the stream kernel on its GGUF blocks (the same sums, term for term): rows of 3,584 columns
+// (2,940 bytes: the per-warp form, pieces starting 4 bytes past 16-byte boundaries, a last pass
+// of 16 tiles) with bias and residual, the down projection's 18,944 columns, 1,536 columns (a
+// group of 16 tiles), and 4,096 columns (3,360 bytes: the ring form, 24,000 rows with refills);
+// also against the CPU.
+TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  const WeightType t = WeightType::kQ6_K;
+  const struct {
+    int64_t rows, cols;
+    bool bias, residual;
+    const char* form;  // the plan both layouts must take
+  } shapes[] = {{1028, 3584, true, true, "per-warp"},
+                {516, 18944, false, true, "per-warp"},
+                {64, 1536, true, false, "per-warp"},
+                {100, 4096, false, false, "ring"},
+                {24000, 4096, false, true, "ring"}};
+  for (const auto& sh : shapes) {
+    const int64_t rows = sh.rows, cols = sh.cols;
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const uint32_t seed = static_cast<uint32_t>(rows * 13 + cols);
+    const Matrix m = make_matrix(t, rows, cols, seed);
+    std::vector<uint8_t> tiled_bytes(m.bytes.size());
+    quant::tile_rows(t, rows, cols, m.bytes.data(), tiled_bytes.data());
+    const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
+    DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), seed + 1));
+    DeviceBuffer d_b = upload(random_floats(static_cast<size_t>(rows), seed + 2));
+    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+    DeviceBuffer d_split(gemv_x_split_bytes(cols));
+    launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
+                          d_split.get(), false, nullptr);
+    const auto run = [&](const std::vector<uint8_t>& w, bool tiled) {
+      DeviceBuffer d_w = upload(w);
+      GemvParams p;
+      p.type = t;
+      p.w = d_w.data<uint8_t>();
+      p.rows = rows;
+      p.cols = cols;
+      p.y = d_y.data<float>();
+      p.bias = sh.bias ? d_b.data<float>() : nullptr;
+      p.residual = sh.residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
+      p.x_split = d_split.get();
+      p.tiled = tiled;
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream") << describe(t, rows, cols, info);
+      // The ring form's CTAs take whole-row groups (2 rows per warp); the per-warp form's plan is
+      // the per-warp kernel's (kThreads = 256 threads, no ring slots in its shared memory).
+      const bool ring_form = std::string(sh.form) == "ring";
+      EXPECT_EQ(info.tasks, ring_form ? (rows + 15) / 16 : (rows + 1) / 2)
+          << describe(t, rows, cols, info);
+      DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+      launch_gemv(p, nullptr);
+      testing::sync();
+      return download<float>(d_y.get(), static_cast<size_t>(rows));
+    };
+    const std::vector<float> gguf = run(m.bytes, false);
+    const std::vector<float> tiled = run(tiled_bytes, true);
+    EXPECT_EQ(std::memcmp(gguf.data(), tiled.data(), gguf.size() * 4), 0)
+        << "tiled Q6_K differs from GGUF blocks";
+  }
+  check_gemv(t, 1028, 3584, true, true, 0, 0, 7);
+  check_gemv(t, 100, 4096, false, true, 0, 0, 7);
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
@@ -1543,7 +1639,7 @@ TEST(Gemv, VariantsAndSplitSize) {
   EXPECT_EQ(gemv_variants(WeightType::kQ4_K), (std::vector<int>{1, 3, 4, 5}));
   EXPECT_EQ(gemv_variants(WeightType::kQ4_0), (std::vector<int>{1, 3, 4, 5, 6, 7}));
   EXPECT_EQ(gemv_variants(WeightType::kQ8_0), (std::vector<int>{1, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(gemv_variants(WeightType::kQ6_K), (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(gemv_variants(WeightType::kQ6_K), (std::vector<int>{1, 3, 4, 7}));
   EXPECT_STREQ(gemv_variant_name(3), "mma");
   EXPECT_STREQ(gemv_variant_name(4), "stream");
   EXPECT_STREQ(gemv_variant_name(5), "tiled");
@@ -1591,6 +1687,9 @@ TEST(Gemv, VariantsAndSplitSize) {
   p.cols = 256;
   p.type = WeightType::kQ6_K;
   refused("Q6_K rows of 256 columns have no tiled layout");
+  p.variant = 5;  // only the stream-tiled kernel reads Q6_K's tiled layout
+  refused("variant 5 is not available for Q6_K");
+  p.variant = 0;
   p.type = WeightType::kQ8_0;
   p.cols = int64_t{1} << 29;  // has a tiled layout, but past the kernel's 32-bit row offsets
   refused("takes rows of fewer than 536870912 columns");
