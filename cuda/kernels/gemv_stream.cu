@@ -419,9 +419,9 @@ struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4, true, tr
 /// two int8 scales, then the 4 blocks' d (core/quant/tiled_layout.hpp). Rows are 2,940 bytes at
 /// 3,584 columns, so parts are only 4-byte aligned and codes are read with 32-bit loads: 6 per tile
 /// and row, where the GGUF decoder above reads 18 words for 32 bytes of ql and 32 of qh and
-/// funnel-shifts them (its pass is 261 SASS instructions for 2 rows; this one's fewer: see
-/// docs/performance.md, round 26). The sums are the GGUF decoder's, term for term: both write the
-/// same bits.
+/// funnel-shifts them: a pass of 2 rows is 169-171 SASS instructions per lane against its 261
+/// (docs/probes/sass_blocks.py; docs/performance.md, round 26). The sums are the GGUF decoder's,
+/// term for term: both write the same bits.
 template <>
 struct TiledStreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = 210;
