@@ -6,9 +6,9 @@
 // "stream" (quantized types on a pre-split x', bulk-copy pipeline; gemv_stream.cu), 5 "tiled"
 // (weights in the tiled layout on a pre-split x', loads straight to registers; gemv_tiled.cu), 6
 // "tiled-mma" (gemv_tiled_mma.cu, only when forced), 7 "stream-tiled" (the stream kernel reading
-// the tiled layout). The automatic choice takes stream-tiled (Q4_0, Q4_1, Q8_0 on sm_90) or tiled
-// for tiled weights and direct / mma / stream where the pointers and shape allow, else staged,
-// and the scalar fallback for unaligned pointers.
+// the tiled layout). The automatic choice takes stream-tiled (Q4_0, Q4_1, Q8_0 on sm_90; Q6_K's
+// tiled layout has no other reader) or tiled for tiled weights and direct / mma / stream where the
+// pointers and shape allow, else staged, and the scalar fallback for unaligned pointers.
 //
 // Staged kernel. Decode at batch 1 streams each weight byte exactly once, so the kernel is built
 // around keeping HBM busy: each warp owns kRows rows (x values loaded once serve both rows) and
@@ -771,10 +771,11 @@ bool gemv_stream_tiled_available(WeightType type) {
 
 bool gemv_tiled_layout_supported(WeightType type, int64_t rows, int64_t cols) {
   if (!stream_tiled_only(type)) return gemv_tiled_supported(type, cols);
-  // The stream kernel needs the matrix's end 16-byte aligned (its start is: tensors go up on
-  // 256-byte boundaries).
-  return quant::tiled_layout_supported(type, cols) && gemv_stream_tiled_available(type) &&
-         rows * row_bytes(type, cols) % 16 == 0;
+  // What the stream kernel checks at launch, for a 16-byte aligned start (tensors go up on
+  // 256-byte boundaries; a null w counts as aligned): the matrix end 16-byte aligned, below 4 GiB,
+  // its pipeline within the shared memory.
+  return gemv_stream_tiled_available(type) &&
+         gemv_impl::stream_supported(type, nullptr, rows, cols, gemv_impl::cc_major(), true);
 }
 
 size_t gemv_x_split_bytes(int64_t cols) {
@@ -783,6 +784,9 @@ size_t gemv_x_split_bytes(int64_t cols) {
 
 bool gemv_presplit_supported(const GemvParams& p) {
   if (is_float_type(p.type) || p.cols <= 0 || p.cols % 32 != 0) return false;
+  if (p.tiled && stream_tiled_only(p.type)) {
+    return gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major(), true);
+  }
   if (p.tiled) return gemv_impl::tiled_supported(p.type, p.w, p.cols);
   return gemv_impl::stream_supported(p.type, p.w, p.rows, p.cols, gemv_impl::cc_major()) ||
          gemv_impl::mma_supported(p.type, p.cols);

@@ -51,7 +51,8 @@ struct GemvParams {
   const void* x_split = nullptr;
   /// W is in the tiled layout (core/quant/tiled_layout.hpp: quant::tile_rows), not GGUF blocks.
   /// Only the tiled kernels (variants 5, 6, 7) read it: needs x_split, gemv_tiled_supported(type,
-  /// cols), w 16-byte aligned, and variant 0, 5, 6 or 7 (else launch_gemv throws, exit 1).
+  /// cols) (Q6_K: gemv_tiled_layout_supported, the stream-tiled kernel only), w 16-byte aligned,
+  /// and variant 0, 5, 6 or 7 (else launch_gemv throws, exit 1).
   bool tiled = false;
   /// Output segments for stacked weights ([Wq; Wk; Wv]): rows [0, y_end0) go to y, rows
   /// [y_end0, y_end1) to y1[r − y_end0], rows [y_end1, rows) to y2[r − y_end1]. y1 == nullptr:

@@ -21,8 +21,9 @@
 // are grouped by warp-wide pass, so a lane addresses all of its tile's x' numbers from one
 // pointer with immediate offsets (about 14 fewer instructions per pass than separate planes).
 //
-// Weights in GGUF blocks (StreamOps) or in the tiled layout (TiledStreamOps: Q4_0, Q4_1, Q8_0;
-// the "stream-tiled" variant): there each tile's codes are one aligned 16-byte piece, read with one
+// Weights in GGUF blocks (StreamOps) or in the tiled layout (TiledStreamOps: Q4_0, Q4_1, Q8_0,
+// and Q6_K with 32-bit loads; the "stream-tiled" variant): there each tile's codes are one aligned
+// 16-byte piece, read with one
 // 128-bit shared-memory load instead of 5 (4-bit) or 9 (Q8_0) 32-bit loads and funnel shifts
 // (H200, 7B steps: Q4_0 +3.5% over GGUF blocks, Q8_0 +1.8% over the tiled kernel;
 // docs/performance.md, round 16).
@@ -343,7 +344,8 @@ struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
 // --------------------------------- A chunk is whole tile groups (4096 or 2048 columns: 4 or 2
 // groups of 32 tiles), and tile groups take the byte ranges of the GGUF blocks they replace, so the
 // kernel copies the same spans; a row's bytes are a multiple of 16 (tiled_layout_supported), so
-// every group starts 16-byte aligned in shared memory. Group p of a chunk (pass p) holds its n
+// every group starts 16-byte aligned in shared memory (Q6_K: rows and groups of 4-byte multiples,
+// see its decoder). Group p of a chunk (pass p) holds its n
 // tiles' codes as 16-byte pieces, then their scales: tile l's codes are one 128-bit load, where the
 // GGUF decoders above assemble them from 5 (4-bit) or 9 (Q8_0) 32-bit loads and funnel shifts.
 

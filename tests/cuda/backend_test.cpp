@@ -40,7 +40,8 @@ Model make_model(WeightType dtype, ModelConfig c = test_config()) {
 const std::vector<int32_t> kPrompt = {11, 7, 1999, 42, 5, 300, 2500, 8};
 
 /// Whether this device takes the test model's matrices of `type` with `cols` columns in the tiled
-/// layout (their row counts are multiples of 16, so Q6_K's matrix ends are 16-byte aligned).
+/// layout (asked for 16 rows: the model's row counts times its row bytes are 16-byte multiples,
+/// the vocabulary's 3,000 rows of 420 Q6_K bytes too, so Q6_K's matrix ends are aligned).
 bool tiled_layout_here(WeightType type, int64_t cols) {
   return gemv_tiled_layout_supported(type, 16, cols);
 }

@@ -410,6 +410,9 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
   // that have a tiled layout.
   const bool tiled = variant >= 5;
   if (tiled && (!presplit || !quant::tiled_layout_supported(t, cols))) return;
+  // Q6_K's tiled layout has one reader, the stream-tiled kernel: where it cannot take the matrix
+  // (before sm_90, or a matrix end off 16-byte alignment), tiled Q6_K weights are refused.
+  if (tiled && t == WeightType::kQ6_K && !gemv_tiled_layout_supported(t, rows, cols)) return;
   const uint32_t seed = static_cast<uint32_t>(rows * 131 + cols * 7 + static_cast<int>(t));
   const Matrix m = make_matrix(t, rows, cols, seed);
   const std::vector<float> x = random_floats(static_cast<size_t>(cols), seed + 1, -3.0f, 3.0f);
@@ -511,6 +514,7 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
     for (const int variant : {0, 4, 7}) {
       const bool tiled = variant == 7;
       if (tiled && !quant::tiled_layout_supported(t, cols)) continue;
+      if (tiled && t == WeightType::kQ6_K && !gemv_tiled_layout_supported(t, rows, cols)) continue;
       std::vector<uint8_t> wbytes = m.bytes;
       if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), wbytes.data());
       DeviceBuffer d_w = upload(wbytes);
@@ -1421,11 +1425,8 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
     WeightType t;
     int variant;
   };
-  const Form forms[] = {{WeightType::kQ4_0, 7},
-                        {WeightType::kQ8_0, 7},
-                        {WeightType::kQ4_K, 4},
-                        {WeightType::kQ5_K, 4},
-                        {WeightType::kQ6_K, 4}};
+  const Form forms[] = {{WeightType::kQ4_0, 7}, {WeightType::kQ8_0, 7}, {WeightType::kQ4_K, 4},
+                        {WeightType::kQ5_K, 4}, {WeightType::kQ6_K, 4}, {WeightType::kQ6_K, 7}};
   const struct {
     int64_t rows, cols;
     bool bias, residual;
@@ -1568,8 +1569,8 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
 // the stream kernel on its GGUF blocks (the same sums, term for term): rows of 3,584 columns
 // (2,940 bytes: the per-warp form, pieces starting 4 bytes past 16-byte boundaries, a last pass
 // of 16 tiles) with bias and residual, the down projection's 18,944 columns, 1,536 columns (a
-// group of 16 tiles), and 4,096 columns (3,360 bytes: the ring form, 24,000 rows with refills);
-// also against the CPU.
+// group of 16 tiles), 4,096 columns (3,360 bytes: the ring form, 24,000 rows with refills) and
+// 14,336 columns (11,760 bytes: the split ring form); also against the CPU.
 TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
   DB_REQUIRE_CUDA();
   int major = 0;
@@ -1582,11 +1583,9 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
     int64_t rows, cols;
     bool bias, residual;
     const char* form;  // the plan both layouts must take
-  } shapes[] = {{1028, 3584, true, true, "per-warp"},
-                {516, 18944, false, true, "per-warp"},
-                {64, 1536, true, false, "per-warp"},
-                {100, 4096, false, false, "ring"},
-                {24000, 4096, false, true, "ring"}};
+  } shapes[] = {{1028, 3584, true, true, "per-warp"}, {516, 18944, false, true, "per-warp"},
+                {64, 1536, true, false, "per-warp"},  {100, 4096, false, false, "ring"},
+                {24000, 4096, false, true, "ring"},   {34, 14336, true, true, "split"}};
   for (const auto& sh : shapes) {
     const int64_t rows = sh.rows, cols = sh.cols;
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
@@ -1615,11 +1614,14 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
       p.tiled = tiled;
       const GemvLaunchInfo info = gemv_launch_info(p);
       EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream") << describe(t, rows, cols, info);
-      // The ring form's CTAs take whole-row groups (2 rows per warp); the per-warp form's plan is
-      // the per-warp kernel's (kThreads = 256 threads, no ring slots in its shared memory).
-      const bool ring_form = std::string(sh.form) == "ring";
-      EXPECT_EQ(info.tasks, ring_form ? (rows + 15) / 16 : (rows + 1) / 2)
+      // Tasks: groups of 16 rows in the ring form, pairs of rows in the per-warp form and in the
+      // split ring form (8 warps on each pair: Llama-3-8B's down projection, 11,760-byte rows).
+      const std::string form = sh.form;
+      EXPECT_EQ(info.tasks, form == "ring" ? (rows + 15) / 16 : (rows + 1) / 2)
           << describe(t, rows, cols, info);
+      if (form == "split") {
+        EXPECT_EQ(info.column_splits, 8) << describe(t, rows, cols, info);
+      }
       DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
       launch_gemv(p, nullptr);
       testing::sync();
