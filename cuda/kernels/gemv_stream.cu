@@ -295,6 +295,34 @@ struct StreamOps<WeightType::kQ4_K> : KQuant<144, -1, 16> {};
 template <>  // d @0 · dmin @2 · scales[12] @4 · qh[32] @16 · qs[128] @48
 struct StreamOps<WeightType::kQ5_K> : KQuant<176, 16, 48> {};
 
+/// Σ over a Q6_K tile of d·scale·(code − 32)·x': q holds the 6-bit codes in column order, 4 per
+/// word; load_sc() returns the 16 bits of the two int8 scales (columns 0-15, then 16-31), load_d()
+/// the block's d (f32), both read after the dot products, where the GGUF decoder always read them.
+/// Both Q6_K decoders (GGUF blocks, tiled layout) use it, so they write the same bits.
+template <typename LoadScales, typename LoadD>
+__device__ __forceinline__ float q6_k_tile_dot(const uint32_t (&q)[8], const XTile& x,
+                                               LoadScales load_sc, LoadD load_d) {
+  int lo[kDigits], hi[kDigits];
+#pragma unroll
+  for (int n = 0; n < kDigits; ++n) {
+    int a = -32 * x.lo[n];
+    int e = -32 * (x.sum[n] - x.lo[n]);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
+      e = __dp4a(static_cast<int>(q[k + 4]), static_cast<int>(x.d[n][k + 4]), e);
+    }
+    lo[n] = a;
+    hi[n] = e;
+  }
+  const uint32_t sc = load_sc();
+  const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
+  const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
+  const float vlo = digits_value(x, lo);
+  const float vhi = digits_value(x, hi);
+  return load_d() * fmaf(sc_lo, vlo, sc_hi * vhi);
+}
+
 /// Q6_K: tile j = 4h + g of block j / 8 holds columns 128h + 32g + l (l < 32): low bits from
 /// ql[64h + 32·(g & 1) + l] (high nibble for g >= 2), high bits (qh[32h + l] >> 2g) & 3, code
 /// offset 32, int8 scales per 16 columns.
@@ -318,25 +346,9 @@ struct StreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
     for (int k = 0; k < 8; ++k) {
       q[k] = ((l[k] >> lsh) & kLow4) | (((hb[k] >> (2 * g)) & 0x03030303u) << 4);
     }
-    int lo[kDigits], hi[kDigits];
-#pragma unroll
-    for (int n = 0; n < kDigits; ++n) {
-      int a = -32 * x.lo[n];
-      int e = -32 * (x.sum[n] - x.lo[n]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[n][k]), a);
-        e = __dp4a(static_cast<int>(q[k + 4]), static_cast<int>(x.d[n][k + 4]), e);
-      }
-      lo[n] = a;
-      hi[n] = e;
-    }
-    const uint32_t sc = lds16(b + 192 + 8 * h + 2 * g);  // two int8 scales (offset is even)
-    const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
-    const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
-    const float vlo = digits_value(x, lo);
-    const float vhi = digits_value(x, hi);
-    return lds_f16(b + 208) * fmaf(sc_lo, vlo, sc_hi * vhi);
+    // The two int8 scales are at an even offset.
+    return q6_k_tile_dot(
+        q, x, [&] { return lds16(b + 192 + 8 * h + 2 * g); }, [&] { return lds_f16(b + 208); });
   }
 };
 
@@ -449,25 +461,9 @@ struct TiledStreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
       const uint32_t low = (m < 4 ? w[m] : w[m - 4] >> 4) & kLow4;
       q[m] = low | top;
     }
-    int lo[kDigits], hi[kDigits];
-#pragma unroll
-    for (int d = 0; d < kDigits; ++d) {
-      int a = -32 * x.lo[d];
-      int e = -32 * (x.sum[d] - x.lo[d]);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        a = __dp4a(static_cast<int>(q[k]), static_cast<int>(x.d[d][k]), a);
-        e = __dp4a(static_cast<int>(q[k + 4]), static_cast<int>(x.d[d][k + 4]), e);
-      }
-      lo[d] = a;
-      hi[d] = e;
-    }
-    const uint32_t sc = lds16(g + 24 * nn + 2 * l);  // the tile's two int8 scales
-    const float sc_lo = static_cast<float>(static_cast<int8_t>(sc & 0xFFu));
-    const float sc_hi = static_cast<float>(static_cast<int8_t>(sc >> 8));
-    const float vlo = digits_value(x, lo);
-    const float vhi = digits_value(x, hi);
-    return lds_f16(g + 26 * nn + 2 * (l >> 3)) * fmaf(sc_lo, vlo, sc_hi * vhi);
+    return q6_k_tile_dot(
+        q, x, [&] { return lds16(g + 24 * nn + 2 * l); },
+        [&] { return lds_f16(g + 26 * nn + 2 * (l >> 3)); });
   }
 };
 

@@ -32,6 +32,18 @@
     }                                                            \
   } while (0)
 
+/// Skips the current test, with the reason, when no CUDA device of compute capability 9 or more
+/// (sm_90: bulk copies and mbarrier transaction counts) exists to run the stream GEMV kernel.
+#define DB_REQUIRE_STREAM_KERNEL()                                                           \
+  do {                                                                                       \
+    DB_REQUIRE_CUDA();                                                                       \
+    int db_major_ = 0;                                                                       \
+    DB_CUDA_CHECK(cudaDeviceGetAttribute(&db_major_, cudaDevAttrComputeCapabilityMajor, 0)); \
+    if (db_major_ < 9) {                                                                     \
+      GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";                \
+    }                                                                                        \
+  } while (0)
+
 /// Skips the current test, with the reason, unless a PDL kernel on `stream` starts before its
 /// predecessor ends (testing::pdl_probe): a test of PDL ordering would prove nothing otherwise.
 /// Also expects the value read after the PDL wait to be the predecessor's.

@@ -1099,13 +1099,68 @@ struct PlanningBuffers {
   }
 };
 
+/// Expects gemv_launch_info(p) to refuse each of `values` of the environment variable `name`
+/// with an error that quotes it ("NAME: 'value'", exit 1); `name` is unset afterwards.
+void expect_values_refused(const char* name, std::initializer_list<const char*> values,
+                           const GemvParams& p) {
+  for (const char* v : values) {
+    setenv(name, v, 1);
+    try {
+      (void)gemv_launch_info(p);
+      ADD_FAILURE() << name << "=" << v << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + ": '" + v + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv(name);
+}
+
+/// A GEMV on a pre-split x' with its inputs on the device: a `rows` × `cols` matrix of type `t`
+/// from make_matrix(seed) (in the tiled layout when `tiled`), x, bias and y0 from random_floats
+/// (seeds + 1, + 2, + 3); `bias` and `residual` (which aliases y: y = W·x + y) as asked. run()
+/// restores y0 and returns y after one launch; params is what it launches.
+struct PresplitGemv {
+  int64_t rows, cols;
+  std::vector<float> y0;
+  DeviceBuffer d_w, d_x, d_b, d_y, d_split;
+  GemvParams params;
+  PresplitGemv(WeightType t, int64_t rows_, int64_t cols_, bool tiled, uint32_t seed, bool bias,
+               bool residual)
+      : rows(rows_), cols(cols_), y0(random_floats(static_cast<size_t>(rows_), seed + 3)) {
+    const Matrix m = make_matrix(t, rows, cols, seed);
+    std::vector<uint8_t> w = m.bytes;
+    if (tiled) quant::tile_rows(t, rows, cols, m.bytes.data(), w.data());
+    d_w = upload(w);
+    d_x = upload(random_floats(static_cast<size_t>(cols), seed + 1));
+    d_b = upload(random_floats(static_cast<size_t>(rows), seed + 2));
+    d_y = DeviceBuffer(static_cast<size_t>(rows) * 4);
+    d_split = DeviceBuffer(gemv_x_split_bytes(cols));
+    launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
+                          d_split.get(), false, nullptr);
+    params.type = t;
+    params.w = d_w.data<uint8_t>();
+    params.rows = rows;
+    params.cols = cols;
+    params.x = d_x.data<float>();
+    params.y = d_y.data<float>();
+    params.bias = bias ? d_b.data<float>() : nullptr;
+    params.residual = residual ? d_y.data<float>() : nullptr;
+    params.x_split = d_split.get();
+    params.tiled = tiled;
+  }
+  std::vector<float> run() {
+    DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+    launch_gemv(params, nullptr);
+    testing::sync();
+    return download<float>(d_y.get(), static_cast<size_t>(rows));
+  }
+};
+
 // The stream kernel keeps 32-bit byte offsets within a matrix: from 4 GiB of weights a pre-split
 // x goes to the mma kernel instead. Planning only (nothing is launched or read).
 TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
-  DB_REQUIRE_CUDA();
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DB_REQUIRE_STREAM_KERNEL();
   PlanningBuffers bufs(4096);
   GemvParams p = bufs.params(WeightType::kQ8_0);
   p.cols = 4096;    // 4352 bytes per row
@@ -1148,10 +1203,7 @@ class ScopedEnv {
 // CPU on whole-row shapes with a partial last group (1,031 and 97 rows), the ring also with many
 // groups per CTA (slots refilled).
 TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
-  DB_REQUIRE_CUDA();
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long_env("DECODEBENCH_GEMV_RING_LONG", nullptr);
   PlanningBuffers bufs(18944);
@@ -1171,18 +1223,7 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   setenv("DECODEBENCH_GEMV_RING", "0", 1);
   const GemvLaunchInfo per_warp = gemv_launch_info(p);
   EXPECT_EQ(per_warp.tasks, 2304);  // two rows per task
-  for (const char* bad : {"8", "12x2", "8x5", "8x2x", "on"}) {
-    setenv("DECODEBENCH_GEMV_RING", bad, 1);
-    try {
-      (void)gemv_launch_info(p);
-      ADD_FAILURE() << "DECODEBENCH_GEMV_RING=" << bad << " was taken";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("DECODEBENCH_GEMV_RING: '" + std::string(bad) + "'"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-  unsetenv("DECODEBENCH_GEMV_RING");
+  expect_values_refused("DECODEBENCH_GEMV_RING", {"8", "12x2", "8x5", "8x2x", "on"}, p);
   ring_long_env.set("0");
   p.rows = 3584;
   p.cols = 18944;
@@ -1237,10 +1278,7 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
 // columns (7 passes: one warp of each pair has none); repeated launches give the same bits (the
 // partial sums are added in a fixed order).
 TEST(Gemv, StreamSplitRingFormTakesLongRows) {
-  DB_REQUIRE_CUDA();
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
   constexpr int kExtra = 64 + 4 * 16 * 2 * 4;  // mbarriers, counters and partial sums
@@ -1277,18 +1315,12 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
     EXPECT_EQ(info.smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);  // per-warp form
     ring.set(nullptr);
   }
-  for (const char* bad : {"3x2", "1x5", "1", "2x2x", "on"}) {
-    ring_long.set(bad);
-    try {
-      // Refused on every plan, also where no row is too long for the whole-row form.
-      (void)plan(WeightType::kQ4_K, 64, 1024, false);
-      ADD_FAILURE() << "DECODEBENCH_GEMV_RING_LONG=" << bad << " was taken";
-    } catch (const Error& e) {
-      EXPECT_NE(
-          std::string(e.what()).find("DECODEBENCH_GEMV_RING_LONG: '" + std::string(bad) + "'"),
-          std::string::npos)
-          << e.what();
-    }
+  {
+    // Refused on every plan, also where no row is too long for the whole-row form.
+    GemvParams p = bufs.params(WeightType::kQ4_K);
+    p.rows = 64;
+    p.cols = 1024;
+    expect_values_refused("DECODEBENCH_GEMV_RING_LONG", {"3x2", "1x5", "1", "2x2x", "on"}, p);
   }
   struct Form {
     WeightType t;
@@ -1335,34 +1367,12 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   // Deterministic: five launches of the default form write the same bits.
   ring_long.set(nullptr);
   for (const Form& f : {forms[0], forms[2]}) {
-    const int64_t rows = 1031, cols = 18944;
-    const bool tiled = f.variant >= 5;
-    const Matrix m = make_matrix(f.t, rows, cols, 77);
-    std::vector<uint8_t> wbytes = m.bytes;
-    if (tiled) quant::tile_rows(f.t, rows, cols, m.bytes.data(), wbytes.data());
-    DeviceBuffer d_w = upload(wbytes);
-    DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), 78));
-    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-    DeviceBuffer d_split(gemv_x_split_bytes(cols));
-    launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
-                          d_split.get(), false, nullptr);
-    GemvParams p;
-    p.type = f.t;
-    p.w = d_w.data<uint8_t>();
-    p.rows = rows;
-    p.cols = cols;
-    p.x = d_x.data<float>();
-    p.y = d_y.data<float>();
-    p.x_split = d_split.get();
-    p.variant = f.variant;
-    p.tiled = tiled;
-    EXPECT_EQ(gemv_launch_info(p).column_splits, 8);
+    PresplitGemv g(f.t, 1031, 18944, f.variant >= 5, 77, false, false);
+    g.params.variant = f.variant;
+    EXPECT_EQ(gemv_launch_info(g.params).column_splits, 8);
     std::vector<float> first;
     for (int i = 0; i < 5; ++i) {
-      DB_CUDA_CHECK(cudaMemset(d_y.get(), 0xFF, static_cast<size_t>(rows) * 4));
-      launch_gemv(p, nullptr);
-      testing::sync();
-      const std::vector<float> got = download<float>(d_y.get(), static_cast<size_t>(rows));
+      const std::vector<float> got = g.run();
       if (i == 0) {
         first = got;
       } else {
@@ -1381,10 +1391,7 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
 // rows). Each plan is checked to be the 4-row form before it runs; one shape per type is also
 // checked against the CPU.
 TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
-  DB_REQUIRE_CUDA();
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DB_REQUIRE_STREAM_KERNEL();
   ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
   {
@@ -1408,18 +1415,10 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
     info = gemv_launch_info(p);
     EXPECT_EQ(info.rows_per_warp, 2);
     EXPECT_EQ(info.tasks, 288);
-    for (const char* bad : {"4x2", "16x2x4", "8x2x3", "4x2x2", "8x2x4x", "8x5x4", "8x2x4y", "8x2y",
-                            "8x2 ", "8x2y4", "16x3foo"}) {
-      ring.set(bad);
-      try {
-        (void)gemv_launch_info(p);
-        ADD_FAILURE() << "DECODEBENCH_GEMV_RING=" << bad << " was taken";
-      } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("DECODEBENCH_GEMV_RING: '" + std::string(bad) + "'"),
-                  std::string::npos)
-            << e.what();
-      }
-    }
+    expect_values_refused("DECODEBENCH_GEMV_RING",
+                          {"4x2", "16x2x4", "8x2x3", "4x2x2", "8x2x4x", "8x5x4", "8x2x4y", "8x2y",
+                           "8x2 ", "8x2y4", "16x3foo"},
+                          p);
   }
   struct Form {
     WeightType t;
@@ -1439,43 +1438,20 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
       // Q6_K rows are 16-byte multiples (the ring forms) where the columns are a multiple of
       // 2,048 (so it never has a last pass of 16 tiles there).
       const int64_t rows = sh.rows, cols = f.t == WeightType::kQ6_K ? 4096 : sh.cols;
-      const uint32_t seed = static_cast<uint32_t>(rows * 31 + cols + static_cast<int>(f.t));
       const bool tiled = f.variant >= 5;
-      const Matrix m = make_matrix(f.t, rows, cols, seed);
-      std::vector<uint8_t> wbytes = m.bytes;
-      if (tiled) quant::tile_rows(f.t, rows, cols, m.bytes.data(), wbytes.data());
-      const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
-      DeviceBuffer d_w = upload(wbytes);
-      DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), seed + 1));
-      DeviceBuffer d_b = upload(random_floats(static_cast<size_t>(rows), seed + 2));
-      DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-      DeviceBuffer d_split(gemv_x_split_bytes(cols));
-      launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
-                            d_split.get(), false, nullptr);
-      GemvParams p;
-      p.type = f.t;
-      p.w = d_w.data<uint8_t>();
-      p.rows = rows;
-      p.cols = cols;
-      p.x = d_x.data<float>();
-      p.y = d_y.data<float>();
-      p.bias = sh.bias ? d_b.data<float>() : nullptr;
-      p.residual = sh.residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
-      p.x_split = d_split.get();
-      p.variant = f.variant;
-      p.tiled = tiled;
+      PresplitGemv g(f.t, rows, cols, tiled,
+                     static_cast<uint32_t>(rows * 31 + cols + static_cast<int>(f.t)), sh.bias,
+                     sh.residual);
+      g.params.variant = f.variant;
       // y with DECODEBENCH_GEMV_RING=env, whose plan must take `rows_per_warp` rows per warp.
       const auto run = [&](const char* env, int rows_per_warp) {
         ring.set(env);
-        const GemvLaunchInfo info = gemv_launch_info(p);
+        const GemvLaunchInfo info = gemv_launch_info(g.params);
         EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream")
             << describe(f.t, rows, cols, info);
         EXPECT_EQ(info.rows_per_warp, rows_per_warp)
             << "DECODEBENCH_GEMV_RING=" << env << " " << describe(f.t, rows, cols, info);
-        DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
-        launch_gemv(p, nullptr);
-        testing::sync();
-        return download<float>(d_y.get(), static_cast<size_t>(rows));
+        return g.run();
       };
       const std::vector<float> want = run("", 2);
       for (const char* env : {"4x2x4", "4x1x4", "4x4x4", "8x1x4", "8x2x4"}) {
@@ -1525,9 +1501,8 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
   DeviceBuffer d_w(static_cast<size_t>(rows * row_bytes(WeightType::kQ8_0, cols)));
   DeviceBuffer d_split(gemv_x_split_bytes(cols));
   DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-  for (const WeightType t :
-       {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
-    const std::string name = weight_traits(t).name;
+  // Tiled weights of type t (never read: planning only).
+  const auto tiled_params = [&](WeightType t) {
     GemvParams p;
     p.type = t;
     p.w = d_w.get();
@@ -1536,6 +1511,12 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
     p.x_split = d_split.get();
     p.y = d_y.data<float>();
     p.tiled = true;
+    return p;
+  };
+  for (const WeightType t :
+       {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0, WeightType::kQ4_K}) {
+    const std::string name = weight_traits(t).name;
+    GemvParams p = tiled_params(t);
     const bool st = major >= 9 && t != WeightType::kQ4_K;
     EXPECT_EQ(gemv_stream_tiled_available(t), st) << name;
     EXPECT_STREQ(gemv_launch_info(p).kernel, st ? "stream-tiled" : "tiled") << name;
@@ -1550,14 +1531,7 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
   EXPECT_FALSE(gemv_tiled_layout_supported(WeightType::kQ6_K, rows, 768));  // 630-byte rows
   EXPECT_EQ(gemv_tiled_layout_supported(WeightType::kQ4_0, rows, cols),
             gemv_tiled_supported(WeightType::kQ4_0, cols));
-  GemvParams q;
-  q.type = WeightType::kQ6_K;
-  q.w = d_w.get();
-  q.rows = rows;
-  q.cols = cols;
-  q.x_split = d_split.get();
-  q.y = d_y.data<float>();
-  q.tiled = true;
+  GemvParams q = tiled_params(WeightType::kQ6_K);
   if (major >= 9) {
     EXPECT_STREQ(gemv_launch_info(q).kernel, "stream-tiled");
     q.rows = 3;
@@ -1572,10 +1546,7 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
 // group of 16 tiles), 4,096 columns (3,360 bytes: the ring form, 24,000 rows with refills) and
 // 14,336 columns (11,760 bytes: the split ring form); also against the CPU.
 TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
-  DB_REQUIRE_CUDA();
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (major < 9) GTEST_SKIP() << "the stream kernel needs compute capability 9 (sm_90)";
+  DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
   const WeightType t = WeightType::kQ6_K;
@@ -1590,29 +1561,10 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
     const int64_t rows = sh.rows, cols = sh.cols;
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     const uint32_t seed = static_cast<uint32_t>(rows * 13 + cols);
-    const Matrix m = make_matrix(t, rows, cols, seed);
-    std::vector<uint8_t> tiled_bytes(m.bytes.size());
-    quant::tile_rows(t, rows, cols, m.bytes.data(), tiled_bytes.data());
-    const std::vector<float> y0 = random_floats(static_cast<size_t>(rows), seed + 3);
-    DeviceBuffer d_x = upload(random_floats(static_cast<size_t>(cols), seed + 1));
-    DeviceBuffer d_b = upload(random_floats(static_cast<size_t>(rows), seed + 2));
-    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-    DeviceBuffer d_split(gemv_x_split_bytes(cols));
-    launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
-                          d_split.get(), false, nullptr);
-    const auto run = [&](const std::vector<uint8_t>& w, bool tiled) {
-      DeviceBuffer d_w = upload(w);
-      GemvParams p;
-      p.type = t;
-      p.w = d_w.data<uint8_t>();
-      p.rows = rows;
-      p.cols = cols;
-      p.y = d_y.data<float>();
-      p.bias = sh.bias ? d_b.data<float>() : nullptr;
-      p.residual = sh.residual ? d_y.data<float>() : nullptr;  // aliases y: y = W·x + y
-      p.x_split = d_split.get();
-      p.tiled = tiled;
-      const GemvLaunchInfo info = gemv_launch_info(p);
+    // Both layouts of the same matrix, with the same inputs.
+    const auto run = [&](bool tiled) {
+      PresplitGemv g(t, rows, cols, tiled, seed, sh.bias, sh.residual);
+      const GemvLaunchInfo info = gemv_launch_info(g.params);
       EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream") << describe(t, rows, cols, info);
       // Tasks: groups of 16 rows in the ring form, pairs of rows in the per-warp form and in the
       // split ring form (8 warps on each pair: Llama-3-8B's down projection, 11,760-byte rows).
@@ -1622,13 +1574,10 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
       if (form == "split") {
         EXPECT_EQ(info.column_splits, 8) << describe(t, rows, cols, info);
       }
-      DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
-      launch_gemv(p, nullptr);
-      testing::sync();
-      return download<float>(d_y.get(), static_cast<size_t>(rows));
+      return g.run();
     };
-    const std::vector<float> gguf = run(m.bytes, false);
-    const std::vector<float> tiled = run(tiled_bytes, true);
+    const std::vector<float> gguf = run(false);
+    const std::vector<float> tiled = run(true);
     EXPECT_EQ(std::memcmp(gguf.data(), tiled.data(), gguf.size() * 4), 0)
         << "tiled Q6_K differs from GGUF blocks";
   }
