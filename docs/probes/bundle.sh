@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Packs what ring-ab.sh needs on the GPU host into FOLDER (default .devbin, which git ignores), so
+# one `run` of the device tool can carry it (about 25 MB): the gzipped decodebench, test_gemv and
+# test_backend of BUILD (default build/cuda, built for sm_90), the backend tests' GGUF fixtures
+# (the GPU host has no gguf package), ring-ab.sh itself and unpack.sh. On the GPU host:
+#   bash FOLDER/unpack.sh /tmp/b && OUT=$OUT bash FOLDER/ring-ab.sh /tmp/b split|rows4|q6k
+# Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER]
+set -euo pipefail
+build=${1:-build/cuda}
+dir=${2:-.devbin}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$dir/fx"
+for pair in app/decodebench:decodebench tests/decodebench.test.cuda.gemv:test_gemv \
+  tests/decodebench.test.cuda.backend:test_backend; do
+  src="$build/${pair%%:*}"
+  [ -x "$src" ] || { echo "bundle.sh: $src is missing: build it first (ninja -C $build)" >&2; exit 1; }
+  gzip -9 -c "$src" > "$dir/${pair##*:}.gz"
+done
+for arch in llama qwen2 qwen3; do
+  python3 "$root/tests/fixtures/write_arch_gguf.py" --arch "$arch" "$dir/fx/$arch.gguf" > /dev/null
+done
+cp "$here/ring-ab.sh" "$dir/"
+git -C "$root" rev-parse --short HEAD > "$dir/COMMIT"
+cat > "$dir/unpack.sh" <<'UNPACK'
+#!/usr/bin/env bash
+# Unpacks this bundle's binaries and fixtures into $1 (bundle.sh wrote it).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$1/fx"
+for b in decodebench test_gemv test_backend; do
+  gunzip -c "$here/$b.gz" > "$1/$b"
+  chmod +x "$1/$b"
+done
+cp "$here"/fx/*.gguf "$1/fx/"
+echo "unpacked the build of $(cat "$here/COMMIT") into $1"
+UNPACK
+echo "bundle.sh: $dir holds the build of $(cat "$dir/COMMIT"): $(du -sh "$dir" | cut -f1)"
