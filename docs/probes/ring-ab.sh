@@ -25,14 +25,15 @@ out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
 step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $4 weight layout
-  # (default auto): prints the median TPOT in µs
-  local json="$out/$1-ring${2:-default}-long${3:-default}-${4:-auto}.json"
-  rm -f "$json"  # a form run twice: a failed second run must not report the first one's figure
+  # (default auto): prints the median TPOT in µs, or "failed: " and the run's last line
+  local base="$out/$1-ring${2:-default}-long${3:-default}-${4:-auto}"
+  rm -f "$base.json"  # a form run twice: a failed second run must not report the first one's
   DECODEBENCH_GEMV_RING=$2 DECODEBENCH_GEMV_RING_LONG=$3 "$bin/decodebench" --preset qwen2.5-7b \
     --layers 28 --vocab 152064 --backend cuda --graph on --prompt-tokens 128 --tokens 128 \
     --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --weight-layout "${4:-auto}" \
-    --json "$json" -q > /dev/null 2>&1
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$json" 2>/dev/null || echo failed
+    --json "$base.json" -q > "$base.log" 2>&1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null ||
+    echo "failed: $(tail -1 "$base.log")"
 }
 case $mode in
   split)
