@@ -731,8 +731,9 @@ std::vector<int> gemv_variants(WeightType type) {
     return {kVariantStaged, kVariantMma,      kVariantStream,
             kVariantTiled,  kVariantTiledMma, kVariantStreamTiled};
   }
-  if (stream_tiled_only(type))
+  if (stream_tiled_only(type)) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantStreamTiled};
+  }
   if (quant::tiled_code_pieces(type) > 0) {
     return {kVariantStaged, kVariantMma, kVariantStream, kVariantTiled};
   }
