@@ -8,6 +8,9 @@
 #   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
 #          per warp (and Q8_0 with one slot) against the default (8 warps of 2 rows, 2 slots), the
 #          split form off in all; about 8 minutes.
+#   kernels  the GEMVs alone (bench-kernels) under those forms: the 7B down projection per
+#          DECODEBENCH_GEMV_RING_LONG, gate/up per DECODEBENCH_GEMV_RING, the Q6_K LM head in both
+#          layouts; a few minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -17,10 +20,10 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k   (writes $OUT/*.log and the runs' JSON)
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4 or q6k}
+mode=${2:?split, rows4, q6k or kernels}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -34,6 +37,20 @@ step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $
     --json "$base.json" -q > "$base.log" 2>&1
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
+}
+gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, $4 types: prints
+  # "type kernel µs (% of the read bandwidth)" of every pre-split stream and stream-tiled run
+  local base="$out/gemv-long${1:-default}-ring${2:-default}-$3"
+  rm -f "$base.json"
+  DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
+    --sections gemv --variants all --shapes "$3" --type "$4" --json "$base.json" > "$base.log" 2>&1
+  python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
+import json, sys
+rows = json.load(open(sys.argv[1]))["gemv"]
+print(" · ".join(f"{g['type']} {g['kernel']}{'+pdl' if g['pdl'] else ''} {g['us']:.2f} µs "
+                 f"({g['pct_stream']:.0f}%)" for g in rows
+                 if g["presplit"] and g["probe"] == 0 and g["kernel"] in ("stream", "stream-tiled")))
+PY
 }
 case $mode in
   split)
@@ -92,8 +109,20 @@ case $mode in
       echo "$line"
     done
     ;;
+  kernels)
+    # The GEMVs alone (bench-kernels: µs per launch in a graph, x' pre-split as in the step): the
+    # down projection under each split form, gate/up under each ring shape, the Q4_K_M LM head
+    # (Q6_K) in both layouts.
+    for form in 0 1x4 1x2 2x4 2x2; do
+      echo "down (RING_LONG=$form): $(gemvs "$form" '' 3584x18944 q4_0,q8_0,q4_k)"
+    done
+    for form in 8x2 4x2x4 4x1x4 8x1 8x1x4; do
+      echo "gate/up (RING=$form): $(gemvs 0 "$form" 37888x3584 q4_0,q8_0,q4_k)"
+    done
+    echo "LM head: $(gemvs 0 '' 152064x3584 q6_k)"
+    ;;
   *)
-    echo "mode: split, rows4 or q6k" >&2
+    echo "mode: split, rows4, q6k or kernels" >&2
     exit 2
     ;;
 esac
