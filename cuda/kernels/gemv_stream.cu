@@ -33,10 +33,11 @@
 // order (deterministic). Piece copies cover the 16-byte aligned span around each row's chunk, so
 // any block size works; the matrix end must be 16-byte aligned (stream_supported). Where a row is
 // one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
-// Where rows are 16-byte multiples and two slots of 16 rows fit the shared memory, the ring form
-// runs instead (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring);
+// Where rows are 16-byte multiples and the ring's slots fit the shared memory (ring_request: two
+// of 16 rows, 8 warps of 2; Q8_0 one, 4 warps of 4), the ring form runs instead
+// (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring);
 // where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
-// pair, four slots by default: not yet measured).
+// pair, two slots; not for Q8_0: ring_long_request).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -428,14 +429,14 @@ struct TiledStreamOps<WeightType::kQ8_0> : TiledStreamBase<34, 1024, 4, true, tr
   }
 };
 
-/// Q6_K (round 26, NOT YET RUN ON A GPU): a group of 32 tiles (4 blocks, 840 bytes) holds the
-/// tiles' low 4 bits (16 bytes each, Q4_0's nibble order), their top 2 bits (8 bytes each), their
-/// two int8 scales, then the 4 blocks' d (core/quant/tiled_layout.hpp). Rows are 2,940 bytes at
-/// 3,584 columns, so parts are only 4-byte aligned and codes are read with 32-bit loads: 6 per tile
-/// and row, where the GGUF decoder above reads 18 words for 32 bytes of ql and 32 of qh and
-/// funnel-shifts them: a pass of 2 rows is 169-171 SASS instructions per lane against its 261
-/// (docs/probes/sass_blocks.py; docs/performance.md, round 26). The sums are the GGUF decoder's,
-/// term for term: both write the same bits.
+/// Q6_K (round 26; measured in round 27: see stream_tiled_default): a group of 32 tiles (4 blocks,
+/// 840 bytes) holds the tiles' low 4 bits (16 bytes each, Q4_0's nibble order), their top 2 bits (8
+/// bytes each), their two int8 scales, then the 4 blocks' d (core/quant/tiled_layout.hpp). Rows are
+/// 2,940 bytes at 3,584 columns, so parts are only 4-byte aligned and codes are read with 32-bit
+/// loads: 6 per tile and row, where the GGUF decoder above reads 18 words for 32 bytes of ql and 32
+/// of qh and funnel-shifts them: a pass of 2 rows is 169-171 SASS instructions per lane against its
+/// 261 (docs/probes/sass_blocks.py; docs/performance.md, round 26). The sums are the GGUF
+/// decoder's, term for term: both write the same bits.
 template <>
 struct TiledStreamOps<WeightType::kQ6_K> : Pipe<4096, 2> {
   static constexpr int kBE = 256, kBB = 210;
@@ -1037,17 +1038,21 @@ struct RingShape {
   int rows = kRows;
 };
 
-/// The ring form's shape: 8 warps of 2 rows and 2 slots, measured on the H200 (7B steps, the
-/// adopted build against the one before: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0%; 8 × 3 tied with it
-/// in one run and lost in another, 16 × 2 and 16 × 3 gained less; docs/performance.md, round 24).
-/// DECODEBENCH_GEMV_RING overrides it for measurements: "0" turns the ring forms off (the split
-/// form too: the per-warp kernel everywhere); "WxS" asks for W = 8 or 16 warps of 2 rows and S =
-/// 1 to kMaxRingSlots slots; "WxSxR" also gives the rows per warp R: 2 (W = 8 or 16) or 4 (W = 4
-/// or 8; NOT YET MEASURED, round 25: each x' tile a lane loads serves 4 rows, not 2). Any other
-/// value throws decodebench::Error (exit 1).
-RingShape ring_request() {
+/// The ring form's default shape for type t, measured on the H200 (7B steps, median TPOT):
+/// 8 warps of 2 rows and 2 slots (round 24: Q4_0 −2.0%, Q8_0 −3.1%, Q4_K_M −2.0% against the
+/// per-warp form; 8 × 3 tied, 16 × 2 and 16 × 3 gained less), except Q8_0: 4 warps of 4 rows
+/// and 1 slot (round 27: 2,276–2,285 µs against 2,360–2,363; its groups of 16 rows of 3,584
+/// columns are 61 KB, so two slots held one CTA per SM, one slot three). With 4 rows per warp
+/// Q4_0 and Q4_K_M lost 2–4% (4 × 2 × 4: 1,726 against 1,657 µs; 2,061–2,069 against 2,026–2,028).
+/// DECODEBENCH_GEMV_RING overrides it for every type, for measurements: "0" turns the ring forms
+/// off (the split form too: the per-warp kernel everywhere); "WxS" asks for W = 8 or 16 warps of
+/// 2 rows and S = 1 to kMaxRingSlots slots; "WxSxR" also gives the rows per warp R: 2 (W = 8 or
+/// 16) or 4 (W = 4 or 8). Any other value throws decodebench::Error (exit 1).
+RingShape ring_request(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING");
-  if (e == nullptr || *e == '\0') return {8, 2, kRows};
+  if (e == nullptr || *e == '\0') {
+    return t == WeightType::kQ8_0 ? RingShape{4, 1, 4} : RingShape{8, 2, kRows};
+  }
   if (std::string(e) == "0") return {0, 0, kRows};
   int w = 0, s = 0, r = kRows;
   char sep = 0, end = 0;
@@ -1065,16 +1070,21 @@ RingShape ring_request() {
   return {w, s, r};
 }
 
-/// The split ring form's shape for long rows {row pairs per group, slots}: 1 pair (8 warps on
-/// each pair of rows) and 4 slots, NOT YET MEASURED (an untested guess of round 25: the 7B down
-/// projections in Q4_0 and Q4_K then copy 21 KB per group, four deep, two CTAs per SM; Q8_0 40
-/// KB, one CTA per SM).
-/// DECODEBENCH_GEMV_RING_LONG overrides it: "0" turns it off, "PxS" asks for P = 1, 2 or 4 pairs
-/// (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value throws
-/// decodebench::Error (exit 1).
-std::pair<int, int> ring_long_request() {
+/// The split ring form's default shape for long rows of type t {row pairs per group, slots},
+/// measured on the H200 (7B steps, median TPOT, round 27): 1 pair (8 warps on each pair of rows)
+/// and 2 slots: Q4_0 1,624–1,633 µs against 1,655–1,657 with the form off, Q4_K_M 2,013–2,014
+/// against 2,021–2,023 (1 × 4: 1,637–1,643 and 2,015–2,017; 2 × 4 lost 6% and 3%). Off for Q8_0,
+/// whose default ring shape (4 × 1 × 4) ran 1.3% slower with it (2,311–2,314 µs against
+/// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured (Q4_1, Q5_K, Q6_K on their own)
+/// take 1 × 2, as Q4_K_M's Q6_K matrices did.
+/// DECODEBENCH_GEMV_RING_LONG overrides it for every type: "0" turns it off, "PxS" asks for P =
+/// 1, 2 or 4 pairs (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value
+/// throws decodebench::Error (exit 1).
+std::pair<int, int> ring_long_request(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_LONG");
-  if (e == nullptr || *e == '\0') return {1, 4};
+  if (e == nullptr || *e == '\0') {
+    return t == WeightType::kQ8_0 ? std::pair<int, int>{0, 0} : std::pair<int, int>{1, 2};
+  }
   if (std::string(e) == "0") return {0, 0};
   int pairs = 0, s = 0;
   char end = 0;
@@ -1132,8 +1142,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int64_t nb = cols / Ops::kBE;
     const int cb = Ops::kChunkCols / Ops::kBE;
     const int64_t row_bytes = nb * Ops::kBB;
-    const auto [ring_warps, ring_slots, ring_rows] = ring_request();
-    const auto [long_pairs, long_slots] = ring_long_request();  // checked on every plan
+    const auto [ring_warps, ring_slots, ring_rows] = ring_request(T);
+    const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The device runs of rounds 25 and 26 (branches round25-split-ring, round25-ring-rows4 and
-# round26-q6k-tiled, stacked in that order; a build of the last runs all three), one call of the
-# device tool each (under 10 minutes):
+# The device runs of rounds 25 and 26 (the split ring form, 4 rows per warp, Q6_K tiled; run and
+# merged in round 27, docs/performance.md), one call of the device tool each (under 10 minutes).
+# Since round 27 an empty switch means the per-type default (Q8_0: ring 4x1x4, split form off;
+# the rest: ring 8x2, split form 1x2), so name a shape to compare like with like:
 #   split  GPU tests (the stream GEMV's, then all of test_gemv and test_backend), --verify on the
 #          4-layer 7B shape, then the 7B steps with each DECODEBENCH_GEMV_RING_LONG shape against
 #          the split form off ("0": the down projections keep the per-warp form); about 8 minutes.
 #   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
-#          per warp (and Q8_0 with one slot) against the default (8 warps of 2 rows, 2 slots), the
+#          per warp (and Q8_0 with one slot) against 8x2 (8 warps of 2 rows, 2 slots), the
 #          split form off in all; about 8 minutes.
 #   kernels  the GEMVs alone (bench-kernels) under those forms: the 7B down projection per
 #          DECODEBENCH_GEMV_RING_LONG, gate/up per DECODEBENCH_GEMV_RING, the Q6_K LM head in both
@@ -14,9 +15,9 @@
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
-# The kernels main runs keep their PTX on these branches: RING_LONG=0 gives main's Q4_0 and Q8_0
-# steps; Q4_K_M's also needs --weight-layout gguf (auto tiles its Q6_K matrices here, also in the
-# split and rows4 modes). Forms alternate so drift shows. Usage on the GPU host, with the
+# Main's step before round 27: RING_LONG=0 and RING=8x2 (Q4_0, Q8_0); Q4_K_M's also needs
+# --weight-layout gguf (auto tiles its Q6_K matrices, also in the split and rows4 modes). Forms
+# alternate so drift shows. Usage on the GPU host, with the
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:

@@ -187,7 +187,7 @@ TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInGgufBlocks) {
                             WeightLayout::kGguf);
 }
 
-// The automatic layout tiles Q8_0, Q4_0 and (round 26, not yet measured) Q6_K only.
+// The automatic layout tiles Q8_0, Q4_0 and Q6_K only.
 TEST_P(BackendDtype, SameTokensAsCpuWithEveryGemvPreSplitInTheAutomaticLayout) {
   DB_REQUIRE_CUDA();
   const WeightType t = GetParam();

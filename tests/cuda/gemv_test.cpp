@@ -1269,10 +1269,11 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
 
 // The split ring form for rows too long for groups of 16 (the 7B down projection, 18,944 columns):
 // groups of 2 · P rows, 8 / P warps on each pair of rows, each a contiguous share of the row's
-// passes, their partial sums added by the last warp done with the slot. By default P = 1 with 4
-// slots; DECODEBENCH_GEMV_RING_LONG picks another shape (fewer pairs where the slots do not fit)
-// or switches it off, as does DECODEBENCH_GEMV_RING=0. Before each comparison with the CPU the
-// plan is checked to be the split form asked for. Every shape matches the CPU on the down
+// passes, their partial sums added by the last warp done with the slot. By default P = 1 with 2
+// slots, and Q8_0 keeps the per-warp form (as measured on the H200, round 27);
+// DECODEBENCH_GEMV_RING_LONG picks another shape for every type (fewer pairs where the slots do
+// not fit) or switches it off, as does DECODEBENCH_GEMV_RING=0. Before each comparison with the CPU
+// the plan is checked to be the split form asked for. Every shape matches the CPU on the down
 // projection's row length with a partial last group (1,031 rows), with refills (3,584 rows:
 // about 7 groups per CTA), on Q6_K rows of 14,336 columns (11,760 bytes) and on Q8_0 rows of 7,168
 // columns (7 passes: one warp of each pair has none); repeated launches give the same bits (the
@@ -1295,7 +1296,19 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   EXPECT_EQ(info.block, 256);
   EXPECT_EQ(info.tasks, 1792);       // groups of 2 rows
   EXPECT_EQ(info.column_splits, 8);  // warps per pair
-  EXPECT_EQ(info.smem_bytes, 4 * 2 * 10656 + kExtra);
+  EXPECT_EQ(info.smem_bytes, 2 * 2 * 10656 + kExtra);
+  {
+    // Q8_0's default: the plan with the split form off (the per-warp form).
+    const GemvLaunchInfo q8_default = plan(WeightType::kQ8_0, 3584, 18944, true);
+    ring_long.set("0");
+    const GemvLaunchInfo q8_off = plan(WeightType::kQ8_0, 3584, 18944, true);
+    ring_long.set(nullptr);
+    EXPECT_EQ(q8_default.smem_bytes, q8_off.smem_bytes);
+    EXPECT_EQ(q8_default.tasks, q8_off.tasks);
+    EXPECT_EQ(q8_default.block, q8_off.block);
+    EXPECT_EQ(q8_default.column_splits, q8_off.column_splits);
+    EXPECT_NE(q8_default.smem_bytes, 2 * 2 * 20128 + kExtra);  // not the split form's
+  }
   ring_long.set("2x4");
   info = plan(WeightType::kQ4_K, 3584, 18944, false);
   EXPECT_EQ(info.tasks, 896);
@@ -1343,23 +1356,25 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   const struct {
     const char* env;
     int pairs, slots;  // what the plan takes on the 4-bit types (Q8_0: fewer pairs if needed)
-  } shapes[] = {{"", 1, 4},    {"1x1", 1, 1}, {"1x2", 1, 2},
+  } shapes[] = {{"", 1, 2},    {"1x1", 1, 1}, {"1x4", 1, 4},
                 {"2x2", 2, 2}, {"2x4", 2, 4}, {"4x2", 4, 2}};
   for (const auto& sh : shapes) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_LONG=") + sh.env);
     ring_long.set(sh.env);
     for (const auto& f : forms) {
+      if (*sh.env == '\0' && f.t == WeightType::kQ8_0) continue;  // its default: no split form
       int pairs = sh.pairs;
       while (sh.slots * (2 * pairs * row_bytes(f.t, 18944)) + kExtra > 232448) pairs /= 2;
       check_split(f, 1031, 18944, true, true, pairs, sh.slots);
     }
   }
-  ring_long.set(nullptr);
+  ring_long.set("1x4");
   for (const auto& f : forms) check_split(f, 3584, 18944, false, true, 1, 4);
   ring_long.set("1x1");
   for (const auto& f : forms) check_split(f, 3584, 18944, false, false, 1, 1);
   ring_long.set(nullptr);
-  check_split({WeightType::kQ6_K, 4}, 1031, 14336, true, true, 1, 4);
+  check_split({WeightType::kQ6_K, 4}, 1031, 14336, true, true, 1, 2);
+  ring_long.set("1x4");
   check_split({WeightType::kQ8_0, 7}, 97, 7168, true, false, 1, 4);
   ring_long.set("2x2");
   check_split({WeightType::kQ8_0, 7}, 97, 7168, false, true, 2, 2);
@@ -1385,11 +1400,12 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
 
 // The ring form with 4 rows per warp (DECODEBENCH_GEMV_RING=WxSxR, R = 4, W = 4 or 8): each x'
 // tile a lane loads serves 4 rows. A warp's rows are summed pair by pair as with 2 rows per warp
-// (chunk_dot), so its output equals the default form's bit for bit, which every shape checks:
+// (chunk_dot), so its output equals the 2-row form's bit for bit, which every shape checks:
 // the Q4_0 and Q8_0 tiled layouts, Q4_K, Q5_K and Q6_K in GGUF blocks, a partial last group (1,031
 // and 97 rows), bias and residual, a last pass of 16 tiles (3,584 columns) and refills (24,000
 // rows). Each plan is checked to be the 4-row form before it runs; one shape per type is also
-// checked against the CPU.
+// checked against the CPU. The 2-row form is asked for by name (8 × 2): Q8_0's default has 4 rows
+// per warp (4 × 1 × 4), which the plan of the unset variable is checked to take.
 TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
   DB_REQUIRE_STREAM_KERNEL();
   ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
@@ -1453,7 +1469,12 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
             << "DECODEBENCH_GEMV_RING=" << env << " " << describe(f.t, rows, cols, info);
         return g.run();
       };
-      const std::vector<float> want = run("", 2);
+      const std::vector<float> want = run("8x2", 2);
+      if (f.t == WeightType::kQ8_0 && tiled) {
+        const std::vector<float> by_default = run("", 4);
+        EXPECT_EQ(std::memcmp(by_default.data(), want.data(), want.size() * 4), 0)
+            << "Q8_0's default form differs from 8 x 2: " << rows << "x" << cols;
+      }
       for (const char* env : {"4x2x4", "4x1x4", "4x4x4", "8x1x4", "8x2x4"}) {
         // Slots that do not fit (Q8_0: 32 rows of 3,584 columns are 122 KB) send the plan to
         // another form: skipped.
@@ -1462,7 +1483,7 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
         const std::vector<float> got = run(env, 4);
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
             << "DECODEBENCH_GEMV_RING=" << env
-            << " differs from the default form: " << weight_traits(f.t).name << " " << rows << "x"
+            << " differs from the 2-row form: " << weight_traits(f.t).name << " " << rows << "x"
             << cols;
       }
     }
