@@ -1074,9 +1074,9 @@ RingShape ring_request(WeightType t) {
 /// measured on the H200 (7B steps, median TPOT, round 27): 1 pair (8 warps on each pair of rows)
 /// and 2 slots: Q4_0 1,624–1,633 µs against 1,655–1,657 with the form off, Q4_K_M 2,013–2,014
 /// against 2,021–2,023 (1 × 4: 1,637–1,643 and 2,015–2,017; 2 × 4 lost 6% and 3%). Off for Q8_0,
-/// whose default ring shape (4 × 1 × 4) ran 1.3% slower with it (2,311–2,314 µs against
-/// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured (Q4_1, Q5_K, Q6_K on their own)
-/// take 1 × 2, as Q4_K_M's Q6_K matrices did.
+/// whose default ring shape (4 × 1 × 4) ran 1.4% slower with it (2,311–2,314 µs against
+/// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured with it (Q4_1, Q5_K, Q6_K: the
+/// 7B Q6_K rows are not 16-byte multiples, so no ring form runs on them) take 1 × 2.
 /// DECODEBENCH_GEMV_RING_LONG overrides it for every type: "0" turns it off, "PxS" asks for P =
 /// 1, 2 or 4 pairs (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value
 /// throws decodebench::Error (exit 1).

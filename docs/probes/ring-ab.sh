@@ -5,13 +5,16 @@
 # the rest: ring 8x2, split form 1x2), so name a shape to compare like with like:
 #   split  GPU tests (the stream GEMV's, then all of test_gemv and test_backend), --verify on the
 #          4-layer 7B shape, then the 7B steps with each DECODEBENCH_GEMV_RING_LONG shape against
-#          the split form off ("0": the down projections keep the per-warp form); about 8 minutes.
+#          the split form off ("0": the down projections keep the per-warp form), all with the
+#          ring 8x2; about 8 minutes.
 #   rows4  the 4-rows-per-warp test, then the 7B steps with DECODEBENCH_GEMV_RING shapes of 4 rows
 #          per warp (and Q8_0 with one slot) against 8x2 (8 warps of 2 rows, 2 slots), the
 #          split form off in all; about 8 minutes.
 #   kernels  the GEMVs alone (bench-kernels) under those forms: the 7B down projection per
 #          DECODEBENCH_GEMV_RING_LONG, gate/up per DECODEBENCH_GEMV_RING, the Q6_K LM head in both
 #          layouts; a few minutes.
+#   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
+#          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -24,7 +27,7 @@
 #   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k or kernels}
+mode=${2:?split, rows4, q6k, kernels or suite}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -69,7 +72,7 @@ case $mode in
     done
     for d in q4_0 q8_0 q4_k_m; do
       line="$d (RING_LONG)"
-      for form in 0 1x4 1x2 2x4 0 1x4; do line="$line · $form $(step $d '' $form)"; done
+      for form in 0 1x4 1x2 2x4 0 1x4; do line="$line · $form $(step $d 8x2 $form)"; done
       echo "$line"
     done
     ;;
@@ -83,7 +86,7 @@ case $mode in
     done
     # 4x1x4 also moves the down projections (16 rows of 10,656 bytes fit one slot) from the
     # per-warp form to a one-slot ring: compare it with 8x1 too (q8_0 below runs it).
-    # Q8_0: groups of 16 rows of 3,584 columns are 61 KB, so the default's two slots hold one CTA
+    # Q8_0: groups of 16 rows of 3,584 columns are 61 KB, so 8x2's two slots hold one CTA
     # per SM (8 warps); one slot holds three (8x1, 4x1x4; 8x1 was not measured in round 24).
     line="q8_0 (RING, RING_LONG=0)"
     for form in 8x2 8x1 4x1x4 8x1x4 8x2 8x1; do line="$line · $form $(step q8_0 $form 0)"; done
@@ -122,8 +125,31 @@ case $mode in
     done
     echo "LM head: $(gemvs 0 '' 152064x3584 q6_k)"
     ;;
+  suite)
+    # The build's own defaults, checked and then measured: all of test_gemv and test_backend,
+    # then issue 9's roofline suite (bench-configs/suites/h200-roofline.json, about 2 minutes),
+    # whose $OUT/roofline.json scripts/performance-doc turns into docs/performance.md's table.
+    "$bin/test_gemv" > "$out/gemv.log" 2>&1
+    echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    "$bin/decodebench" suite bench-configs/suites/h200-roofline.json --json "$out/roofline.json" \
+      -q > "$out/suite.log" 2>&1
+    echo "suite rc=$? $((SECONDS - start))s"
+    python3 - "$out/roofline.json" <<'PY' 2>/dev/null || echo "no suite JSON: $(tail -1 "$out/suite.log")"
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    c, run = r["config"], r["runs"][0]
+    print(f"{c['preset']['value']} {c['dtype']['value']}: "
+          f"{run['results']['stats']['tpot_ns']['median'] / 1e3:.1f} µs, "
+          f"{run['roofline']['efficiency'] * 100:.1f}% of {run['roofline']['measured_gbps']:.0f} GB/s")
+PY
+    ;;
   *)
-    echo "mode: split, rows4, q6k or kernels" >&2
+    echo "mode: split, rows4, q6k, kernels or suite" >&2
     exit 2
     ;;
 esac

@@ -912,9 +912,9 @@ TEST(Gemv, InputsWaitForTheirProducer) {
 // before the wait: here the residual, which y aliases, is NaN until launch_delayed_copy writes it
 // 50 µs after letting the GEMV start. Kernels: staged (Q4_1), direct (F16: the SmolLM2 o
 // projection's shape, one task per warp, and 6000×512, several tasks per CTA), stream (Q4_0 on a
-// pre-split x, 2400 rows) and stream-tiled (Q8_0; 3584 rows: several tasks per warp, so the next
-// task's residual is read after a store). Eagerly and in a
-// replayed graph, after a run with the residual in place.
+// pre-split x, 2400 rows) and stream-tiled (Q8_0; 8,000 rows: 500 groups of 16 rows on at most
+// 396 CTAs of its one-slot ring, so the next task's residual is read after a store). Eagerly and in
+// a replayed graph, after a run with the residual in place.
 TEST(Gemv, ResidualWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
   const CudaStream stream;
@@ -931,7 +931,7 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
                {WeightType::kQ4_1, 576, 576, 1, "staged"},
                {WeightType::kQ4_0, 2400, 1024, 4, "stream"},
                {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled"},
-               {WeightType::kQ8_0, 3584, 3584, 7, "stream-tiled"}};
+               {WeightType::kQ8_0, 8000, 3584, 7, "stream-tiled"}};
   for (const auto& c : cases) {
     if (c.variant >= 4 && major < 9) continue;  // the stream kernels need sm_90
     const bool presplit = c.variant >= 4;
@@ -1374,10 +1374,14 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   for (const auto& f : forms) check_split(f, 3584, 18944, false, false, 1, 1);
   ring_long.set(nullptr);
   check_split({WeightType::kQ6_K, 4}, 1031, 14336, true, true, 1, 2);
+  // Q8_0 rows of 7,168 columns (7,616 bytes) fit its default ring (16 rows, one slot): the split
+  // form is asked for with the 2-row ring, whose two slots of 16 such rows do not fit.
+  ring.set("8x2");
   ring_long.set("1x4");
   check_split({WeightType::kQ8_0, 7}, 97, 7168, true, false, 1, 4);
   ring_long.set("2x2");
   check_split({WeightType::kQ8_0, 7}, 97, 7168, false, true, 2, 2);
+  ring.set(nullptr);
 
   // Deterministic: five launches of the default form write the same bits.
   ring_long.set(nullptr);
