@@ -86,7 +86,7 @@ ValueScan scan_values(const Reader& reader, int threads) {
   cpu::ThreadPool pool(std::max(1, threads));
   for (const TensorInfo& t : reader.tensors()) {
     if (!is_supported_weight_type(t.type_id)) {
-      scan.skipped.push_back(t.name);
+      scan.skipped.emplace_back(t.name, t.type_id);
       continue;
     }
     const auto type = static_cast<WeightType>(t.type_id);
@@ -142,20 +142,29 @@ std::string value_scan_report(const ValueScan& scan, size_t max_listed) {
     out += fmt::format("values: {} tensor(s), {} values dequantized, all finite",
                        scan.tensors.size(), scan.values);
     if (any) out += fmt::format(" (from {} to {})", lo, hi);
-    return out + skipped + "\n";
+    out += skipped + "\n";
+  } else {
+    out += fmt::format("values: {} of {} tensor(s) hold NaN or inf ({} values dequantized){}\n",
+                       bad, scan.tensors.size(), scan.values, skipped);
+    size_t listed = 0;
+    for (const TensorValues& t : scan.tensors) {
+      if (t.nonfinite() == 0) continue;
+      if (listed++ == max_listed) {
+        out += fmt::format("  ... and {} more\n", bad - max_listed);
+        break;
+      }
+      out += fmt::format("  {}: {} NaN, {} inf of {} values (first at row {}, column {})\n",
+                         escape_text(t.name, 64), t.nan, t.inf, t.values,
+                         t.first_nonfinite / t.row_length, t.first_nonfinite % t.row_length);
+    }
   }
-  out += fmt::format("values: {} of {} tensor(s) hold NaN or inf ({} values dequantized){}\n", bad,
-                     scan.tensors.size(), scan.values, skipped);
-  size_t listed = 0;
-  for (const TensorValues& t : scan.tensors) {
-    if (t.nonfinite() == 0) continue;
-    if (listed++ == max_listed) {
-      out += fmt::format("  ... and {} more\n", bad - max_listed);
+  for (size_t i = 0; i < scan.skipped.size(); ++i) {
+    if (i == max_listed) {
+      out += fmt::format("  ... and {} more not scanned\n", scan.skipped.size() - max_listed);
       break;
     }
-    out += fmt::format("  {}: {} NaN, {} inf of {} values (first at row {}, column {})\n",
-                       escape_text(t.name, 64), t.nan, t.inf, t.values,
-                       t.first_nonfinite / t.row_length, t.first_nonfinite % t.row_length);
+    out += fmt::format("  {}: {}, not scanned\n", escape_text(scan.skipped[i].first, 64),
+                       ggml_type_name(scan.skipped[i].second));
   }
   return out;
 }
@@ -178,7 +187,9 @@ nlohmann::json value_scan_json(const ValueScan& scan) {
                                                   {"column", t.first_nonfinite % t.row_length}}}});
   }
   nlohmann::json skipped = nlohmann::json::array();
-  for (const std::string& n : scan.skipped) skipped.push_back(valid_utf8(n));
+  for (const auto& [name, type_id] : scan.skipped) {
+    skipped.push_back({{"name", valid_utf8(name)}, {"type", ggml_type_name(type_id)}});
+  }
   return {{"scanned_tensors", scan.tensors.size()},
           {"values", scan.values},
           {"nonfinite_tensors", scan.nonfinite_tensors()},

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/gguf/reader.hpp"
@@ -33,8 +34,10 @@ struct TensorValues {
 /// Result of scan_values: one entry per tensor of a type decodebench dequantizes, in file order.
 struct ValueScan {
   std::vector<TensorValues> tensors;
-  std::vector<std::string> skipped;  ///< tensors of other types (e.g. I32), not scanned
-  uint64_t values = 0;               ///< Σ tensors[i].values
+  /// Tensors of types decodebench does not dequantize (e.g. I32, Q2_K), not scanned: {name,
+  /// ggml type id}.
+  std::vector<std::pair<std::string, uint32_t>> skipped;
+  uint64_t values = 0;  ///< Σ tensors[i].values
 
   /// Tensors holding at least one NaN or inf.
   [[nodiscard]] uint64_t nonfinite_tensors() const;
@@ -48,12 +51,13 @@ struct ValueScan {
 ValueScan scan_values(const Reader& reader, int threads);
 
 /// The terminal lines of a scan: one summary line, then one line per tensor with NaN or inf
-/// (at most `max_listed`, then a count of the rest). Ends with a newline.
+/// (at most `max_listed`, then a count of the rest), then the tensors not scanned with their
+/// types (at most `max_listed`). Ends with a newline.
 std::string value_scan_report(const ValueScan& scan, size_t max_listed = 10);
 
 /// The JSON of a scan: {scanned_tensors, values, nonfinite_tensors, tensors: [{name, type, values,
-/// nan, inf, min, max, first_nonfinite: {row, column} | null}], skipped: [names]}. min and max are
-/// null for a tensor without finite values.
+/// nan, inf, min, max, first_nonfinite: {row, column} | null}], skipped: [{name, type}]}. min and
+/// max are null for a tensor without finite values.
 nlohmann::json value_scan_json(const ValueScan& scan);
 
 }  // namespace decodebench::gguf

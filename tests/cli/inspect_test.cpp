@@ -537,33 +537,50 @@ TEST(InspectCli, UsageErrors) {
 
 // --scan-values dequantizes every tensor: its NaN and inf counts, finite ranges and first
 // non-finite positions equal those of the gguf package's dequantizer (the fixture writer's
-// --expected). Random weight bytes (NaN scales) exit 2 naming the first such tensor, after the
-// report and JSON are written; finite weights pass.
+// --expected), on the tiny model (Q8_0, Q4_0, F16, F32) and on the types file (BF16, Q4_K, Q6_K,
+// 3-D and 4-D tensors; its I32 tensor is listed as not scanned, with its type). Random weight
+// bytes (NaN scales) exit 2 naming the first such tensor, after the report and JSON are written;
+// finite weights pass (the types file exits 2 as a model a run refuses).
 TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
-  for (const bool finite : {false, true}) {
-    SCOPED_TRACE(finite ? "finite" : "random bytes");
+  const struct {
+    std::vector<std::string> args;
+    const char* what;
+    bool finite;
+  } cases[] = {{{"--kind", "model"}, "random bytes", false},
+               {{"--kind", "model", "--normal-weights"}, "finite", true},
+               {{"--kind", "types"}, "types", true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const bool types = std::string(c.what) == "types";
     const auto path = dir / "m.gguf";
     nlohmann::json expected;
-    std::vector<std::string> args{"--kind", "model"};
-    if (finite) args.push_back("--normal-weights");
-    ASSERT_TRUE(write_fixture(path, args, &expected));
+    ASSERT_TRUE(write_fixture(path, c.args, &expected));
     const auto json = dir / "scan.json";
     const CommandResult r =
         run_decodebench({"inspect", path.string(), "--scan-values", "--json", json.string()}, 120);
     ASSERT_EQ(r.signal, 0);
-    EXPECT_EQ(r.exit_code, finite ? 0 : 2) << r.err;
+    EXPECT_EQ(r.exit_code, c.finite && !types ? 0 : 2) << r.err;
     const nlohmann::json values = nlohmann::json::parse(read_file(json))["values"];
-    ASSERT_EQ(values["tensors"].size(), expected["tensors"].size());
-    EXPECT_TRUE(values["skipped"].empty());
+    std::map<std::string, nlohmann::json> scanned;
+    for (const auto& t : values["tensors"]) scanned[t["name"]] = t;
     int64_t bad = 0;
+    size_t not_scanned = 0;
     std::string first_bad;
-    for (size_t i = 0; i < values["tensors"].size(); ++i) {
-      const nlohmann::json& got = values["tensors"][i];
-      const nlohmann::json& want = expected["tensors"][i];
-      SCOPED_TRACE(want["name"].get<std::string>());
-      ASSERT_EQ(got["name"], want["name"]);
+    for (const nlohmann::json& want : expected["tensors"]) {
+      const std::string name = want["name"];
+      SCOPED_TRACE(name);
+      if (!want.contains("nan")) {  // an integer type: not scanned
+        ASSERT_LT(not_scanned, values["skipped"].size());
+        EXPECT_EQ(values["skipped"][not_scanned]["name"], name);
+        EXPECT_EQ(values["skipped"][not_scanned]["type"], "I32");
+        EXPECT_TRUE(contains(r.out, "  " + name + ": I32, not scanned\n")) << r.out;
+        ++not_scanned;
+        continue;
+      }
+      ASSERT_TRUE(scanned.contains(name));
+      const nlohmann::json& got = scanned[name];
       EXPECT_EQ(got["nan"], want["nan"]);
       EXPECT_EQ(got["inf"], want["inf"]);
       const int64_t first = want["first_nonfinite"];
@@ -574,9 +591,8 @@ TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
         EXPECT_EQ(got["first_nonfinite"]["row"], first / row_length);
         EXPECT_EQ(got["first_nonfinite"]["column"], first % row_length);
         if (bad++ == 0) {
-          first_bad = "the first '" + want["name"].get<std::string>() + "' at row " +
-                      std::to_string(first / row_length) + ", column " +
-                      std::to_string(first % row_length);
+          first_bad = "the first '" + name + "' at row " + std::to_string(first / row_length) +
+                      ", column " + std::to_string(first % row_length);
         }
       }
       for (const char* end : {"min", "max"}) {
@@ -588,11 +604,14 @@ TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
         EXPECT_NEAR(got[end].get<double>(), w, 1e-6 * std::max(1.0, std::abs(w))) << end;
       }
     }
+    EXPECT_EQ(values["tensors"].size() + values["skipped"].size(), expected["tensors"].size());
+    EXPECT_EQ(values["skipped"].size(), not_scanned);
+    EXPECT_EQ(not_scanned, types ? 1u : 0u);
     EXPECT_EQ(values["nonfinite_tensors"], bad);
-    EXPECT_EQ(bad > 0, !finite);
-    if (finite) {
+    EXPECT_EQ(bad > 0, !c.finite);
+    if (c.finite) {
       EXPECT_TRUE(
-          contains(r.out, "values: " + std::to_string(expected["tensors"].size()) + " tensor(s), "))
+          contains(r.out, "values: " + std::to_string(values["tensors"].size()) + " tensor(s), "))
           << r.out;
       EXPECT_TRUE(contains(r.out, "dequantized, all finite")) << r.out;
     } else {

@@ -66,7 +66,9 @@ TEST(ValueScan, CountsNanAndInfWithRangesAndFirstIndex) {
     SCOPED_TRACE(threads);
     const gguf::ValueScan s = gguf::scan_values(r, threads);
     ASSERT_EQ(s.tensors.size(), 3u);
-    ASSERT_EQ(s.skipped, std::vector<std::string>{"w.i32"});
+    ASSERT_EQ(s.skipped.size(), 1u);
+    EXPECT_EQ(s.skipped[0].first, "w.i32");
+    EXPECT_EQ(s.skipped[0].second, 26u);
     EXPECT_EQ(s.values, 8u + 96u + 2u);
     EXPECT_EQ(s.nonfinite_tensors(), 2u);
 
@@ -102,18 +104,20 @@ TEST(ValueScan, CountsNanAndInfWithRangesAndFirstIndex) {
               "values: 2 of 3 tensor(s) hold NaN or inf (106 values dequantized); 1 tensor(s) of "
               "types decodebench does not read were not scanned\n"
               "  w.f32: 1 NaN, 2 inf of 8 values (first at row 0, column 3)\n"
-              "  w.q8_0: 1 NaN, 31 inf of 96 values (first at row 1, column 0)\n");
+              "  w.q8_0: 1 NaN, 31 inf of 96 values (first at row 1, column 0)\n"
+              "  w.i32: I32, not scanned\n");
     EXPECT_EQ(gguf::value_scan_report(s, 1),
               "values: 2 of 3 tensor(s) hold NaN or inf (106 values dequantized); 1 tensor(s) of "
               "types decodebench does not read were not scanned\n"
               "  w.f32: 1 NaN, 2 inf of 8 values (first at row 0, column 3)\n"
-              "  ... and 1 more\n");
+              "  ... and 1 more\n"
+              "  w.i32: I32, not scanned\n");
 
     const nlohmann::json j = gguf::value_scan_json(s);
     EXPECT_EQ(j["scanned_tensors"], 3);
     EXPECT_EQ(j["values"], 106);
     EXPECT_EQ(j["nonfinite_tensors"], 2);
-    EXPECT_EQ(j["skipped"], nlohmann::json::array({"w.i32"}));
+    EXPECT_EQ(j["skipped"], (nlohmann::json::array({{{"name", "w.i32"}, {"type", "I32"}}})));
     EXPECT_EQ(j["tensors"][1]["type"], "Q8_0");
     EXPECT_EQ(j["tensors"][1]["nan"], 1);
     EXPECT_EQ(j["tensors"][1]["inf"], 31);
