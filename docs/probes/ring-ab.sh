@@ -141,7 +141,11 @@ case $mode in
     echo "suite rc=$? $((SECONDS - start))s"
     python3 - "$out/roofline.json" <<'PY' 2>/dev/null || echo "no suite JSON: $(tail -1 "$out/suite.log")"
 import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
+doc = json.load(open(sys.argv[1]))
+for c in doc["configurations"]:
+    if c["status"] != "ok":
+        print(f"{c['label']}: {c['status']} (exit {c['exit_code']}): {c['error']}")
+for r in doc["results"]:
     c, run = r["config"], r["runs"][0]
     print(f"{c['preset']['value']} {c['dtype']['value']}: "
           f"{run['results']['stats']['tpot_ns']['median'] / 1e3:.1f} µs, "
