@@ -58,6 +58,20 @@ GgufBytes scan_fixture(bool only_clean) {
   return b;
 }
 
+// Every field of `got` equals `want`'s (min and max exactly: the values are exact in f32).
+void expect_values(const gguf::TensorValues& got, const gguf::TensorValues& want) {
+  SCOPED_TRACE(want.name);
+  EXPECT_EQ(got.name, want.name);
+  EXPECT_EQ(got.type_id, want.type_id);
+  EXPECT_EQ(got.values, want.values);
+  EXPECT_EQ(got.nan, want.nan);
+  EXPECT_EQ(got.inf, want.inf);
+  EXPECT_EQ(got.min, want.min);
+  EXPECT_EQ(got.max, want.max);
+  EXPECT_EQ(got.first_nonfinite, want.first_nonfinite);
+  EXPECT_EQ(got.row_length, want.row_length);
+}
+
 TEST(ValueScan, CountsNanAndInfWithRangesAndFirstIndex) {
   TempDir dir;
   scan_fixture(false).write(dir / "s.gguf");
@@ -72,33 +86,10 @@ TEST(ValueScan, CountsNanAndInfWithRangesAndFirstIndex) {
     EXPECT_EQ(s.values, 8u + 96u + 2u);
     EXPECT_EQ(s.nonfinite_tensors(), 2u);
 
-    const gguf::TensorValues& a = s.tensors[0];
-    EXPECT_EQ(a.name, "w.f32");
-    EXPECT_EQ(a.values, 8u);
-    EXPECT_EQ(a.nan, 1u);
-    EXPECT_EQ(a.inf, 2u);
-    EXPECT_EQ(a.min, -2.0f);
-    EXPECT_EQ(a.max, 5.0f);
-    EXPECT_EQ(a.first_nonfinite, 3);
-    EXPECT_EQ(a.row_length, 4);
-
-    const gguf::TensorValues& q = s.tensors[1];
-    EXPECT_EQ(q.name, "w.q8_0");
-    EXPECT_EQ(q.type_id, 8u);
-    EXPECT_EQ(q.values, 96u);
-    EXPECT_EQ(q.nan, 1u);
-    EXPECT_EQ(q.inf, 31u);
-    EXPECT_EQ(q.min, -16.0f);
-    EXPECT_EQ(q.max, 15.0f);
-    EXPECT_EQ(q.first_nonfinite, 32);
-    EXPECT_EQ(q.row_length, 32);
-
-    const gguf::TensorValues& h = s.tensors[2];
-    EXPECT_EQ(h.name, "w.f16");
-    EXPECT_EQ(h.nonfinite(), 0u);
-    EXPECT_EQ(h.min, -1.0f);
-    EXPECT_EQ(h.max, 1.0f);
-    EXPECT_EQ(h.first_nonfinite, -1);
+    // {name, type id, values, NaN, inf, min, max, first non-finite index, row length}
+    expect_values(s.tensors[0], {"w.f32", 0, 8, 1, 2, -2.0f, 5.0f, 3, 4});
+    expect_values(s.tensors[1], {"w.q8_0", 8, 96, 1, 31, -16.0f, 15.0f, 32, 32});
+    expect_values(s.tensors[2], {"w.f16", 1, 2, 0, 0, -1.0f, 1.0f, -1, 2});
 
     EXPECT_EQ(gguf::value_scan_report(s),
               "values: 2 of 3 tensor(s) hold NaN or inf (106 values dequantized); 1 tensor(s) of "
