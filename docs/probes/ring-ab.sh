@@ -13,6 +13,8 @@
 #   kernels  the GEMVs alone (bench-kernels) under those forms: the 7B down projection per
 #          DECODEBENCH_GEMV_RING_LONG, gate/up per DECODEBENCH_GEMV_RING, the Q6_K LM head in both
 #          layouts; a few minutes.
+#   shapes ring shapes not measured yet (16x1, 8x3, 16x2; Q8_0 8x1) against the round-27
+#          defaults in 7B steps; about 6 minutes.
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
@@ -27,7 +29,7 @@
 #   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels or suite}
+mode=${2:?split, rows4, q6k, kernels, shapes or suite}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -92,6 +94,20 @@ case $mode in
     for form in 8x2 8x1 4x1x4 8x1x4 8x2 8x1; do line="$line · $form $(step q8_0 $form 0)"; done
     echo "$line"
     ;;
+  shapes)
+    # Ring shapes not measured yet, against the round-27 defaults (''), the split form at its
+    # default: for the 4-bit types one slot of 32 rows (16x1: 64 KB for Q4_0's 3,584 columns, so
+    # two CTAs of 16 warps fit the registers) and three slots of 16 rows (8x3); Q8_0's 4x1x4
+    # against 8x1 with the split form at its default (off).
+    for d in q4_0 q4_k_m; do
+      line="$d (RING; RING_LONG default)"
+      for form in '' 16x1 8x3 16x2 '' 16x1; do line="$line · ${form:-default} $(step $d "$form" '')"; done
+      echo "$line"
+    done
+    line="q8_0 (RING; RING_LONG default)"
+    for form in '' 8x1 '' 8x1; do line="$line · ${form:-default} $(step q8_0 "$form" '')"; done
+    echo "$line"
+    ;;
   q6k)
     "$bin/test_gemv" --gtest_filter='*Q6_K*:Gemv.TiledWeights*:Gemv.PreSplit*:Gemv.VariantsAndSplitSize' \
       > "$out/gemv-q6k.log" 2>&1
@@ -153,7 +169,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels or suite" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes or suite" >&2
     exit 2
     ;;
 esac
