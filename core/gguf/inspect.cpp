@@ -339,11 +339,14 @@ std::string inspect_report(const Reader& r) {
     for (const TensorInfo& t : r.tensors()) {
       name_width = std::max(name_width, escape_text(t.name, 64).size());
     }
+    // The offset from the file's start, as a hex dump and the reader's errors count it (the
+    // JSON also has the offset within the data section).
     line(fmt::format("  {:<{}}  {:<8}  {:<24}  {:>14}  {:>14}", "name", name_width, "type",
-                     "shape (GGUF dims)", "bytes", "offset"));
+                     "shape (GGUF dims)", "bytes", "file offset"));
     for (const TensorInfo& t : r.tensors()) {
       line(fmt::format("  {:<{}}  {:<8}  {:<24}  {:>14}  {:>14}", escape_text(t.name, 64),
-                       name_width, ggml_type_name(t.type_id), shape_text(t), t.bytes, t.offset));
+                       name_width, ggml_type_name(t.type_id), shape_text(t), t.bytes,
+                       t.file_offset));
     }
   }
 

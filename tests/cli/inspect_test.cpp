@@ -347,6 +347,19 @@ TEST(InspectCli, TerminalReportAndJsonFile) {
     }
   }
   EXPECT_TRUE(saw_u64);
+  // Each tensor's line ends with its bytes and its offset from the file's start.
+  EXPECT_TRUE(contains(r.out, "bytes     file offset\n")) << r.out;
+  for (const auto& t : doc["tensors"]) {
+    const uint64_t at = t["file_offset"];
+    EXPECT_GT(at, t["offset"].get<uint64_t>());  // past the header: not the data-section offset
+    const auto column = [](uint64_t v) {         // right-aligned in 14 characters
+      const std::string s = std::to_string(v);
+      return std::string(14 - s.size(), ' ') + s;
+    };
+    EXPECT_TRUE(contains(r.out, column(t["bytes"].get<uint64_t>()) + "  " + column(at) + "\n"))
+        << t["name"] << "\n"
+        << r.out;
+  }
 }
 
 TEST(InspectCli, VocabularyOnlyFiles) {
