@@ -46,6 +46,10 @@ struct KernelMix {
   /// step enqueued, eagerly or into a graph); empty when no batch-1 step ran or the backend does
   /// not tell (CPU).
   std::vector<std::pair<std::string, int64_t>> gemv_per_step;
+  /// The same launches by kernel and form (cuda::gemv_form_name: "stream-tiled ring 8x2x2",
+  /// "stream split 1x2", "stream per-warp", "direct", ...), in order of first launch; the counts
+  /// add up to gemv_per_step's.
+  std::vector<std::pair<std::string, int64_t>> gemv_forms_per_step;
   int64_t tiled_matrices = 0;  ///< matrices on the device in the tiled layout
   /// Pre-split x' of the same step: standalone split kernels launched, and splits the attention
   /// kernel wrote with its output for the o projection (no kernel of their own).

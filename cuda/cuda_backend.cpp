@@ -139,6 +139,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   }
   upload_weights();
   allocate_workspace();
+  step_gemv_forms_.reserve(16);
 }
 
 CudaBackend::~CudaBackend() {
@@ -398,7 +399,8 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
     p.x_split = x_split_.data();
     ++step_split_kernels_;
   }
-  const int variant = launch_gemv(p, stream_.get());
+  GemvLaunchInfo info;
+  const int variant = launch_gemv(p, stream_.get(), &info);
   // A variant without a slot would be counted under another's name.
   if (variant < 0 || static_cast<size_t>(variant) >= kGemvVariants) {
     throw runtime_error("CUDA backend: GEMV variant " + std::to_string(variant) +
@@ -406,6 +408,25 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   }
   ++gemv_variant_counts_[static_cast<size_t>(variant)];
   ++step_gemv_counts_[static_cast<size_t>(variant)];
+  // Forms compare as gemv_form_name names them (no string built per GEMV).
+  const auto same_form = [&info](const GemvFormCount& f) {
+    const GemvLaunchInfo& g = f.info;
+    if (std::strcmp(g.kernel, info.kernel) != 0 || std::strcmp(g.form, info.form) != 0) {
+      return false;
+    }
+    const std::string_view form = info.form;
+    if (form == "ring") {
+      return g.block == info.block && g.ring_slots == info.ring_slots &&
+             g.rows_per_warp == info.rows_per_warp;
+    }
+    return form != "split" || (g.ring_pairs == info.ring_pairs && g.ring_slots == info.ring_slots);
+  };
+  const auto it = std::find_if(step_gemv_forms_.begin(), step_gemv_forms_.end(), same_form);
+  if (it != step_gemv_forms_.end()) {
+    ++it->count;
+  } else {
+    step_gemv_forms_.push_back({info, 1});
+  }
 }
 
 AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
@@ -440,6 +461,9 @@ KernelMix CudaBackend::kernel_mix() const {
     m.gemv_per_step.emplace_back(v == 0 ? "fallback" : gemv_variant_name(static_cast<int>(v)),
                                  step_gemv_counts_[v]);
   }
+  for (const GemvFormCount& f : step_gemv_forms_) {
+    m.gemv_forms_per_step.emplace_back(gemv_form_name(f.info), f.count);
+  }
   m.tiled_matrices = tiled_matrices_;
   m.x_split_kernels = step_split_kernels_;
   m.x_splits_in_attention = step_attention_splits_;
@@ -448,6 +472,7 @@ KernelMix CudaBackend::kernel_mix() const {
 
 void CudaBackend::enqueue_forward() {
   step_gemv_counts_.fill(0);
+  step_gemv_forms_.clear();
   step_split_kernels_ = 0;
   step_attention_splits_ = 0;
   cudaStream_t s = stream_.get();

@@ -98,7 +98,8 @@ class CudaBackend final : public Backend {
   [[nodiscard]] const std::array<int64_t, kGemvVariants>& gemv_variant_counts() const {
     return gemv_variant_counts_;
   }
-  /// GEMVs of the last batch-1 step enqueued, by kernel name; matrices uploaded tiled.
+  /// GEMVs of the last batch-1 step enqueued, by kernel name and by kernel form
+  /// (gemv_form_name); matrices uploaded tiled.
   [[nodiscard]] KernelMix kernel_mix() const override;
   /// Batch-1 steps so far whose inputs were copied to the device (the others found them there,
   /// written by the previous step's argmax kernel). Diagnostics and tests.
@@ -143,6 +144,13 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   std::array<int64_t, kGemvVariants> gemv_variant_counts_{};
   std::array<int64_t, kGemvVariants> step_gemv_counts_{};  ///< the last enqueue_forward's
+  /// The last enqueue_forward's GEMVs by form (GemvLaunchInfo's kernel, form and shape), in
+  /// order of first launch; reserved in the constructor, so a step allocates nothing here.
+  struct GemvFormCount {
+    GemvLaunchInfo info;
+    int64_t count = 0;
+  };
+  std::vector<GemvFormCount> step_gemv_forms_;
   int64_t tiled_matrices_ = 0;
   /// The inputs the device holds after the last step (device_advance): valid only when the
   /// last batch-1 step ran to its end with advance on.

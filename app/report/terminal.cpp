@@ -118,8 +118,11 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
              c.head_dim, c.ffn, c.vocab, count_text(m.parameters), bytes_text(m.weight_bytes),
              per_step);
   if (!r.kernels.gemv_per_step.empty()) {
+    // By form where the backend names them (the stream kernels' ring, split or per-warp form).
+    const auto& counts = r.kernels.gemv_forms_per_step.empty() ? r.kernels.gemv_per_step
+                                                               : r.kernels.gemv_forms_per_step;
     std::string mix;
-    for (const auto& [name, n] : r.kernels.gemv_per_step) {
+    for (const auto& [name, n] : counts) {
       mix += (mix.empty() ? "" : " · ") + fmt::format("{} {}", name, n);
     }
     const KernelMix& k = r.kernels;

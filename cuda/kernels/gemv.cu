@@ -573,6 +573,14 @@ Choice choose(const GemvParams& p) {
   c.info.smem_bytes = c.plan.smem;
   c.info.tasks = c.plan.ntasks;
   c.info.chunk = c.plan.chunk;
+  if (v == kVariantStream || v == kVariantStreamTiled) {
+    // gemv_impl::Plan: ring_pairs equal to the CTA's warps is the whole-row ring.
+    const bool ring = c.plan.ring_slots > 0;
+    const bool split = ring && c.plan.ring_pairs != c.plan.block / 32;
+    c.info.form = split ? "split" : ring ? "ring" : "per-warp";
+    c.info.ring_slots = c.plan.ring_slots;
+    c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
+  }
   return c;
 }
 
@@ -814,9 +822,28 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
   return choose(p).info;
 }
 
+std::string gemv_form_name(const GemvLaunchInfo& info) {
+  const std::string form = info.form;
+  if (form == "ring") {
+    return std::string(info.kernel) + " ring " + std::to_string(info.block / 32) + "x" +
+           std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp);
+  }
+  if (form == "split") {
+    return std::string(info.kernel) + " split " + std::to_string(info.ring_pairs) + "x" +
+           std::to_string(info.ring_slots);
+  }
+  return form.empty() ? std::string(info.kernel) : std::string(info.kernel) + " " + form;
+}
+
 int launch_gemv(const GemvParams& p, cudaStream_t stream) {
+  GemvLaunchInfo info;
+  return launch_gemv(p, stream, &info);
+}
+
+int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info) {
   check_params(p);
   const Choice c = choose(p);
+  *info = c.info;
   const dim3 grid(static_cast<unsigned>(c.info.grid));
   if (c.info.variant == kVariantDirect || c.info.variant == kVariantMma ||
       c.info.variant == kVariantStream || c.info.variant == kVariantTiled ||

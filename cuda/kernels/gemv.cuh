@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/quant/weight_type.hpp"
@@ -108,10 +109,31 @@ struct GemvLaunchInfo {
   int smem_bytes = 0;  ///< dynamic shared memory per block
   int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
   int chunk = 0;       ///< mma / stream: weight blocks per pipeline stage
+  /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu); "" for
+  /// the other kernels:
+  ///   "ring": a CTA-wide ring of ring_slots shared-memory slots, each a group of (block / 32) ·
+  ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R);
+  ///   "split": the ring's split form for rows too long for that: groups of ring_pairs row pairs,
+  ///           column_splits warps on each pair, ring_slots slots (DECODEBENCH_GEMV_RING_LONG's
+  ///           P × S);
+  ///   "per-warp": each warp streams the row pieces of its own tasks.
+  const char* form = "";
+  int ring_slots = 0;  ///< "ring" and "split": slots of the ring; else 0
+  int ring_pairs = 0;  ///< "split": row pairs per group; else 0
 };
+
+/// A GEMV's kernel and form in one name, as the run record counts them: the kernel ("staged",
+/// "direct", ...), then for the stream kernels the form with its shape, in the switches' syntax:
+/// "stream-tiled ring 8x2x2" (warps × slots × rows per warp), "stream split 1x2" (pairs ×
+/// slots), "stream per-warp".
+std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).
 GemvLaunchInfo gemv_launch_info(const GemvParams& p);
+
+/// launch_gemv that also says how it ran `p`: *info (not null) gets what gemv_launch_info(p)
+/// returns, from the one plan the launch used. Same errors.
+int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info);
 
 /// Whether a pre-split x (GemvParams::x_split) can be used for `p`'s type, shape and weight
 /// pointer: the stream kernel or the tensor-core kernel takes it.

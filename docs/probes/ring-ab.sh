@@ -15,6 +15,8 @@
 #          layouts; a few minutes.
 #   shapes ring shapes not measured yet (16x1, 8x3, 16x2; Q8_0 8x1) against the round-27
 #          defaults in 7B steps; about 6 minutes.
+#   forms  all of test_gemv and test_backend, then the report's kernels line (each GEMV's kernel
+#          and form) for 2-layer 7B shapes of each type and the SmolLM2 shape; about 4 minutes.
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
@@ -29,7 +31,7 @@
 #   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes or suite}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite or forms}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -108,6 +110,28 @@ case $mode in
     for form in '' 8x1 '' 8x1; do line="$line · ${form:-default} $(step q8_0 "$form" '')"; done
     echo "$line"
     ;;
+  forms)
+    # Round 28: the run record names each GEMV's form (backend.kernels.gemv_forms_per_step, the
+    # report's kernels line). All of test_gemv and test_backend, then that line for 2-layer 7B
+    # shapes of each type and the SmolLM2 shape (a layer's matrices take the 28-layer forms).
+    "$bin/test_gemv" > "$out/gemv.log" 2>&1
+    echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    for d in q8_0 q4_0 q4_k_m q6_k f16; do
+      "$bin/decodebench" --preset qwen2.5-7b --layers 2 --vocab 152064 --backend cuda --graph on \
+        --prompt-tokens 8 --tokens 8 --dtype $d --json "$out/forms-7b-$d.json" 2>&1 |
+        grep -E "^kernels" | sed "s/^/7b $d: /"
+    done
+    for d in q4_1 f16; do
+      "$bin/decodebench" --preset smollm2-135m --backend cuda --graph on --prompt-tokens 8 \
+        --tokens 8 --dtype $d --json "$out/forms-smollm2-$d.json" 2>&1 | grep -E "^kernels" |
+        sed "s/^/smollm2 $d: /"
+    done
+    ;;
   q6k)
     "$bin/test_gemv" --gtest_filter='*Q6_K*:Gemv.TiledWeights*:Gemv.PreSplit*:Gemv.VariantsAndSplitSize' \
       > "$out/gemv-q6k.log" 2>&1
@@ -169,7 +193,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes or suite" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite or forms" >&2
     exit 2
     ;;
 esac

@@ -230,6 +230,12 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
   }
 }
 
+/// Whether the stream kernels' forms are this build's defaults (no switch in the environment).
+bool default_gemv_forms() {
+  return std::getenv("DECODEBENCH_GEMV_RING") == nullptr &&
+         std::getenv("DECODEBENCH_GEMV_RING_LONG") == nullptr;
+}
+
 // kernel_mix names the GEMV kernels of one step: the test model's 3 layers × (QKV, o, gate/up,
 // down) + the LM head, every one pre-split: all tiled (on the stream-tiled kernel on sm_90), or
 // all on the stream kernel (sm_90) in GGUF blocks.
@@ -254,6 +260,16 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     ASSERT_EQ(mix.gemv_per_step.size(), 1u);
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
+    // By form: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every tiled matrix (rows of 544 and
+    // 1,088 bytes); GGUF blocks, whose decoders read past a row's last block, run per warp.
+    ASSERT_EQ(mix.gemv_forms_per_step.size(), 1u);
+    const std::string form =
+        major < 9 ? kernel
+                  : kernel + (layout == WeightLayout::kTiled ? " ring 4x1x4" : " per-warp");
+    if (default_gemv_forms()) {
+      EXPECT_EQ(mix.gemv_forms_per_step[0].first, form);
+    }
+    EXPECT_EQ(mix.gemv_forms_per_step[0].second, per_step) << form;
     EXPECT_EQ(mix.tiled_matrices, layout == WeightLayout::kTiled ? per_step : 0);
     // head_dim 64: the attention kernel writes no split (its warps' 128 columns would span two
     // heads, which several blocks write), so every pre-split x' comes from a split kernel.
@@ -348,10 +364,19 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
                                              : (major >= 9 ? "stream" : "mma");
     EXPECT_EQ(k["gemv_per_step"][big], 3) << k.dump();
     EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
+    // By form (Q8_0's ring 4 × 1 × 4 takes the tiled rows of 1,088 and 4,352 bytes; GGUF blocks
+    // run per warp), in order of first launch: QKV and o come first.
+    const std::string big_form =
+        major < 9 ? big : big + (layout == "auto" ? " ring 4x1x4" : " per-warp");
+    if (default_gemv_forms()) {
+      EXPECT_EQ(k["gemv_forms_per_step"], nlohmann::json({{"staged", 2}, {big_form, 3}}))
+          << k.dump();
+      EXPECT_NE(r.out.find("kernels  GEMVs per step: staged 2 · " + big_form + " 3 · "),
+                std::string::npos)
+          << r.out;
+    }
     EXPECT_EQ(k["tiled_matrices"], layout == "auto" ? 3 : 0) << k.dump();
     EXPECT_EQ(doc["config"]["weight_layout"]["value"], layout);
-    EXPECT_NE(r.out.find("kernels  GEMVs per step: staged 2 · " + big + " 3"), std::string::npos)
-        << r.out;
   }
 }
 

@@ -1293,6 +1293,10 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   };
   GemvLaunchInfo info = plan(WeightType::kQ4_K, 3584, 18944, false);  // 10,656 bytes per row
   EXPECT_STREQ(info.kernel, "stream");
+  EXPECT_STREQ(info.form, "split");
+  EXPECT_EQ(info.ring_pairs, 1);
+  EXPECT_EQ(info.ring_slots, 2);
+  EXPECT_EQ(gemv_form_name(info), "stream split 1x2");
   EXPECT_EQ(info.block, 256);
   EXPECT_EQ(info.tasks, 1792);       // groups of 2 rows
   EXPECT_EQ(info.column_splits, 8);  // warps per pair
@@ -1308,12 +1312,15 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
     EXPECT_EQ(q8_default.block, q8_off.block);
     EXPECT_EQ(q8_default.column_splits, q8_off.column_splits);
     EXPECT_NE(q8_default.smem_bytes, 2 * 2 * 20128 + kExtra);  // not the split form's
+    EXPECT_EQ(gemv_form_name(q8_default), "stream-tiled per-warp");
+    EXPECT_EQ(q8_default.ring_slots, 0);
   }
   ring_long.set("2x4");
   info = plan(WeightType::kQ4_K, 3584, 18944, false);
   EXPECT_EQ(info.tasks, 896);
   EXPECT_EQ(info.column_splits, 4);
   EXPECT_EQ(info.smem_bytes, 4 * 4 * 10656 + kExtra);
+  EXPECT_EQ(gemv_form_name(info), "stream split 2x4");
   ring_long.set("4x4");  // 341 KB: 2 pairs instead
   EXPECT_EQ(plan(WeightType::kQ4_K, 3584, 18944, false).tasks, 896);
   ring_long.set("2x4");  // Q8_0, 20,128 bytes per row: 322 KB, so 1 pair
@@ -1326,6 +1333,7 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
     setenv(off, "0", 1);
     info = plan(WeightType::kQ4_K, 3584, 18944, false);
     EXPECT_EQ(info.smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);  // per-warp form
+    EXPECT_STREQ(info.form, "per-warp");
     ring.set(nullptr);
   }
   {
@@ -1421,18 +1429,22 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
     p.cols = 3584;  // 2,016 bytes per row
     ring.set("4x2x4");
     GemvLaunchInfo info = gemv_launch_info(p);
+    EXPECT_EQ(gemv_form_name(info), "stream ring 4x2x4");
+    EXPECT_EQ(info.ring_pairs, 0);  // whole rows: no pairs
     EXPECT_EQ(info.block, 128);
     EXPECT_EQ(info.rows_per_warp, 4);
     EXPECT_EQ(info.tasks, 288);  // groups of 16 rows
     EXPECT_EQ(info.smem_bytes, 2 * 16 * 2016 + 64);
     ring.set("8x1x4");
     info = gemv_launch_info(p);
+    EXPECT_EQ(gemv_form_name(info), "stream ring 8x1x4");
     EXPECT_EQ(info.block, 256);
     EXPECT_EQ(info.rows_per_warp, 4);
     EXPECT_EQ(info.tasks, 144);  // groups of 32 rows
     EXPECT_EQ(info.smem_bytes, 1 * 32 * 2016 + 64);
     ring.set("8x2x2");  // the default shape, spelt out
     info = gemv_launch_info(p);
+    EXPECT_EQ(gemv_form_name(info), "stream ring 8x2x2");
     EXPECT_EQ(info.rows_per_warp, 2);
     EXPECT_EQ(info.tasks, 288);
     expect_values_refused("DECODEBENCH_GEMV_RING",
@@ -1608,6 +1620,34 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
   }
   check_gemv(t, 1028, 3584, true, true, 0, 0, 7);
   check_gemv(t, 100, 4096, false, true, 0, 0, 7);
+}
+
+// The run record's name of a GEMV form, from hand-made launch infos (host-only): the ring's
+// shape is warps × slots × rows per warp, the split form's row pairs × slots, as the switches
+// spell them; other kernels keep their name.
+TEST(Gemv, FormNamesSpellTheShapeAsTheSwitchesDo) {
+  GemvLaunchInfo i;
+  i.kernel = "stream-tiled";
+  i.form = "ring";
+  i.block = 128;
+  i.ring_slots = 1;
+  i.rows_per_warp = 4;
+  EXPECT_EQ(gemv_form_name(i), "stream-tiled ring 4x1x4");
+  i.block = 512;
+  i.ring_slots = 3;
+  i.rows_per_warp = 2;
+  EXPECT_EQ(gemv_form_name(i), "stream-tiled ring 16x3x2");
+  i.kernel = "stream";
+  i.form = "split";
+  i.block = 256;
+  i.ring_pairs = 2;
+  i.ring_slots = 4;
+  EXPECT_EQ(gemv_form_name(i), "stream split 2x4");
+  i.form = "per-warp";
+  EXPECT_EQ(gemv_form_name(i), "stream per-warp");
+  GemvLaunchInfo direct;
+  direct.kernel = "direct";
+  EXPECT_EQ(gemv_form_name(direct), "direct");
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
