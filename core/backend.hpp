@@ -47,8 +47,9 @@ struct KernelMix {
   /// not tell (CPU).
   std::vector<std::pair<std::string, int64_t>> gemv_per_step;
   /// The same launches by kernel and form (cuda::gemv_form_name: "stream-tiled ring 8x2x2",
-  /// "stream split 1x2", "stream per-warp", "direct", ...), in order of first launch; the counts
-  /// add up to gemv_per_step's.
+  /// "stream split 1x2", "stream per-warp", "mma presplit", "direct", ...), in order of first
+  /// launch (the JSON object sorts them by name); each name starts with a gemv_per_step name,
+  /// and the counts add up to gemv_per_step's.
   std::vector<std::pair<std::string, int64_t>> gemv_forms_per_step;
   int64_t tiled_matrices = 0;  ///< matrices on the device in the tiled layout
   /// Pre-split x' of the same step: standalone split kernels launched, and splits the attention

@@ -580,6 +580,8 @@ Choice choose(const GemvParams& p) {
     c.info.form = split ? "split" : ring ? "ring" : "per-warp";
     c.info.ring_slots = c.plan.ring_slots;
     c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
+  } else if (v == kVariantMma && p.x_split != nullptr) {
+    c.info.form = "presplit";
   }
   return c;
 }
@@ -823,16 +825,19 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p) {
 }
 
 std::string gemv_form_name(const GemvLaunchInfo& info) {
+  // The variant's name, as gemv_per_step counts it ("mma", not the launch info's "mma-presplit").
+  const std::string variant = gemv_variant_name(info.variant);
+  const std::string kernel = info.variant == 0 || variant == "?" ? info.kernel : variant;
   const std::string form = info.form;
   if (form == "ring") {
-    return std::string(info.kernel) + " ring " + std::to_string(info.block / 32) + "x" +
+    return kernel + " ring " + std::to_string(info.block / 32) + "x" +
            std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp);
   }
   if (form == "split") {
-    return std::string(info.kernel) + " split " + std::to_string(info.ring_pairs) + "x" +
+    return kernel + " split " + std::to_string(info.ring_pairs) + "x" +
            std::to_string(info.ring_slots);
   }
-  return form.empty() ? std::string(info.kernel) : std::string(info.kernel) + " " + form;
+  return form.empty() ? kernel : kernel + " " + form;
 }
 
 int launch_gemv(const GemvParams& p, cudaStream_t stream) {

@@ -117,15 +117,17 @@ struct GemvLaunchInfo {
   ///           column_splits warps on each pair, ring_slots slots (DECODEBENCH_GEMV_RING_LONG's
   ///           P × S);
   ///   "per-warp": each warp streams the row pieces of its own tasks.
+  /// And "presplit" for the mma kernel on a pre-split x' (kernel "mma-presplit").
   const char* form = "";
   int ring_slots = 0;  ///< "ring" and "split": slots of the ring; else 0
   int ring_pairs = 0;  ///< "split": row pairs per group; else 0
 };
 
-/// A GEMV's kernel and form in one name, as the run record counts them: the kernel ("staged",
-/// "direct", ...), then for the stream kernels the form with its shape, in the switches' syntax:
-/// "stream-tiled ring 8x2x2" (warps × slots × rows per warp), "stream split 1x2" (pairs ×
-/// slots), "stream per-warp".
+/// A GEMV's kernel and form in one name, as the run record counts them: the variant's name
+/// (gemv_variant_name: "staged", "direct", "mma", ...; "fallback" for variant 0), then its form,
+/// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
+/// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
+/// presplit"; other kernels by name alone.
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

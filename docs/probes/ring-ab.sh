@@ -28,7 +28,8 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels   (writes $OUT/*.log and JSON)
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms
+#   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
 mode=${2:?split, rows4, q6k, kernels, shapes, suite or forms}
@@ -122,7 +123,7 @@ case $mode in
     echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
     for d in q8_0 q4_0 q4_k_m q6_k f16; do
-      "$bin/decodebench" --preset qwen2.5-7b --layers 2 --vocab 152064 --backend cuda --graph on \
+      "$bin/decodebench" --preset qwen2.5-7b --layers 2 --backend cuda --graph on \
         --prompt-tokens 8 --tokens 8 --dtype $d --json "$out/forms-7b-$d.json" 2>&1 |
         grep -E "^kernels" | sed "s/^/7b $d: /"
     done

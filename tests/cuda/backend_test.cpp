@@ -232,8 +232,11 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 
 /// Whether the stream kernels' forms are this build's defaults (no switch in the environment).
 bool default_gemv_forms() {
-  return std::getenv("DECODEBENCH_GEMV_RING") == nullptr &&
-         std::getenv("DECODEBENCH_GEMV_RING_LONG") == nullptr;
+  for (const char* name : {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return false;  // empty: the default, as ring_request reads it
+  }
+  return true;
 }
 
 // kernel_mix names the GEMV kernels of one step: the test model's 3 layers × (QKV, o, gate/up,
@@ -263,9 +266,10 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     // By form: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every tiled matrix (rows of 544 and
     // 1,088 bytes); GGUF blocks, whose decoders read past a row's last block, run per warp.
     ASSERT_EQ(mix.gemv_forms_per_step.size(), 1u);
-    const std::string form =
-        major < 9 ? kernel
-                  : kernel + (layout == WeightLayout::kTiled ? " ring 4x1x4" : " per-warp");
+    // Before sm_90 the tiled kernel has no forms and the mma kernel runs on the pre-split x'.
+    const bool tiled = layout == WeightLayout::kTiled;
+    const std::string form = major < 9 ? (tiled ? kernel : "mma presplit")
+                                       : kernel + (tiled ? " ring 4x1x4" : " per-warp");
     if (default_gemv_forms()) {
       EXPECT_EQ(mix.gemv_forms_per_step[0].first, form);
     }
@@ -366,8 +370,10 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
     EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
     // By form (Q8_0's ring 4 × 1 × 4 takes the tiled rows of 1,088 and 4,352 bytes; GGUF blocks
     // run per warp), in order of first launch: QKV and o come first.
+    const bool tiled = layout == "auto";
     const std::string big_form =
-        major < 9 ? big : big + (layout == "auto" ? " ring 4x1x4" : " per-warp");
+        major < 9 ? (tiled ? big : "mma presplit") : big + (tiled ? " ring 4x1x4" : " per-warp");
+    EXPECT_NE(r.out.find("kernels  GEMVs per step: staged 2 · " + big), std::string::npos) << r.out;
     if (default_gemv_forms()) {
       EXPECT_EQ(k["gemv_forms_per_step"], nlohmann::json({{"staged", 2}, {big_form, 3}}))
           << k.dump();

@@ -1627,6 +1627,7 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
 // spell them; other kernels keep their name.
 TEST(Gemv, FormNamesSpellTheShapeAsTheSwitchesDo) {
   GemvLaunchInfo i;
+  i.variant = 7;
   i.kernel = "stream-tiled";
   i.form = "ring";
   i.block = 128;
@@ -1637,6 +1638,7 @@ TEST(Gemv, FormNamesSpellTheShapeAsTheSwitchesDo) {
   i.ring_slots = 3;
   i.rows_per_warp = 2;
   EXPECT_EQ(gemv_form_name(i), "stream-tiled ring 16x3x2");
+  i.variant = 4;
   i.kernel = "stream";
   i.form = "split";
   i.block = 256;
@@ -1646,8 +1648,17 @@ TEST(Gemv, FormNamesSpellTheShapeAsTheSwitchesDo) {
   i.form = "per-warp";
   EXPECT_EQ(gemv_form_name(i), "stream per-warp");
   GemvLaunchInfo direct;
+  direct.variant = 2;
   direct.kernel = "direct";
   EXPECT_EQ(gemv_form_name(direct), "direct");
+  GemvLaunchInfo mma;  // named as gemv_per_step counts it: by variant
+  mma.variant = 3;
+  mma.kernel = "mma-presplit";
+  mma.form = "presplit";
+  EXPECT_EQ(gemv_form_name(mma), "mma presplit");
+  GemvLaunchInfo fallback;
+  fallback.kernel = "fallback";
+  EXPECT_EQ(gemv_form_name(fallback), "fallback");
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
