@@ -220,12 +220,29 @@ void CudaBackend::upload_weights() {
         d.bqkv = place_group({&l.bq, &l.bk, &l.bv}, false);
         d.bqkv.cols = l.bq.cols + l.bk.cols + l.bv.cols;
       }
+    } else if (options_.fused && same_layout(l.wq, l.wk) && l.wv.present()) {
+      // V in another type (Q4_K_M's Q6_K layers): Q and K stacked, V apart; both GEMVs read the
+      // same x' (one split of RMSNorm(x), or the norm fused into each).
+      d.wqk = place_group({&l.wq, &l.wk}, true, true);
+      d.wq = slice(d.wqk, 0, l.wq.rows);
+      d.wk = slice(d.wqk, l.wq.rows, l.wk.rows);
+      d.wv = place_matrix(l.wv);
+      if (l.bq.present()) {
+        d.bqk = place_group({&l.bq, &l.bk}, false);
+        d.bqk.cols = l.bq.cols + l.bk.cols;
+        d.bq = d.bqk;  // views of the stacked bias, for the batched step's separate products
+        d.bq.cols = l.bq.cols;
+        d.bk = d.bqk;
+        d.bk.data = d.bqk.f32() + l.bq.cols;
+        d.bk.cols = l.bk.cols;
+        d.bv = place(l.bv);
+      }
     } else {
       d.wq = place_matrix(l.wq);
       d.wk = place_matrix(l.wk);
       d.wv = place_matrix(l.wv);
     }
-    if (!d.wqkv.present()) {
+    if (!d.wqkv.present() && !d.wqk.present()) {
       d.bq = place(l.bq);
       d.bk = place(l.bk);
       d.bv = place(l.bv);
@@ -391,7 +408,7 @@ bool CudaBackend::presplit(const GemvParams& p) const {
          gemv_presplit_supported(p);
 }
 
-void CudaBackend::enqueue_gemv(GemvParams p) {
+const void* CudaBackend::enqueue_gemv(GemvParams p) {
   p.pdl = options_.pdl;
   if (p.x_split == nullptr && !p.swiglu_out && presplit(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
@@ -427,6 +444,7 @@ void CudaBackend::enqueue_gemv(GemvParams p) {
   } else {
     step_gemv_forms_.push_back({info, 1});
   }
+  return p.x_split;
 }
 
 AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
@@ -519,6 +537,20 @@ void CudaBackend::enqueue_forward() {
       p.y_end0 = c_.q_dim();
       p.y_end1 = c_.q_dim() + c_.kv_dim();
       enqueue_gemv(p);
+    } else if (L.wqk.present()) {
+      // [Wq; Wk], then V on the x' the first GEMV split (where V's kernel reads a split x'), else
+      // with the RMSNorm fused into its own kernel: two or three launches instead of five.
+      GemvParams p = gemv(L.wqk, x, q, &L.bqk, nullptr, &L.attn_norm);
+      p.y1 = k;
+      p.y_end0 = c_.q_dim();
+      const void* split = enqueue_gemv(p);
+      GemvParams pv = gemv(L.wv, x, v, &L.bv, nullptr, &L.attn_norm);
+      if (split != nullptr) {
+        GemvParams on_split = pv;
+        on_split.x_split = split;
+        if (gemv_presplit_supported(on_split)) pv = on_split;
+      }
+      enqueue_gemv(pv);
     } else {
       launch_rms_norm(x, L.attn_norm.f32(), xn, 1, c_.hidden, eps, s);
       enqueue_gemv(gemv(L.wq, xn, q, &L.bq, nullptr, nullptr));

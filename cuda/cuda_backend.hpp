@@ -45,11 +45,15 @@ struct DeviceTensor {
 };
 
 /// One layer on the device. With fusion, `wqkv` ([Wq; Wk; Wv]) and `w_gate_up` ([Wgate; Wup]) are
-/// stacked matrices read by one GEMV each, and wq/wk/wv, w_gate/w_up are views into them.
+/// stacked matrices read by one GEMV each, and wq/wk/wv, w_gate/w_up are views into them. Where V
+/// has another type than Q and K (GGUF's Q4_K_M keeps some V in Q6_K), `wqk` ([Wq; Wk]) is
+/// stacked instead and V read by a second GEMV on the same x'.
 struct DeviceLayer {
   DeviceTensor attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm, w_gate, w_up,
       w_down;
   DeviceTensor wqkv, bqkv, w_gate_up;  ///< stacked forms (absent when types differ or unfused)
+  DeviceTensor wqk,
+      bqk;  ///< [Wq; Wk] and [bq; bk] when only V's type differs (fused); bq, bk view bqk
   /// The gate/up GEMV stores SwiGLU(gate, up) itself (GemvParams::swiglu_out; decided once when
   /// the workspace is allocated, as the pointers and shapes never change).
   bool swiglu_in_gate_up = false;
@@ -114,7 +118,9 @@ class CudaBackend final : public Backend {
   /// shapes, RoPE, QK-norm); the caller sets q, out, scratch, k_new/v_new and the batch fields.
   AttentionParams attention_params(const DeviceLayer& L, size_t l, const int32_t* d_pos,
                                    const int32_t* d_seq_len);
-  void enqueue_gemv(GemvParams p);
+  /// Enqueues one batch-1 GEMV (splitting x' first where presplit says so). Returns the pre-split
+  /// x' it read (x_split_ when it split x' itself, or p.x_split), or null for an unsplit input.
+  const void* enqueue_gemv(GemvParams p);
   /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
   /// least 4 Mi weights, or as CudaBackendOptions::gemv_presplit says).
   [[nodiscard]] bool presplit(const GemvParams& p) const;

@@ -15,6 +15,8 @@
 #          layouts; a few minutes.
 #   shapes ring shapes not measured yet (16x1, 8x3, 16x2; Q8_0 8x1) against the round-27
 #          defaults in 7B steps; about 6 minutes.
+#   qk     Q4_K_M's mixed-type layers as [Wq; Wk] + V on its x' against the build before
+#          (OLD_BIN=its decodebench), 7B Q4_K_M steps alternated, --verify 4; about 3 minutes.
 #   forms  all of test_gemv and test_backend, then the report's kernels line (each GEMV's kernel
 #          and form) for 2-layer 7B shapes of each type and the SmolLM2 shape; about 4 minutes.
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
@@ -28,11 +30,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite or forms}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms or qk}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -133,6 +135,27 @@ case $mode in
         sed "s/^/smollm2 $d: /"
     done
     ;;
+  qk)
+    # Round 28: Q4_K_M's layers with V in Q6_K (14 of the 7B's 28) as a stacked [Wq; Wk] GEMV and
+    # V on its x' (3 launches) against the build before (RMSNorm, split, Q, K, V: 5), whose
+    # decodebench is $OLD_BIN; 7B Q4_K_M steps alternated, then --verify 4 on 4 layers.
+    old=${OLD_BIN:?OLD_BIN: the decodebench of the build before}
+    for pass in 1 2 3; do
+      line="q4_k_m pass $pass"
+      for b in old new; do
+        exe=$bin/decodebench
+        [ "$b" = old ] && exe=$old
+        base="$out/qk-$b-$pass"
+        "$exe" --preset qwen2.5-7b --layers 28 --backend cuda --graph on --prompt-tokens 128 \
+          --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 --dtype q4_k_m \
+          --json "$base.json" -q > "$base.log" 2>&1
+        line="$line · $b $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['runs'][0]; print(round(r['results']['stats']['tpot_ns']['median']/1e3,1), round(r['roofline']['efficiency']*100,2), d['backend']['kernels']['gemv_per_step'])" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+      done
+      echo "$line"
+    done
+    "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --prompt-tokens 16 \
+      --tokens 4 --verify 4 --dtype q4_k_m 2>&1 | grep -E "max abs|argmax|^kernels" | sed "s/^/verify q4_k_m /"
+    ;;
   q6k)
     "$bin/test_gemv" --gtest_filter='*Q6_K*:Gemv.TiledWeights*:Gemv.PreSplit*:Gemv.VariantsAndSplitSize' \
       > "$out/gemv-q6k.log" 2>&1
@@ -194,7 +217,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite or forms" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms or qk" >&2
     exit 2
     ;;
 esac

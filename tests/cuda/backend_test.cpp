@@ -79,7 +79,8 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
 /// else the stream kernel on sm_90), which the small test models would not otherwise reach.
 /// `layout`: CudaBackendOptions::weight_layout.
 void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& what, int presplit = 0,
-                               WeightLayout layout = WeightLayout::kTiled, bool fused = true) {
+                               WeightLayout layout = WeightLayout::kTiled, bool fused = true,
+                               bool uniform = true) {
   CudaBackendOptions o;
   o.fused = fused;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + steps + 1;
@@ -131,6 +132,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   const bool two_digits = n[4] + n[5] + n[7] > 0;
   EXPECT_LT(worst, two_digits ? 2e-3 : 2e-4)
       << what << ": max logit error relative to the largest logit";
+  if (!uniform) return;  // the kernel checks below assume one weight type
   const WeightType type = m.weights.layers.at(0).wq.type;
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
@@ -155,6 +157,41 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
       EXPECT_EQ(n[3], 0) << what << ": the test shapes all suit the stream kernel";
     }
     EXPECT_EQ(n[1], 0) << what << ": staged GEMVs although every input was pre-split";
+  }
+}
+
+// The Q4_K_M mix keeps V in Q6_K in some layers (in all three here: the first and last eighth):
+// Q and K then go up stacked and V apart, and V reads the x' of the QK GEMV: two GEMVs, no
+// RMSNorm kernel, and where x' is pre-split one split kernel for both (V on the tiled layout's
+// stream-tiled kernel with --weight-layout auto). Tokens as the CPU's in every form.
+TEST(Backend, MixedTypeVReadsTheInputOfTheStackedQK) {
+  DB_REQUIRE_CUDA();
+  cpu::ThreadPool pool(4);
+  const Model m = make_synthetic_model(test_config(), WeightScheme::q4_k_m(), 42, pool);
+  int64_t mixed = 0;
+  for (const LayerWeights& l : m.weights.layers) mixed += l.wv.type != l.wq.type ? 1 : 0;
+  ASSERT_GT(mixed, 0);
+  const int64_t layers = m.config.n_layers;
+  for (const int presplit : {0, 1}) {
+    for (const WeightLayout layout : {WeightLayout::kAuto, WeightLayout::kGguf}) {
+      const std::string what = "q4_k_m presplit " + std::to_string(presplit) +
+                               (layout == WeightLayout::kAuto ? " auto" : " gguf");
+      expect_same_tokens_as_cpu(m, 16, what, presplit, layout, true, false);
+      CudaBackendOptions o;
+      o.max_positions = 16;
+      o.gemv_presplit = presplit;
+      o.weight_layout = layout;
+      CudaBackend gpu(m, o);
+      gpu.prefill(std::vector<int32_t>{1, 2, 3});
+      const KernelMix mix = gpu.kernel_mix();
+      int64_t gemvs = 0;
+      for (const auto& [name, n] : mix.gemv_per_step) gemvs += n;
+      // QK, V, o, gate/up, down per mixed layer, QKV, o, gate/up, down per other, the LM head.
+      EXPECT_EQ(gemvs, 4 * layers + mixed + 1) << what;
+      // Every GEMV pre-split (presplit 1, head_dim 64: no split from attention) by its own split
+      // kernel but V, which reads QK's; none split where the planner keeps these small GEMVs.
+      EXPECT_EQ(mix.x_split_kernels, presplit == 1 ? 4 * layers + 1 : 0) << what;
+    }
   }
 }
 
