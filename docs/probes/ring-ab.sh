@@ -63,6 +63,15 @@ print(" · ".join(f"{g['type']} {g['kernel']}{'+pdl' if g['pdl'] else ''} {g['us
                  if g["presplit"] and g["probe"] == 0 and g["kernel"] in ("stream", "stream-tiled")))
 PY
 }
+gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed tests' names
+  "$bin/test_gemv" > "$out/gemv.log" 2>&1
+  echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+  grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+  DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+    DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+  echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+}
 case $mode in
   split)
     "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1
@@ -117,13 +126,7 @@ case $mode in
     # Round 28: the run record names each GEMV's form (backend.kernels.gemv_forms_per_step, the
     # report's kernels line). All of test_gemv and test_backend, then that line for 2-layer 7B
     # shapes of each type and the SmolLM2 shape (a layer's matrices take the 28-layer forms).
-    "$bin/test_gemv" > "$out/gemv.log" 2>&1
-    echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
-    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    gpu_tests
     for d in q8_0 q4_0 q4_k_m q6_k f16; do
       "$bin/decodebench" --preset qwen2.5-7b --layers 2 --backend cuda --graph on \
         --prompt-tokens 8 --tokens 8 --dtype $d --json "$out/forms-7b-$d.json" 2>&1 |
@@ -193,13 +196,7 @@ case $mode in
     # The build's own defaults, checked and then measured: all of test_gemv and test_backend,
     # then issue 9's roofline suite (bench-configs/suites/h200-roofline.json, about 2 minutes),
     # whose $OUT/roofline.json scripts/performance-doc turns into docs/performance.md's table.
-    "$bin/test_gemv" > "$out/gemv.log" 2>&1
-    echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
-    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    gpu_tests
     "$bin/decodebench" suite bench-configs/suites/h200-roofline.json --json "$out/roofline.json" \
       -q > "$out/suite.log" 2>&1
     echo "suite rc=$? $((SECONDS - start))s"

@@ -1626,39 +1626,26 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
 // shape is warps × slots × rows per warp, the split form's row pairs × slots, as the switches
 // spell them; other kernels keep their name.
 TEST(Gemv, FormNamesSpellTheShapeAsTheSwitchesDo) {
-  GemvLaunchInfo i;
-  i.variant = 7;
-  i.kernel = "stream-tiled";
-  i.form = "ring";
-  i.block = 128;
-  i.ring_slots = 1;
-  i.rows_per_warp = 4;
-  EXPECT_EQ(gemv_form_name(i), "stream-tiled ring 4x1x4");
-  i.block = 512;
-  i.ring_slots = 3;
-  i.rows_per_warp = 2;
-  EXPECT_EQ(gemv_form_name(i), "stream-tiled ring 16x3x2");
-  i.variant = 4;
-  i.kernel = "stream";
-  i.form = "split";
-  i.block = 256;
-  i.ring_pairs = 2;
-  i.ring_slots = 4;
-  EXPECT_EQ(gemv_form_name(i), "stream split 2x4");
-  i.form = "per-warp";
-  EXPECT_EQ(gemv_form_name(i), "stream per-warp");
-  GemvLaunchInfo direct;
-  direct.variant = 2;
-  direct.kernel = "direct";
-  EXPECT_EQ(gemv_form_name(direct), "direct");
-  GemvLaunchInfo mma;  // named as gemv_per_step counts it: by variant
-  mma.variant = 3;
-  mma.kernel = "mma-presplit";
-  mma.form = "presplit";
-  EXPECT_EQ(gemv_form_name(mma), "mma presplit");
-  GemvLaunchInfo fallback;
-  fallback.kernel = "fallback";
-  EXPECT_EQ(gemv_form_name(fallback), "fallback");
+  const auto name = [](int variant, const char* kernel, const char* form, int block = 256,
+                       int slots = 0, int pairs = 0, int rows = 2) {
+    GemvLaunchInfo i;
+    i.variant = variant;
+    i.kernel = kernel;
+    i.form = form;
+    i.block = block;
+    i.ring_slots = slots;
+    i.ring_pairs = pairs;
+    i.rows_per_warp = rows;
+    return gemv_form_name(i);
+  };
+  EXPECT_EQ(name(7, "stream-tiled", "ring", 128, 1, 0, 4), "stream-tiled ring 4x1x4");
+  EXPECT_EQ(name(7, "stream-tiled", "ring", 512, 3, 0, 2), "stream-tiled ring 16x3x2");
+  EXPECT_EQ(name(4, "stream", "split", 256, 4, 2), "stream split 2x4");
+  EXPECT_EQ(name(4, "stream", "per-warp"), "stream per-warp");
+  EXPECT_EQ(name(2, "direct", ""), "direct");
+  // Named as gemv_per_step counts it, by variant: not the launch info's "mma-presplit".
+  EXPECT_EQ(name(3, "mma-presplit", "presplit"), "mma presplit");
+  EXPECT_EQ(name(0, "fallback", ""), "fallback");
 }
 
 TEST(Gemv, VariantsAndSplitSize) {
