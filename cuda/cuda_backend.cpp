@@ -548,7 +548,13 @@ void CudaBackend::enqueue_forward() {
       if (split != nullptr) {
         GemvParams on_split = pv;
         on_split.x_split = split;
-        if (gemv_presplit_supported(on_split)) pv = on_split;
+        // Only onto the stream kernels (sm_90), where it was measured (docs/performance.md,
+        // round 28); elsewhere the mma kernel would take it, which bench-kernels found no faster
+        // than the staged kernel on small matrices (prefer_mma in gemv.cu).
+        if (gemv_presplit_supported(on_split)) {
+          const int variant = gemv_launch_info(on_split).variant;
+          if (variant == 4 || variant == 7) pv = on_split;
+        }
       }
       enqueue_gemv(pv);
     } else {
