@@ -176,7 +176,10 @@ void setup_inspect(CLI::App& app) {
       "decodebench can run it (exit 2 when a llama/qwen2/qwen3 model's tensors or metadata do "
       "not fit together)");
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
-  cmd->add_option("--json", opt->json_path, "Also write the report as JSON to PATH ('-' = stdout)");
+  cmd->add_option(
+      "--json", opt->json_path,
+      "Also write the report as JSON to PATH ('-' = stdout, which then carries the JSON alone, "
+      "without the text report)");
   cmd->add_option("--dump", opt->dump,
                   "Dequantize tensor NAME with decodebench's CPU dequantizer (needs --dump-out); "
                   "the report is then that tensor's line");
