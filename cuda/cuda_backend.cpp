@@ -307,6 +307,21 @@ void CudaBackend::allocate_workspace() {
     L.swiglu_in_gate_up = L.w_gate_up.present() && L.w_gate.rows == L.w_up.rows &&
                           gemv_swiglu_out_supported(gate_up_swiglu(L)) &&
                           !presplit(gate_up_swiglu(L));
+    // V reads the QK GEMV's split only onto the stream kernels (sm_90), where it was measured
+    // (docs/performance.md, round 28); elsewhere the mma kernel would take it, which bench-kernels
+    // found no faster than the staged kernel on small matrices (prefer_mma in gemv.cu).
+    if (L.wqk.present()) {
+      GemvParams v;
+      v.type = L.wv.type;
+      v.w = L.wv.data;
+      v.tiled = L.wv.tiled;
+      v.rows = L.wv.rows;
+      v.cols = L.wv.cols;
+      v.y = v_.data<float>();
+      v.x_split = x_split_.data();
+      const int variant = gemv_presplit_supported(v) ? gemv_launch_info(v).variant : 0;
+      L.v_on_qk_split = variant == 4 || variant == 7;
+    }
   }
   DB_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -545,17 +560,7 @@ void CudaBackend::enqueue_forward() {
       p.y_end0 = c_.q_dim();
       const void* split = enqueue_gemv(p);
       GemvParams pv = gemv(L.wv, x, v, &L.bv, nullptr, &L.attn_norm);
-      if (split != nullptr) {
-        GemvParams on_split = pv;
-        on_split.x_split = split;
-        // Only onto the stream kernels (sm_90), where it was measured (docs/performance.md,
-        // round 28); elsewhere the mma kernel would take it, which bench-kernels found no faster
-        // than the staged kernel on small matrices (prefer_mma in gemv.cu).
-        if (gemv_presplit_supported(on_split)) {
-          const int variant = gemv_launch_info(on_split).variant;
-          if (variant == 4 || variant == 7) pv = on_split;
-        }
-      }
+      if (split != nullptr && L.v_on_qk_split) pv.x_split = split;
       enqueue_gemv(pv);
     } else {
       launch_rms_norm(x, L.attn_norm.f32(), xn, 1, c_.hidden, eps, s);

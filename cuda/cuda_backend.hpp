@@ -57,6 +57,9 @@ struct DeviceLayer {
   /// The gate/up GEMV stores SwiGLU(gate, up) itself (GemvParams::swiglu_out; decided once when
   /// the workspace is allocated, as the pointers and shapes never change).
   bool swiglu_in_gate_up = false;
+  /// With `wqk`: V's GEMV reads the QK GEMV's pre-split x' when that one is pre-split (a stream
+  /// kernel takes V on it; decided once when the workspace is allocated, as swiglu_in_gate_up).
+  bool v_on_qk_split = false;
 };
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
