@@ -742,7 +742,11 @@ class StepModel {
                                row_bytes(head_type_, m_.hidden));
   }
 
-  /// The decode step as CudaBackend::enqueue_forward + enqueue_argmax issue it today.
+  /// The decode step with no fused kernel, the reference for enqueue_fused's forms: RMSNorm
+  /// kernels, Q, K and V GEMVs, RoPE and the KV append as kernels of their own, attention, the o
+  /// GEMV, gate and up GEMVs, SwiGLU, the down GEMV, then the final norm, the LM head and the
+  /// argmax. Not the backend's step (even with --fusion off its attention does RoPE and the
+  /// append): the run record's kernels line names what a real step launches.
   void enqueue_baseline(cudaStream_t s) const {
     const float eps = m_.eps;
     float* x = x_.data<float>();
