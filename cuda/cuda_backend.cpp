@@ -33,6 +33,17 @@ constexpr size_t kAlign = 256;  // every tensor starts on a 256-byte boundary (1
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+/// A GEMV over matrix `w` as placed on the device (type, layout, shape); inputs and outputs unset.
+GemvParams gemv_over(const DeviceTensor& w) {
+  GemvParams p;
+  p.type = w.type;
+  p.w = w.data;
+  p.tiled = w.tiled;
+  p.rows = w.rows;
+  p.cols = w.cols;
+  return p;
+}
+
 // Tensors of the model in upload order (a tied LM head is uploaded once).
 template <typename Fn>
 void for_each_tensor(const Model& m, Fn&& fn) {
@@ -311,12 +322,7 @@ void CudaBackend::allocate_workspace() {
     // (docs/performance.md, round 28); elsewhere the mma kernel would take it, which bench-kernels
     // found no faster than the staged kernel on small matrices (prefer_mma in gemv.cu).
     if (L.wqk.present()) {
-      GemvParams v;
-      v.type = L.wv.type;
-      v.w = L.wv.data;
-      v.tiled = L.wv.tiled;
-      v.rows = L.wv.rows;
-      v.cols = L.wv.cols;
+      GemvParams v = gemv_over(L.wv);
       v.y = v_.data<float>();
       v.x_split = x_split_.data();
       const int variant = gemv_presplit_supported(v) ? gemv_launch_info(v).variant : 0;
@@ -327,12 +333,7 @@ void CudaBackend::allocate_workspace() {
 }
 
 GemvParams CudaBackend::gate_up_swiglu(const DeviceLayer& L) {
-  GemvParams p;
-  p.type = L.w_gate_up.type;
-  p.w = L.w_gate_up.data;
-  p.tiled = L.w_gate_up.tiled;
-  p.rows = L.w_gate_up.rows;
-  p.cols = L.w_gate_up.cols;
+  GemvParams p = gemv_over(L.w_gate_up);
   p.x = x_.data<float>();
   p.y = act_.data<float>();
   p.input = GemvInput::kRmsNorm;
@@ -523,12 +524,7 @@ void CudaBackend::enqueue_forward() {
   // y = W·x' (+bias) (+residual), x' = x or RMSNorm(x)·norm_w (fused into the GEMV's input).
   const auto gemv = [&](const DeviceTensor& w, const float* in_vec, float* out,
                         const DeviceTensor* bias, const float* residual, const DeviceTensor* norm) {
-    GemvParams p;
-    p.type = w.type;
-    p.w = w.data;
-    p.tiled = w.tiled;
-    p.rows = w.rows;
-    p.cols = w.cols;
+    GemvParams p = gemv_over(w);
     p.x = in_vec;
     p.y = out;
     p.bias = bias && bias->present() ? bias->f32() : nullptr;
