@@ -300,6 +300,7 @@ void CudaBackend::allocate_workspace() {
   act_ = floats(c_.ffn);
   logits_ = floats(c_.vocab);
   attn_splits_ = attention_splits(max_positions_);
+  attn_path_ = attention_path_request();  // throws on a bad DECODEBENCH_ATTENTION
   attn_scratch_ = floats(attention_scratch_floats(c_.n_heads, c_.head_dim, attn_splits_));
   argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
   const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
@@ -475,6 +476,7 @@ AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, co
   ap.capacity = max_positions_;
   ap.d_seq_len = d_seq_len;
   ap.splits = attn_splits_;
+  ap.path = attn_path_;
   ap.d_error = d_error_flag_.data<int32_t>();
   ap.pdl = options_.pdl;
   // (QK-norm,) RoPE of q and k and the KV-cache append happen inside the attention kernel.
@@ -501,6 +503,7 @@ KernelMix CudaBackend::kernel_mix() const {
   m.tiled_matrices = tiled_matrices_;
   m.x_split_kernels = step_split_kernels_;
   m.x_splits_in_attention = step_attention_splits_;
+  m.attention = step_attention_form_;
   return m;
 }
 
@@ -580,6 +583,7 @@ void CudaBackend::enqueue_forward() {
       o.x_split = x_split_.data();
       ++step_attention_splits_;
     }
+    step_attention_form_ = attention_form_name(ap);
     launch_attention(ap, s);
     enqueue_gemv(o);
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add. The

@@ -171,6 +171,7 @@ class CudaBackend final : public Backend {
   int64_t input_copies_ = 0;
   int64_t step_split_kernels_ = 0;     ///< standalone x' splits of the last enqueue_forward
   int64_t step_attention_splits_ = 0;  ///< x' splits the attention kernel wrote in it
+  std::string step_attention_form_;    ///< attention_form_name of its attention launches
   int64_t max_positions_;
   std::string device_name_;
 
@@ -186,6 +187,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer fault_scratch_;  // target of the injected legacy-stream copy (never read)
   DeviceBuffer x_split_;        // pre-split GEMV input for the tensor-core kernels
   int attn_splits_ = 1;
+  int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;
 

@@ -131,8 +131,9 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
             ? ""
             : fmt::format(" · x' splits: {} kernel{}, {} in attention", k.x_split_kernels,
                           k.x_split_kernels == 1 ? "" : "s", k.x_splits_in_attention);
-    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout{}\n", mix,
-               k.tiled_matrices, k.tiled_matrices == 1 ? "x" : "ces", splits);
+    const std::string attention = k.attention.empty() ? "" : " · attention: " + k.attention;
+    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout{}{}\n", mix,
+               k.tiled_matrices, k.tiled_matrices == 1 ? "x" : "ces", splits, attention);
   }
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,

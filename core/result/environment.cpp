@@ -122,6 +122,7 @@ namespace {
 constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
     "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
+    "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous
     "CUDA_VISIBLE_DEVICES",               // which GPU is device 0
     "CUDA_DEVICE_ORDER",                  // how devices are numbered
@@ -165,7 +166,7 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
   for (const auto& [name, v] : variables.items()) {
     if (name.rfind("DECODEBENCH_", 0) != 0) continue;
     out.push_back(name + "=" + value(name.c_str()) +
-                  ": a measurement switch picks the GEMV kernel form; compare this result only "
+                  ": a measurement switch picks a kernel form; compare this result only "
                   "with runs of the same setting");
   }
   const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");

@@ -108,11 +108,13 @@ nlohmann::json kernels_json(const RunReport& r) {
   for (const auto& [name, n] : r.kernels.gemv_per_step) gemv[name] = n;
   nlohmann::json forms = nlohmann::json::object();
   for (const auto& [name, n] : r.kernels.gemv_forms_per_step) forms[name] = n;
-  return {{"gemv_per_step", gemv},
-          {"gemv_forms_per_step", forms},
-          {"tiled_matrices", r.kernels.tiled_matrices},
-          {"x_split_kernels", r.kernels.x_split_kernels},
-          {"x_splits_in_attention", r.kernels.x_splits_in_attention}};
+  nlohmann::json k = {{"gemv_per_step", gemv},
+                      {"gemv_forms_per_step", forms},
+                      {"tiled_matrices", r.kernels.tiled_matrices},
+                      {"x_split_kernels", r.kernels.x_split_kernels},
+                      {"x_splits_in_attention", r.kernels.x_splits_in_attention}};
+  if (!r.kernels.attention.empty()) k["attention"] = r.kernels.attention;
+  return k;
 }
 
 nlohmann::json exec_json(const ExecReport& e, const std::string& label) {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
@@ -609,6 +610,25 @@ int heads_per_block(int splits, int64_t n_kv_heads, int group) {
 }
 
 }  // namespace
+
+int attention_path_request() {
+  const char* e = std::getenv("DECODEBENCH_ATTENTION");
+  if (e == nullptr || *e == '\0') return 0;
+  const std::string v(e);
+  if (v == "cluster") return 3;
+  if (v == "block") return 2;
+  if (v == "split") return 1;
+  throw runtime_error("DECODEBENCH_ATTENTION: '" + v +
+                      "' is neither cluster (the short-context form on a thread-block cluster), "
+                      "block (one block per KV head, no cluster) nor split (split-KV and its "
+                      "combine kernel)");
+}
+
+std::string attention_form_name(const AttentionParams& p) {
+  if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
+  const int c = attention_cluster_blocks(p);
+  return c > 1 ? "cluster " + std::to_string(c) : "block";
+}
 
 bool attention_uses_short_path(const AttentionParams& p) {
   return p.path == 2 || p.path == 3 || (p.path == 0 && p.capacity <= kShortMaxCapacity);

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 #include "core/model/config.hpp"
 
@@ -71,6 +72,18 @@ struct AttentionParams {
   /// fewer per layer. Written after the kernel's PDL wait, like `out`.
   void* x_split = nullptr;
 };
+
+/// The attention kernel a decode step asks for (AttentionParams::path), from the measurement
+/// switch DECODEBENCH_ATTENTION: unset or empty = 0 (automatic: the cluster form on sm_90 at short
+/// contexts); "cluster" = 3, "block" = 2 (one block per KV head and group of query heads, no
+/// cluster), "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1)
+/// naming the variable for any other value.
+int attention_path_request();
+
+/// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
+/// a thread-block cluster of C blocks), "block" (the short-context form, one block per KV head
+/// and group of query heads), "split-kv S" (S splits, and the combine kernel when S > 1).
+std::string attention_form_name(const AttentionParams& p);
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
 bool attention_uses_short_path(const AttentionParams& p);

@@ -21,6 +21,12 @@ for arch in llama qwen2 qwen3; do
   python3 "$root/tests/fixtures/write_arch_gguf.py" --arch "$arch" "$dir/fx/$arch.gguf" > /dev/null
 done
 cp "$here/ring-ab.sh" "$dir/"
+# The cluster-under-PDL probe (round 31), when nvcc is here: ring-ab.sh attn runs it.
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+  "$nvcc" -std=c++20 -O3 -arch=sm_90 "$here/cluster_pdl.cu" -o "$dir/cluster_pdl.bin"
+  gzip -9 -f "$dir/cluster_pdl.bin"
+fi
 git -C "$root" rev-parse --short HEAD > "$dir/COMMIT"
 cat > "$dir/unpack.sh" <<'UNPACK'
 #!/usr/bin/env bash
@@ -33,6 +39,10 @@ for b in decodebench test_gemv test_backend; do
   chmod +x "$1/$b"
 done
 cp "$here"/fx/*.gguf "$1/fx/"
+if [ -f "$here/cluster_pdl.bin.gz" ]; then
+  gunzip -c "$here/cluster_pdl.bin.gz" > "$1/cluster_pdl"
+  chmod +x "$1/cluster_pdl"
+fi
 echo "unpacked the build of $(cat "$here/COMMIT") into $1"
 UNPACK
 echo "bundle.sh: $dir holds the build of $(cat "$dir/COMMIT"): $(du -sh "$dir" | cut -f1)"

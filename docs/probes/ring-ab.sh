@@ -21,6 +21,10 @@
 #          and form) for 2-layer 7B shapes of each type and the SmolLM2 shape; about 4 minutes.
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
+#   attn   round 31: decode attention without its thread-block cluster. The attention tests, the
+#          cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the bundle has it), --verify
+#          with each DECODEBENCH_ATTENTION form, then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0)
+#          steps with each form alternated; about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -30,11 +34,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms or qk}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk or attn}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -72,7 +76,49 @@ gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed
   echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
 }
+astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TPOT in µs and the
+  # attention form the run record names, or "failed: " and the run's last line
+  local base="$out/attn-$1-$2-${3:-default}"
+  rm -f "$base.json"
+  local layers=()
+  [ "$1" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
+  DECODEBENCH_ATTENTION=$3 "$bin/decodebench" --preset "$1" "${layers[@]}" --backend cuda \
+    --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
+    --dtype "$2" --json "$base.json" -q > "$base.log" 2>&1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
+    echo "failed: $(tail -1 "$base.log")"
+}
 case $mode in
+  attn)
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" --gtest_filter='Backend.Attention*' \
+      > "$out/backend-attn.log" 2>&1
+    echo "backend-attn rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-attn.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-attn.log" | sort -u | head
+    if [ -x "$bin/cluster_pdl" ]; then
+      # pairs, KiB of weights per GEMV, middle CTAs, GEMV dynamic shared memory (KiB)
+      for args in "60 1024 18 0" "60 1024 18 200" "60 256 18 0" "60 4096 132 0"; do
+        echo "cluster_pdl $args"
+        "$bin/cluster_pdl" $args 2>&1 | sed 's/^/  /'
+      done
+    fi
+    for form in cluster block split; do
+      DECODEBENCH_ATTENTION=$form "$bin/decodebench" --preset smollm2-135m --backend cuda \
+        --graph on --prompt-tokens 128 --tokens 8 --verify 8 --dtype q4_1 2>&1 |
+        grep -E "max abs|attention:" | sed "s/^/verify smollm2 q4_1 $form /"
+      DECODEBENCH_ATTENTION=$form "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+        --dtype q4_0 2>&1 | grep -E "max abs" | sed "s/^/verify 7b q4_0 $form /"
+    done
+    for d in q4_1 f16; do
+      line="smollm2 $d"
+      for form in '' block split '' block split; do line="$line · ${form:-default} $(astep smollm2-135m $d "$form")"; done
+      echo "$line"
+    done
+    line="7b q4_0"
+    for form in '' block split '' block; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
+    echo "$line"
+    ;;
   split)
     "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1
     echo "gemv-stream rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-stream.log")"
@@ -214,7 +260,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms or qk" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk or attn" >&2
     exit 2
     ;;
 esac

@@ -369,6 +369,74 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
   }
 }
 
+// DECODEBENCH_ATTENTION picks the attention kernel (a measurement switch): each form gives the
+// CPU's logits (within f32 rounding: the forms add the positions in different orders) and the run
+// record names the form; a bad value is an error naming the variable. Capacity 300 at head_dim 64
+// is three 128-position tiles: a cluster of 3 by default, 3 splits for split-KV.
+TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
+  DB_REQUIRE_CUDA();
+  struct Restore {
+    std::string before;
+    bool had = false;
+    Restore() {
+      if (const char* v = std::getenv("DECODEBENCH_ATTENTION")) {
+        before = v;
+        had = true;
+      }
+    }
+    ~Restore() {
+      if (had) {
+        setenv("DECODEBENCH_ATTENTION", before.c_str(), 1);
+      } else {
+        unsetenv("DECODEBENCH_ATTENTION");
+      }
+    }
+  } restore;
+  const Model m = make_model(WeightType::kF32);
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  const std::string cluster = major >= 9 ? "cluster 3" : "block";
+  CudaBackendOptions o;
+  o.max_positions = 300;
+  for (const auto& [value, form] : std::vector<std::pair<std::string, std::string>>{
+           {"", cluster}, {"cluster", cluster}, {"block", "block"}, {"split", "split-kv 3"}}) {
+    setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
+    CudaBackend gpu(m, o);
+    cpu::CpuBackend cpu(m, o.max_positions, 4);
+    int32_t g = gpu.prefill(kPrompt);
+    int32_t c = cpu.prefill(kPrompt);
+    gpu.set_exec_mode(ExecMode::kGraph);
+    std::vector<float> gl, cl;
+    double worst = 0;
+    for (int i = 0; i < 40; ++i) {
+      const int64_t pos = static_cast<int64_t>(kPrompt.size()) + i;
+      g = gpu.step(c, pos, nullptr);  // both fed the CPU's token
+      c = cpu.step(c, pos, nullptr);
+      gpu.logits(gl);
+      cpu.logits(cl);
+      double scale = 0, diff = 0;
+      for (size_t j = 0; j < cl.size(); ++j) {
+        scale = std::max(scale, std::fabs(static_cast<double>(cl[j])));
+        diff = std::max(diff, std::fabs(static_cast<double>(gl[j]) - cl[j]));
+      }
+      worst = std::max(worst, diff / scale);
+    }
+    EXPECT_LT(worst, 1e-4) << "DECODEBENCH_ATTENTION=" << value;
+    EXPECT_EQ(gpu.kernel_mix().attention, form) << "DECODEBENCH_ATTENTION=" << value;
+    (void)g;
+  }
+  setenv("DECODEBENCH_ATTENTION", "clusters", 1);
+  try {
+    CudaBackend gpu(m, o);
+    ADD_FAILURE() << "DECODEBENCH_ATTENTION=clusters was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DECODEBENCH_ATTENTION: 'clusters' is neither cluster"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+  }
+}
+
 // Every GEMV variant of every weight type has its own slot in the backend's per-variant counts
 // (a missing slot once counted variant 6 as "fallback"), and each has a name. Host-only.
 TEST(Backend, EveryGemvVariantHasACountSlotAndAName) {
