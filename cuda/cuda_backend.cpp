@@ -110,7 +110,12 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
   // Saturating: within the shape bounds this can pass 2^63 (then refused as too large).
   const int64_t kv = saturating_product({2, c.n_layers, c.kv_dim(), max_positions, 4, max_batch});
   const int splits = attention_splits(max_positions);
-  const int64_t scratch = attention_scratch_floats(c.n_heads, c.head_dim, splits) * 4 +
+  // The single sequence's scratch also holds the merge form's partials (DECODEBENCH_ATTENTION).
+  const int64_t scratch = attention_scratch_floats(
+                              c.n_heads, c.head_dim,
+                              std::max(splits, attention_short_splits(max_positions, c.head_dim))) *
+                              4 +
+                          static_cast<int64_t>(c.n_heads) * 4 +
                           static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1));
   int64_t batch = 0;
   if (max_batch > 1) {
@@ -301,7 +306,12 @@ void CudaBackend::allocate_workspace() {
   logits_ = floats(c_.vocab);
   attn_splits_ = attention_splits(max_positions_);
   attn_path_ = attention_path_request();  // throws on a bad DECODEBENCH_ATTENTION
-  attn_scratch_ = floats(attention_scratch_floats(c_.n_heads, c_.head_dim, attn_splits_));
+  // Also the merge form's partials (path 4, DECODEBENCH_ATTENTION=merge) and its counts.
+  attn_scratch_ = floats(attention_scratch_floats(
+      c_.n_heads, c_.head_dim,
+      std::max(attn_splits_, attention_short_splits(max_positions_, c_.head_dim))));
+  attn_merge_count_ = DeviceBuffer(static_cast<size_t>(c_.n_heads) * sizeof(unsigned));
+  DB_CUDA_CHECK(cudaMemset(attn_merge_count_.data(), 0, attn_merge_count_.bytes()));
   argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
   const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
   x_split_ = DeviceBuffer(gemv_x_split_bytes((widest + 31) / 32 * 32));
@@ -477,6 +487,7 @@ AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, co
   ap.d_seq_len = d_seq_len;
   ap.splits = attn_splits_;
   ap.path = attn_path_;
+  ap.merge_count = attn_merge_count_.data<unsigned>();
   ap.d_error = d_error_flag_.data<int32_t>();
   ap.pdl = options_.pdl;
   // (QK-norm,) RoPE of q and k and the KV-cache append happen inside the attention kernel.
@@ -881,6 +892,7 @@ void CudaBackend::enqueue_forward_batch(int64_t m) {
     ap.k_new = bk_.data<float>();
     ap.v_new = bv_.data<float>();
     ap.batch = m;
+    if (ap.path == 4) ap.path = 0;  // the merge form is batch-1 only (its scratch and counts)
     ap.q_stride = qd;
     ap.kv_new_stride = kvd;
     ap.cache_stride = slot_stride;

@@ -187,6 +187,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer fault_scratch_;  // target of the injected legacy-stream copy (never read)
   DeviceBuffer x_split_;        // pre-split GEMV input for the tensor-core kernels
   int attn_splits_ = 1;
+  DeviceBuffer attn_merge_count_;  ///< AttentionParams::merge_count (n_heads words)
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;

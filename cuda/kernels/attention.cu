@@ -105,6 +105,11 @@ struct AttnArgs {
   /// the others' shared memory, so no scratch and no combine kernel.
   int cluster;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
+  /// Not null: the merge form (path 4, batch 1). Every block stores its split's partials in the
+  /// scratch and counts itself in merge_count[blockIdx.y · gridDim.z + blockIdx.z]; the last
+  /// block of those `splits` merges them (as the cluster's rank 0 does) and sets the count back
+  /// to 0 for the next launch. No cluster, no combine kernel.
+  unsigned* merge_count;
   /// x_split.dig != nullptr: the writer of `out` also writes its digit split there (batch 1,
   /// head_dim 128 or 256, short-context form or one split; AttentionParams::x_split).
   gemv_impl::SplitOut x_split;
@@ -335,8 +340,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     __syncthreads();
   }
   // Nothing to attend in this split (uniform over the block). Cluster blocks carry on with an
-  // empty range (m = −inf, l = 0): every block of a cluster must reach its barriers.
-  if (c0 >= c1 && !a.cluster) {
+  // empty range (m = −inf, l = 0): every block of a cluster must reach its barriers, and every
+  // block of the merge form must be counted.
+  if (c0 >= c1 && !a.cluster && a.merge_count == nullptr) {
     if (a.splits == 1) {
       for (int i = t; i < ng * HD; i += kThreads) a.out[static_cast<int64_t>(h0) * HD + i] = 0.0f;
       if constexpr (HD % 128 == 0) {
@@ -513,6 +519,68 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     return;
   }
 #endif
+  if (a.merge_count != nullptr) {
+    // This split's sums, m and l into the scratch (split-major, as the split-KV path), then the
+    // last block to arrive merges all splits in split order (deterministic). The fences order
+    // each thread's stores before the count and the last block's loads after it (the classic
+    // last-block reduction, CUDA Programming Guide, memory fence functions).
+    for (int i = t; i < units; i += kThreads) {
+      const int g = 4 * i / HD;
+      const int d = 4 * i % HD;
+      *reinterpret_cast<float4*>(a.part_acc +
+                                 (static_cast<int64_t>(split) * a.n_heads + h0 + g) * HD + d) =
+          unit_sum(g, d);
+    }
+    if (t < ng) {
+      *reinterpret_cast<float2*>(a.part_ml + (static_cast<int64_t>(split) * a.n_heads + h0 + t) *
+                                                 2) = make_float2(m_s[t], l_s[t]);
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last_s;
+    unsigned* count = a.merge_count + blockIdx.y * gridDim.z + blockIdx.z;
+    if (t == 0) last_s = atomicAdd(count, 1u) == static_cast<unsigned>(a.splits) - 1;
+    __syncthreads();
+    if (!last_s) return;
+    __threadfence();
+    for (int i = t; i < units; i += kThreads) {
+      const int g = 4 * i / HD;
+      const int d = 4 * i % HD;
+      const int64_t h = h0 + g;
+      float mr[kMaxCluster];
+      float lr[kMaxCluster];
+      float4 orr[kMaxCluster];
+#pragma unroll
+      for (int r = 0; r < kMaxCluster; ++r) {  // every split's values requested at once (L2)
+        const bool ok = r < a.splits;
+        const int64_t sh = static_cast<int64_t>(r) * a.n_heads + h;
+        const float2 ml = ok ? __ldcg(reinterpret_cast<const float2*>(a.part_ml + sh * 2))
+                             : make_float2(-INFINITY, 0.0f);
+        mr[r] = ml.x;
+        lr[r] = ml.y;
+        orr[r] = ok ? __ldcg(reinterpret_cast<const float4*>(a.part_acc + sh * HD + d))
+                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+      float m = -INFINITY;
+#pragma unroll
+      for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
+      const float ms = m > -INFINITY ? m : 0.0f;  // all splits empty: every weight 0, output 0
+      float l = 0.0f;
+      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int r = 0; r < kMaxCluster; ++r) {
+        const float w = r < a.splits ? expf(mr[r] - ms) : 0.0f;
+        l = fmaf(lr[r], w, l);
+        o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
+                        fmaf(orr[r].w, w, o.w));
+      }
+      const float4 y = scaled(o, l);
+      store_unit(i, y);
+      if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
+    }
+    if (t == 0) *count = 0u;  // every split has counted itself: ready for the next launch
+    return;
+  }
   for (int i = t; i < units; i += kThreads) {
     const int g = 4 * i / HD;
     const int d = 4 * i % HD;
@@ -618,30 +686,40 @@ int attention_path_request() {
   if (v == "cluster") return 3;
   if (v == "block") return 2;
   if (v == "split") return 1;
+  if (v == "merge") return 4;
   throw runtime_error("DECODEBENCH_ATTENTION: '" + v +
-                      "' is neither cluster (the short-context form on a thread-block cluster), "
-                      "block (one block per KV head, no cluster) nor split (split-KV and its "
-                      "combine kernel)");
+                      "' is none of cluster (the short-context form on a thread-block cluster), "
+                      "block (one block per KV head, no cluster), merge (blocks merged by the "
+                      "last one, no cluster) and split (split-KV and its combine kernel)");
 }
 
 std::string attention_form_name(const AttentionParams& p) {
   if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
   const int c = attention_cluster_blocks(p);
-  return c > 1 ? "cluster " + std::to_string(c) : "block";
+  const int m = attention_merge_splits(p);
+  return c > 1 ? "cluster " + std::to_string(c) : m > 1 ? "merge " + std::to_string(m) : "block";
 }
 
 bool attention_uses_short_path(const AttentionParams& p) {
-  return p.path == 2 || p.path == 3 || (p.path == 0 && p.capacity <= kShortMaxCapacity);
+  return p.path >= 2 || (p.path == 0 && p.capacity <= kShortMaxCapacity);
+}
+
+int attention_short_splits(int64_t capacity, int64_t head_dim) {
+  if (head_dim <= 0 || capacity <= 0) return 1;
+  // One block per K tile of the capacity (8192 / head_dim positions; Cfg<HD>::kTile).
+  const int64_t tile = 8192 / head_dim;
+  return static_cast<int>(std::clamp<int64_t>(ceil_div<int64_t>(capacity, tile), 1, kMaxCluster));
 }
 
 int attention_cluster_blocks(const AttentionParams& p) {
-  if (!attention_uses_short_path(p) || p.path == 2 || p.head_dim <= 0 ||
-      gemv_impl::cc_major() < 9) {
+  if (!attention_uses_short_path(p) || p.path == 2 || p.path == 4 || gemv_impl::cc_major() < 9) {
     return 1;
   }
-  // One block per K tile of the capacity (8192 / head_dim positions; Cfg<HD>::kTile).
-  const int64_t tile = 8192 / p.head_dim;
-  return static_cast<int>(std::clamp<int64_t>(ceil_div<int64_t>(p.capacity, tile), 1, kMaxCluster));
+  return attention_short_splits(p.capacity, p.head_dim);
+}
+
+int attention_merge_splits(const AttentionParams& p) {
+  return p.path == 4 ? attention_short_splits(p.capacity, p.head_dim) : 1;
 }
 
 bool attention_writes_x_split(const AttentionParams& p) {
@@ -691,8 +769,16 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
     throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
                         " (cache_stride and input_stride must cover a sequence)");
   }
-  if (p.path < 0 || p.path > 3) {
+  if (p.path < 0 || p.path > 4) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
+  }
+  const int merge = attention_merge_splits(p);
+  if (merge > 1 && (p.batch != 1 || p.merge_count == nullptr || p.scratch == nullptr ||
+                    (reinterpret_cast<uintptr_t>(p.scratch) & 15u) != 0)) {
+    throw runtime_error(
+        "attention: the merge form (path 4) needs batch 1, merge_count and a 16-byte aligned "
+        "scratch of attention_scratch_floats(n_heads, head_dim, attention_short_splits(capacity, "
+        "head_dim)) floats");
   }
   if (p.x_split != nullptr &&
       (!attention_writes_x_split(p) || (reinterpret_cast<uintptr_t>(p.x_split) & 15u) != 0)) {
@@ -712,18 +798,20 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.k = p.k_cache;
   a.v = p.v_cache;
   a.out = p.out;
-  a.part_acc = small ? nullptr : p.scratch;
+  a.part_acc = small && merge == 1 ? nullptr : p.scratch;
   a.part_ml = !small && p.splits > 1
                   ? p.scratch + static_cast<int64_t>(p.splits) * p.n_heads * p.head_dim
-                  : nullptr;
+              : merge > 1 ? p.scratch + static_cast<int64_t>(merge) * p.n_heads * p.head_dim
+                          : nullptr;
   a.n_heads = static_cast<int>(p.n_heads);
   a.group = static_cast<int>(p.n_heads / p.n_kv_heads);
   a.head_dim = static_cast<int>(p.head_dim);
   a.capacity = static_cast<int>(p.capacity);
   const int cluster = attention_cluster_blocks(p);
-  a.splits = small ? cluster : p.splits;
+  a.splits = !small ? p.splits : merge > 1 ? merge : cluster;
   a.cluster = small && cluster > 1 ? 1 : 0;
-  a.min_chunk = a.cluster ? kMinChunkCluster : kMinChunk;
+  a.merge_count = merge > 1 ? p.merge_count : nullptr;
+  a.min_chunk = a.cluster || merge > 1 ? kMinChunkCluster : kMinChunk;
   a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);
   a.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));  // as cpu::attention
   a.d_seq_len = p.d_seq_len;

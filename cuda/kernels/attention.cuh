@@ -31,7 +31,13 @@ struct AttentionParams {
   /// on a thread-block cluster (sm_90; elsewhere as 2): min(8, ceil(capacity / tile)) blocks (tile
   /// = 8192 / head_dim positions) split the positions and block 0 merges their partials from
   /// distributed shared memory (one launch, no scratch).
+  /// 4 = the merge form (batch 1): the short-context form's min(8, ceil(capacity / tile)) blocks
+  /// without a cluster; each stores its partials in `scratch` (attention_scratch_floats(n_heads,
+  /// head_dim, attention_short_splits(capacity, head_dim)) floats, 16-byte aligned) and the last
+  /// to finish, counted in `merge_count`, merges them (one launch; elsewhere as 3 would be).
   int path = 0;
+  /// Path 4: n_heads zeroed words, one count per block group; every launch leaves them at 0.
+  unsigned* merge_count = nullptr;
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
 
   // ---- fused RoPE + KV append (+ QK-norm), instead of launch_rope_kv_append ----------------
@@ -76,14 +82,23 @@ struct AttentionParams {
 /// The attention kernel a decode step asks for (AttentionParams::path), from the measurement
 /// switch DECODEBENCH_ATTENTION: unset or empty = 0 (automatic: the cluster form on sm_90 at short
 /// contexts); "cluster" = 3, "block" = 2 (one block per KV head and group of query heads, no
-/// cluster), "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1)
+/// cluster), "merge" = 4 (the short-context blocks merged by the last one, no cluster), "split"
+/// = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1)
 /// naming the variable for any other value.
 int attention_path_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
 /// a thread-block cluster of C blocks), "block" (the short-context form, one block per KV head
-/// and group of query heads), "split-kv S" (S splits, and the combine kernel when S > 1).
+/// and group of query heads), "merge S" (S short-context blocks merged by the last one, no
+/// cluster), "split-kv S" (S splits, and the combine kernel when S > 1).
 std::string attention_form_name(const AttentionParams& p);
+
+/// Blocks of the short-context form over `capacity` positions: min(8, ceil(capacity / (8192 /
+/// head_dim))), one per K tile (the cluster's size on sm_90, the merge form's splits).
+int attention_short_splits(int64_t capacity, int64_t head_dim);
+
+/// Splits the merge form (path 4) takes for `p`; 1 for any other path.
+int attention_merge_splits(const AttentionParams& p);
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
 bool attention_uses_short_path(const AttentionParams& p);

@@ -23,7 +23,8 @@
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
 #   attn   round 31: decode attention without its thread-block cluster. The attention tests, the
 #          cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the bundle has it), --verify
-#          with each DECODEBENCH_ATTENTION form, then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0)
+#          with each DECODEBENCH_ATTENTION form (cluster, block, merge, split), then SmolLM2-shape
+#          (Q4_1, F16) and 7B (Q4_0)
 #          steps with each form alternated; about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
@@ -95,6 +96,9 @@ case $mode in
       > "$out/backend-attn.log" 2>&1
     echo "backend-attn rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-attn.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-attn.log" | sort -u | head
+    "$bin/test_attention" > "$out/attention.log" 2>&1
+    echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
     if [ -x "$bin/cluster_pdl" ]; then
       # pairs, KiB of weights per GEMV, middle CTAs, GEMV dynamic shared memory (KiB)
       for args in "60 1024 18 0" "60 1024 18 200" "60 256 18 0" "60 4096 132 0"; do
@@ -102,7 +106,7 @@ case $mode in
         "$bin/cluster_pdl" $args 2>&1 | sed 's/^/  /'
       done
     fi
-    for form in cluster block split; do
+    for form in cluster block merge split; do
       DECODEBENCH_ATTENTION=$form "$bin/decodebench" --preset smollm2-135m --backend cuda \
         --graph on --prompt-tokens 128 --tokens 8 --verify 8 --dtype q4_1 2>&1 |
         grep -E "max abs|attention:" | sed "s/^/verify smollm2 q4_1 $form /"
@@ -112,11 +116,11 @@ case $mode in
     done
     for d in q4_1 f16; do
       line="smollm2 $d"
-      for form in '' block split '' block split; do line="$line · ${form:-default} $(astep smollm2-135m $d "$form")"; done
+      for form in '' block merge split '' block merge; do line="$line · ${form:-default} $(astep smollm2-135m $d "$form")"; done
       echo "$line"
     done
     line="7b q4_0"
-    for form in '' block split '' block; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
+    for form in '' block merge '' block merge; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
     echo "$line"
     ;;
   split)

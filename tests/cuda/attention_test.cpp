@@ -38,12 +38,20 @@ struct Case {
   int path = 0;  ///< AttentionParams::path
 };
 
+/// Scratch for `splits` split-KV splits or the merge form's short-context blocks (path 4).
+size_t scratch_bytes(const Case& c, int splits) {
+  const int n = std::max(splits, attention_short_splits(c.capacity, c.head_dim));
+  return static_cast<size_t>(
+             std::max<int64_t>(attention_scratch_floats(c.n_heads, c.head_dim, n), 4)) *
+         sizeof(float);
+}
+
 /// A case's random q, K and V (host copies for the CPU reference), its device buffers and launch
 /// parameters (seq_len read from d_seq; no error word).
 struct CaseRig {
   int splits;
   std::vector<float> q, k, v;
-  DeviceBuffer d_q, d_k, d_v, d_out, d_scratch, d_seq;
+  DeviceBuffer d_q, d_k, d_v, d_out, d_scratch, d_seq, d_count;
   AttentionParams p;
 
   explicit CaseRig(const Case& c)
@@ -56,10 +64,9 @@ struct CaseRig {
         d_k(upload(k)),
         d_v(upload(v)),
         d_out(static_cast<size_t>(c.n_heads * c.head_dim) * sizeof(float)),
-        d_scratch(static_cast<size_t>(std::max<int64_t>(
-                      attention_scratch_floats(c.n_heads, c.head_dim, splits), 4)) *
-                  sizeof(float)),
-        d_seq(sizeof(int32_t)) {
+        d_scratch(scratch_bytes(c, splits)),
+        d_seq(sizeof(int32_t)),
+        d_count(upload(std::vector<uint32_t>(static_cast<size_t>(c.n_heads), 0u))) {
     p.q = d_q.data<float>();
     p.k_cache = d_k.data<float>();
     p.v_cache = d_v.data<float>();
@@ -72,6 +79,7 @@ struct CaseRig {
     p.splits = splits;
     p.scratch = d_scratch.data<float>();
     p.path = c.path;
+    p.merge_count = d_count.data<unsigned>();
   }
   static uint32_t seed(const Case& c) {
     return static_cast<uint32_t>(c.n_heads * 131 + c.head_dim * 7 + c.capacity);
@@ -111,6 +119,10 @@ void check_attention(const Case& c, const std::vector<int32_t>& seq_lens) {
     const int32_t err = download<int32_t>(d_err.get(), 1)[0];
     EXPECT_EQ(err, seq_len > c.capacity ? kDeviceErrorSeqLen : 0) << what;
     poke(d_err.get(), int32_t{0});
+    // The merge form's counts are back at 0 for the next launch.
+    const std::vector<uint32_t> counts =
+        download<uint32_t>(rig.d_count.get(), static_cast<size_t>(c.n_heads));
+    EXPECT_EQ(*std::max_element(counts.begin(), counts.end()), 0u) << what;
   }
 }
 
@@ -156,10 +168,10 @@ TEST(Attention, EmptyAndOverlongSequences) {
 TEST(Attention, ShortContextPathAgreesWithSplitKv) {
   DB_REQUIRE_CUDA();
   // The same cases forced onto each path (1 split-KV, 2 one block, 3 a cluster of blocks on
-  // sm_90); SmolLM2-like (9/3 heads of 64) and Qwen-like shapes, a context that spans several
-  // 32-position tiles per warp, clusters of 1 to 8 blocks with empty ones (seq_len 1, 17), and
-  // seq_len 0 / > capacity.
-  for (const int path : {1, 2, 3}) {
+  // sm_90, 4 the same blocks without a cluster, merged by the last one); SmolLM2-like (9/3 heads of
+  // 64) and Qwen-like shapes, a context that spans several 32-position tiles per warp, clusters of
+  // 1 to 8 blocks with empty ones (seq_len 1, 17), and seq_len 0 / > capacity.
+  for (const int path : {1, 2, 3, 4}) {
     check_attention({9, 3, 64, 256, 0, path}, {0, 1, 31, 32, 33, 129, 256, 300});
     check_attention({28, 4, 128, 256, 0, path}, {1, 129, 256});
     check_attention({8, 2, 256, 512, 0, path}, {1, 255, 512});
@@ -193,9 +205,8 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
   DeviceBuffer d_q = upload(q), d_kn = upload(kn), d_vn = upload(vn), d_k = upload(k),
                d_v = upload(v), d_qw = upload(qw), d_kw = upload(kw), d_inv = upload(inv);
   DeviceBuffer d_out(static_cast<size_t>(c.n_heads * hd) * sizeof(float));
-  DeviceBuffer d_scratch(
-      static_cast<size_t>(std::max<int64_t>(attention_scratch_floats(c.n_heads, hd, splits), 4)) *
-      sizeof(float));
+  DeviceBuffer d_scratch(scratch_bytes(c, splits));
+  DeviceBuffer d_count = upload(std::vector<uint32_t>(static_cast<size_t>(c.n_heads), 0u));
   DeviceBuffer d_seq = upload(std::vector<int32_t>{pos + 1 + extra});
   DeviceBuffer d_pos = upload(std::vector<int32_t>{pos});
   DeviceBuffer d_err = upload(std::vector<int32_t>{0});
@@ -213,6 +224,7 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
   p.scratch = d_scratch.data<float>();
   p.d_error = d_err.data<int32_t>();
   p.path = c.path;
+  p.merge_count = d_count.data<unsigned>();
   p.k_new = d_kn.data<float>();
   p.v_new = d_vn.data<float>();
   p.d_pos = d_pos.data<int32_t>();
@@ -282,7 +294,7 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
 
 TEST(Attention, FusedRopeAndKvAppend) {
   DB_REQUIRE_CUDA();
-  for (const int path : {1, 2, 3}) {
+  for (const int path : {1, 2, 3, 4}) {
     for (const bool norm : {false, true}) {
       check_fused_rope({9, 3, 64, 256, 0, path}, 128, norm, RopeStyle::kHalfSplit);
       check_fused_rope({28, 4, 128, 300, 0, path}, 0, norm, RopeStyle::kHalfSplit);
@@ -305,7 +317,7 @@ TEST(Attention, FusedFormReadsItsInputsAfterThePdlWait) {
   DB_REQUIRE_PDL_OVERLAP(stream);
   // Each case first with its inputs in place (which also loads the kernels), then late.
   for (const bool late : {false, true}) {
-    for (const int path : {1, 2, 3}) {
+    for (const int path : {1, 2, 3, 4}) {
       check_fused_rope({28, 4, 128, 256, 0, path}, 128, true, RopeStyle::kHalfSplit, 0, late);
       check_fused_rope({9, 3, 64, 256, 0, path}, 40, false, RopeStyle::kAdjacent, 0, late);
     }
@@ -321,6 +333,12 @@ TEST(Attention, SplitHelpers) {
   EXPECT_EQ(attention_splits(1 << 20), 64);
   EXPECT_EQ(attention_scratch_floats(28, 128, 1), 0);
   EXPECT_EQ(attention_scratch_floats(28, 128, 40), 40 * 28 * 130);
+  // Short-context blocks: one per K tile of 8192 / head_dim positions, at most 8.
+  EXPECT_EQ(attention_short_splits(256, 64), 2);
+  EXPECT_EQ(attention_short_splits(256, 128), 4);
+  EXPECT_EQ(attention_short_splits(300, 64), 3);
+  EXPECT_EQ(attention_short_splits(64, 128), 1);
+  EXPECT_EQ(attention_short_splits(5000, 128), 8);
 }
 
 TEST(Attention, ShortContextsRunOnClustersOnSm90) {
@@ -343,6 +361,14 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
   EXPECT_EQ(attention_cluster_blocks(p), 1);
   p.path = 3;
   EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 8 : 1);
+  p.path = 4;  // the merge form: the same blocks, no cluster, on any GPU
+  EXPECT_EQ(attention_cluster_blocks(p), 1);
+  EXPECT_EQ(attention_merge_splits(p), 8);
+  EXPECT_EQ(attention_form_name(p), "merge 8");
+  p.path = 3;
+  EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster 8" : "block");
+  p.path = 2;
+  EXPECT_EQ(attention_form_name(p), "block");
 }
 
 /// The split of `out` that attention writes (AttentionParams::x_split) against the standalone
@@ -393,6 +419,9 @@ TEST(Attention, WritesTheOProjectionsSplitAsTheSplitKernelDoes) {
   check_x_split({40, 8, 128, 400, 0, 3}, {300, 400});
   // Split-KV path with a single split: the block writes its outputs itself.
   check_x_split({8, 2, 128, 5000, 1, 1}, {0, 1, 4999});
+  // The merge form: the last of 4 blocks (7B shape) or 7 (z-spread heads) writes the split.
+  check_x_split({28, 4, 128, 256, 0, 4}, {0, 1, 16, 129, 256});
+  check_x_split({40, 8, 128, 400, 0, 4}, {300, 400});
 }
 
 TEST(Attention, RefusesAnXSplitItCannotWrite) {

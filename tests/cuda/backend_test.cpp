@@ -372,7 +372,7 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
 // DECODEBENCH_ATTENTION picks the attention kernel (a measurement switch): each form gives the
 // CPU's logits (within f32 rounding: the forms add the positions in different orders) and the run
 // record names the form; a bad value is an error naming the variable. Capacity 300 at head_dim 64
-// is three 128-position tiles: a cluster of 3 by default, 3 splits for split-KV.
+// is three 128-position tiles: a cluster of 3 by default, 3 merged blocks, 3 splits for split-KV.
 TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   DB_REQUIRE_CUDA();
   struct Restore {
@@ -398,8 +398,12 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   const std::string cluster = major >= 9 ? "cluster 3" : "block";
   CudaBackendOptions o;
   o.max_positions = 300;
-  for (const auto& [value, form] : std::vector<std::pair<std::string, std::string>>{
-           {"", cluster}, {"cluster", cluster}, {"block", "block"}, {"split", "split-kv 3"}}) {
+  for (const auto& [value, form] :
+       std::vector<std::pair<std::string, std::string>>{{"", cluster},
+                                                        {"cluster", cluster},
+                                                        {"block", "block"},
+                                                        {"merge", "merge 3"},
+                                                        {"split", "split-kv 3"}}) {
     setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
     CudaBackend gpu(m, o);
     cpu::CpuBackend cpu(m, o.max_positions, 4);
@@ -430,7 +434,7 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
     CudaBackend gpu(m, o);
     ADD_FAILURE() << "DECODEBENCH_ATTENTION=clusters was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("DECODEBENCH_ATTENTION: 'clusters' is neither cluster"),
+    EXPECT_NE(std::string(e.what()).find("DECODEBENCH_ATTENTION: 'clusters' is none of cluster"),
               std::string::npos)
         << e.what();
     EXPECT_EQ(e.code(), ExitCode::kRuntime);
