@@ -21,7 +21,8 @@
 #          and form) for 2-layer 7B shapes of each type and the SmolLM2 shape; about 4 minutes.
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
-#   attn   round 31: decode attention without its thread-block cluster. The attention tests, the
+#   attn   round 31: decode attention without its thread-block cluster. test_backend and
+#          test_attention, the
 #          cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the bundle has it), --verify
 #          with each DECODEBENCH_ATTENTION form (cluster, block, merge, split), then SmolLM2-shape
 #          (Q4_1, F16) and 7B (Q4_0)
@@ -92,10 +93,9 @@ astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TP
 case $mode in
   attn)
     DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" --gtest_filter='Backend.Attention*' \
-      > "$out/backend-attn.log" 2>&1
-    echo "backend-attn rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-attn.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-attn.log" | sort -u | head
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(tail -1 "$out/backend.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head
     "$bin/test_attention" > "$out/attention.log" 2>&1
     echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
