@@ -22,11 +22,10 @@
 #   suite  the build's defaults: all of test_gemv and test_backend, then issue 9's roofline suite
 #          into $OUT/roofline.json (for scripts/performance-doc); about 7 minutes.
 #   attn   round 31: decode attention without its thread-block cluster. test_backend and
-#          test_attention, the
-#          cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the bundle has it), --verify
-#          with each DECODEBENCH_ATTENTION form (cluster, block, merge, split), then SmolLM2-shape
-#          (Q4_1, F16) and 7B (Q4_0)
-#          steps with each form alternated; about 5 minutes.
+#          test_attention, the cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the
+#          bundle has it), --verify with each DECODEBENCH_ATTENTION form (cluster, block, merge,
+#          split), then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0) steps with each form alternated;
+#          about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
