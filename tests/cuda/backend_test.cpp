@@ -496,6 +496,13 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
     }
     EXPECT_EQ(k["tiled_matrices"], layout == "auto" ? 3 : 0) << k.dump();
     EXPECT_EQ(doc["config"]["weight_layout"]["value"], layout);
+    // 8 positions of head_dim 128 are one K tile: the short-context form in one block, which
+    // the kernels line names last.
+    const char* attention = std::getenv("DECODEBENCH_ATTENTION");
+    if (attention == nullptr || *attention == '\0') {
+      EXPECT_EQ(k["attention"], "block") << k.dump();
+      EXPECT_NE(r.out.find(" · attention: block\n"), std::string::npos) << r.out;
+    }
   }
 }
 
