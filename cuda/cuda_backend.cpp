@@ -139,6 +139,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   if (max_batch_ < 1 || max_batch_ > 256) {
     throw usage_error("batch must be in 1..256, got " + std::to_string(max_batch_));
   }
+  attn_path_ = attention_path_request();  // a bad DECODEBENCH_ATTENTION fails before any upload
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -305,7 +306,6 @@ void CudaBackend::allocate_workspace() {
   act_ = floats(c_.ffn);
   logits_ = floats(c_.vocab);
   attn_splits_ = attention_splits(max_positions_);
-  attn_path_ = attention_path_request();  // throws on a bad DECODEBENCH_ATTENTION
   // Also the merge form's partials (path 4, DECODEBENCH_ATTENTION=merge) and its counts.
   attn_scratch_ = floats(attention_scratch_floats(
       c_.n_heads, c_.head_dim,

@@ -106,9 +106,9 @@ struct AttnArgs {
   int cluster;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
   /// Not null: the merge form (path 4, batch 1). Every block stores its split's partials in the
-  /// scratch and counts itself in merge_count[blockIdx.y · gridDim.z + blockIdx.z]; the last
-  /// block of those `splits` merges them (as the cluster's rank 0 does) and sets the count back
-  /// to 0 for the next launch. No cluster, no combine kernel.
+  /// scratch and counts itself in merge_count[blockIdx.y · gridDim.z + blockIdx.z] (wrapping to
+  /// 0 after `splits`); the last block of those merges them (as the cluster's rank 0 does). No
+  /// cluster, no combine kernel.
   unsigned* merge_count;
   /// x_split.dig != nullptr: the writer of `out` also writes its digit split there (batch 1,
   /// head_dim 128 or 256, short-context form or one split; AttentionParams::x_split).
@@ -539,7 +539,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
     __syncthreads();
     __shared__ bool last_s;
     unsigned* count = a.merge_count + blockIdx.y * gridDim.z + blockIdx.z;
-    if (t == 0) last_s = atomicAdd(count, 1u) == static_cast<unsigned>(a.splits) - 1;
+    // atomicInc wraps to 0 after splits − 1: the last block leaves the count ready for the next
+    // launch with no store of its own.
+    const unsigned last = static_cast<unsigned>(a.splits) - 1;
+    if (t == 0) last_s = atomicInc(count, last) == last;
     __syncthreads();
     if (!last_s) return;
     __threadfence();
@@ -578,7 +581,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
       store_unit(i, y);
       if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
     }
-    if (t == 0) *count = 0u;  // every split has counted itself: ready for the next launch
     return;
   }
   for (int i = t; i < units; i += kThreads) {
@@ -657,7 +659,7 @@ void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStre
     return;
   }
   gemv_impl::launch_with_attrs(kernel, params, grid, dim3(kThreads), 0, pdl, stream);
-  if (args.splits > 1) {
+  if (args.splits > 1 && args.merge_count == nullptr) {  // the merge form merges in the kernel
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&attention_combine_kernel), params,
                                  dim3(static_cast<unsigned>(args.n_heads * batch)), dim3(HD), 0,
                                  pdl, stream);

@@ -8,17 +8,21 @@
 // threads, dynamic shared memory as asked, so it holds the SMs as the real GEMVs do): each thread
 // loads its share of a weight buffer (16-byte loads, before the PDL wait, as the real GEMVs ask
 // for their weights), triggers its dependents, waits, reads 16 floats of the previous kernel's
-// output and writes one float. `middle` is a small kernel (M CTAs of 128 threads: wait, trigger,
-// read and write 1 float per thread, as attention orders its wait and trigger) launched
+// output and writes one float. `middle` is a small kernel (M CTAs of 128 threads, M the same
+// multiple of 8 in every form; wait, trigger, read and write 1 float per thread, as attention
+// orders its wait and trigger) launched
 //   - not at all (the baseline: only the GEMVs),
 //   - as a plain kernel,
 //   - as a cluster kernel of C CTAs (cluster attribute; C = 1 too, to see the attribute alone).
 // Each configuration runs with PDL on and off. Printed: µs per pair (median over timed graph
 // replays) and the middle kernel's cost = that minus the baseline's.
 //
+// The weights of all pairs together should exceed the L2 (50 MiB on the H100/H200), as a decode
+// step's do, so the GEMVs stream from HBM: 120 pairs of 1 MiB by default.
+//
 // Build and run (H200):
 //   nvcc -std=c++20 -O3 -arch=sm_90 docs/probes/cluster_pdl.cu -o cluster_pdl
-//   ./cluster_pdl [pairs=60] [weight_kib_per_gemv=1024] [middle_ctas=18] [gemv_smem_kib=0]
+//   ./cluster_pdl [pairs=120] [weight_kib_per_gemv=1024] [middle_ctas=24] [gemv_smem_kib=0]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,16 +50,18 @@ __device__ __forceinline__ void pdl_trigger() {
 constexpr int kGemvThreads = 256;
 constexpr int kMaxLoads = 16;  ///< 16-byte weight loads per thread held in registers
 
-/// GEMV-like: weights first, then the PDL wait, then the input, then one output per thread.
+/// GEMV-like: weights first, then the PDL wait, then the input, then one output per thread. The
+/// CTA reads `units` 16-byte words of its share (units <= kGemvThreads · kMaxLoads).
 __global__ void __launch_bounds__(kGemvThreads)
-    gemv_like(const uint4* __restrict__ w, int loads, const float* in, float* out) {
+    gemv_like(const uint4* __restrict__ w, int units, const float* in, float* out) {
   extern __shared__ float smem[];  // only to hold the SM as a real GEMV's ring does
   const int t = threadIdx.x;
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kGemvThreads * loads + t;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * units;
   uint4 r[kMaxLoads];
 #pragma unroll
   for (int i = 0; i < kMaxLoads; ++i) {
-    if (i < loads) r[i] = __ldg(w + base + static_cast<int64_t>(i) * kGemvThreads);
+    const int u = t + i * kGemvThreads;
+    r[i] = u < units ? __ldg(w + base + u) : make_uint4(0, 0, 0, 0);
   }
   pdl_trigger();
   pdl_wait();
@@ -64,9 +70,7 @@ __global__ void __launch_bounds__(kGemvThreads)
   for (int i = 0; i < 16; ++i) acc += in[(t * 16 + i) & 4095];
   uint32_t s = 0;
 #pragma unroll
-  for (int i = 0; i < kMaxLoads; ++i) {
-    if (i < loads) s ^= r[i].x ^ r[i].y ^ r[i].z ^ r[i].w;
-  }
+  for (int i = 0; i < kMaxLoads; ++i) s ^= r[i].x ^ r[i].y ^ r[i].z ^ r[i].w;
   if (t == 0 && blockDim.x == 0) smem[0] = 0.0f;  // never: keeps the allocation
   out[(blockIdx.x * kGemvThreads + t) & 4095] = acc * 1e-3f + static_cast<float>(s & 1u);
 }
@@ -108,14 +112,18 @@ void launch(const void* kernel, void** args, dim3 grid, dim3 block, size_t smem,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int pairs = argc > 1 ? std::atoi(argv[1]) : 60;
+  const int pairs = argc > 1 ? std::atoi(argv[1]) : 120;
   const int weight_kib = argc > 2 ? std::atoi(argv[2]) : 1024;
-  const int middle_ctas = argc > 3 ? std::atoi(argv[3]) : 18;
+  const int middle_ctas = argc > 3 ? std::atoi(argv[3]) : 24;
   const int smem_kib = argc > 4 ? std::atoi(argv[4]) : 0;
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int loads = std::clamp(weight_kib * 1024 / (sms * kGemvThreads * 16), 1, kMaxLoads);
-  const size_t per_gemv = static_cast<size_t>(sms) * kGemvThreads * loads * 16;
+  // 16-byte words per CTA: the asked bytes over the SMs, at most 64 KiB a CTA.
+  const int units = std::clamp(weight_kib * 1024 / (sms * 16), 1, kGemvThreads * kMaxLoads);
+  const size_t per_gemv = static_cast<size_t>(sms) * units * 16;
+  // One grid for every middle form (a multiple of 8, the largest cluster), so only the cluster
+  // attribute differs between them.
+  const int grid = (middle_ctas + 7) / 8 * 8;
   const size_t smem = static_cast<size_t>(smem_kib) * 1024;
   if (smem > 48 * 1024) {
     CK(cudaFuncSetAttribute(gemv_like, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -133,22 +141,21 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::printf(
-      "%d SMs, %d pairs, %.0f KiB of weights per GEMV (%d loads a thread), middle: %d CTAs, "
+      "%d SMs, %d pairs, %.0f KiB of weights per GEMV (%.1f MiB in all), middle: %d CTAs, "
       "GEMV dynamic shared memory %d KiB\n",
-      sms, pairs, per_gemv / 1024.0, loads, middle_ctas, smem_kib);
+      sms, pairs, per_gemv / 1024.0, per_gemv * pairs / 1048576.0, grid, smem_kib);
 
   // cluster: -1 = no middle kernel, 0 = plain, C >= 1 = a cluster of C.
   const int forms[] = {-1, 0, 1, 2, 4, 8};
   double base[2] = {0, 0};
   for (int pdl = 1; pdl >= 0; --pdl) {
     for (const int form : forms) {
-      const int grid = form > 1 ? (middle_ctas + form - 1) / form * form : middle_ctas;
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       for (int p = 0; p < pairs; ++p) {
         const uint4* wp = w + per_gemv / 16 * p;
         float* gin = form < 0 ? a : b;  // with no middle kernel the GEMV reads its predecessor's
-        void* gargs[] = {&wp, const_cast<int*>(&loads), &gin, &a};
+        void* gargs[] = {&wp, const_cast<int*>(&units), &gin, &a};
         launch(reinterpret_cast<const void*>(&gemv_like), gargs, dim3(sms), dim3(kGemvThreads),
                smem, pdl != 0, 0, s);
         if (form >= 0) {

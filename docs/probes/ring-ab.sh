@@ -100,7 +100,7 @@ case $mode in
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
     if [ -x "$bin/cluster_pdl" ]; then
       # pairs, KiB of weights per GEMV, middle CTAs, GEMV dynamic shared memory (KiB)
-      for args in "60 1024 18 0" "60 1024 18 200" "60 256 18 0" "60 4096 132 0"; do
+      for args in "120 1024 24 0" "120 1024 24 200" "240 256 24 0" "30 4096 136 0"; do
         echo "cluster_pdl $args"
         "$bin/cluster_pdl" $args 2>&1 | sed 's/^/  /'
       done

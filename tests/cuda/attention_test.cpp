@@ -180,6 +180,29 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
   }
 }
 
+/// Kernel launches launch_attention makes for `p`: the nodes of a graph captured around it.
+size_t attention_launches(const AttentionParams& p) {
+  const CudaStream stream;
+  cudaGraph_t g = nullptr;
+  DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+  launch_attention(p, stream.get());
+  DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+  size_t n = 0;
+  DB_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+  DB_CUDA_CHECK(cudaGraphDestroy(g));
+  return n;
+}
+
+// The short-context forms are one launch each (the cluster and merge forms merge their splits
+// themselves); split-KV with 2 splits adds the combine kernel.
+TEST(Attention, ShortContextFormsAreOneLaunch) {
+  DB_REQUIRE_CUDA();
+  for (const int path : {1, 2, 3, 4}) {
+    CaseRig rig({9, 3, 64, 256, 0, path});
+    EXPECT_EQ(attention_launches(rig.p), path == 1 ? 2u : 1u) << "path " << path;
+  }
+}
+
 /// The fused form (RoPE + KV append + optional QK-norm in the attention kernel) against the CPU
 /// sequence rms_norm per head → rope → cache write → cpu::attention. `extra`: seq_len − (pos + 1)
 /// (rows after this token's are read from the cache as they are). `late`: q, k_new and v_new hold
