@@ -155,6 +155,30 @@ __device__ __forceinline__ float4 fma4(float p, float4 v, float4 acc) {
                      fmaf(p, v.w, acc.w));
 }
 
+/// The merged, normalized output of one unit (4 columns) from the first `n` splits' running max
+/// m_r, sum l_r and accumulator o_r (the cluster's and the merge form's last step):
+/// Σ_r o_r·e^(m_r − M) / Σ_r l_r·e^(m_r − M), M = max_r m_r. With every split empty (m = −inf)
+/// every weight is e^−inf = 0 and the output 0.
+__device__ __forceinline__ float4 merge_splits(const float (&mr)[kMaxCluster],
+                                               const float (&lr)[kMaxCluster],
+                                               const float4 (&orr)[kMaxCluster], int n) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
+  const float ms = m > -INFINITY ? m : 0.0f;
+  float l = 0.0f;
+  float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int r = 0; r < kMaxCluster; ++r) {
+    const float w = r < n ? expf(mr[r] - ms) : 0.0f;
+    l = fmaf(lr[r], w, l);
+    o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
+                    fmaf(orr[r].w, w, o.w));
+  }
+  return l > 0.0f ? make_float4(o.x / l, o.y / l, o.z / l, o.w / l)
+                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
 /// Unit i (4 columns) of the block's outputs, y, into the digit split of `out` when asked for.
 /// All 32 lanes of a warp call it with 32 consecutive units (128 columns of one head: head_dim
 /// 128 or 256), so the warp holds whole 32-column tiles, as split_128 needs.
@@ -491,22 +515,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
           orr[r] = ok ? *cl.map_shared_rank(reinterpret_cast<const float4*>(&red_s[0][g][d]), r)
                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
-        float m = -INFINITY;
-#pragma unroll
-        for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
-        // No branch on m: every value read feeds the stores below (see the barrier). With all
-        // ranks empty (m = −inf) every weight is e^−inf = 0 and the output 0, as before.
-        const float ms = m > -INFINITY ? m : 0.0f;
-        float l = 0.0f;
-        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-        for (int r = 0; r < kMaxCluster; ++r) {
-          const float w = r < n ? expf(mr[r] - ms) : 0.0f;
-          l = fmaf(lr[r], w, l);
-          o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
-                          fmaf(orr[r].w, w, o.w));
-        }
-        const float4 y = scaled(o, l);
+        // No branch on m: every value read feeds the stores below (see the barrier).
+        const float4 y = merge_splits(mr, lr, orr, n);
         store_unit(i, y);
         if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
       }
@@ -564,20 +574,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
         orr[r] = ok ? __ldcg(reinterpret_cast<const float4*>(a.part_acc + sh * HD + d))
                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       }
-      float m = -INFINITY;
-#pragma unroll
-      for (int r = 0; r < kMaxCluster; ++r) m = fmaxf(m, mr[r]);
-      const float ms = m > -INFINITY ? m : 0.0f;  // all splits empty: every weight 0, output 0
-      float l = 0.0f;
-      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < kMaxCluster; ++r) {
-        const float w = r < a.splits ? expf(mr[r] - ms) : 0.0f;
-        l = fmaf(lr[r], w, l);
-        o = make_float4(fmaf(orr[r].x, w, o.x), fmaf(orr[r].y, w, o.y), fmaf(orr[r].z, w, o.z),
-                        fmaf(orr[r].w, w, o.w));
-      }
-      const float4 y = scaled(o, l);
+      const float4 y = merge_splits(mr, lr, orr, a.splits);
       store_unit(i, y);
       if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
     }

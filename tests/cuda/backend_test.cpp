@@ -70,6 +70,22 @@ std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEa
   return ids;
 }
 
+/// The largest |CPU logit| (the scale) and the largest |GPU − CPU| difference of one step.
+struct LogitError {
+  double scale = 0;
+  double diff = 0;
+  [[nodiscard]] double relative() const { return diff / scale; }
+};
+
+LogitError logit_error(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  LogitError e;
+  for (size_t j = 0; j < cpu.size(); ++j) {
+    e.scale = std::max(e.scale, std::fabs(static_cast<double>(cpu[j])));
+    e.diff = std::max(e.diff, std::fabs(static_cast<double>(gpu[j]) - cpu[j]));
+  }
+  return e;
+}
+
 // GPU and CPU decode the same model step by step, fed the same (CPU) tokens; each step's
 // argmax must agree unless the CPU's top-2 logits are within 1e-3 of the largest |logit| (4e-3
 // for quantized weights, whose x' digits may move logits by up to 2e-3 of it): a near tie, where
@@ -103,12 +119,9 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
   for (int i = 0; i <= steps; ++i) {
     gpu.logits(gl);
     cpu.logits(cl);
-    double scale = 0, diff = 0;
-    for (size_t j = 0; j < cl.size(); ++j) {
-      scale = std::max(scale, std::fabs(static_cast<double>(cl[j])));
-      diff = std::max(diff, std::fabs(static_cast<double>(gl[j]) - cl[j]));
-    }
-    worst = std::max(worst, diff / scale);
+    const LogitError e = logit_error(gl, cl);
+    const double scale = e.scale;
+    worst = std::max(worst, e.relative());
     if (g != c) {
       std::vector<float> sorted = cl;
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
@@ -117,7 +130,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
       const double margin = (sorted[0] - sorted[1]) / scale;
       EXPECT_LT(margin, quantized ? 4e-3 : 1e-3)
           << what << ": step " << i << " GPU " << g << " CPU " << c << " (CPU margin " << margin
-          << ", logit error " << diff / scale << ")";
+          << ", logit error " << e.relative() << ")";
     }
     if (i == steps) break;
     const int64_t pos = static_cast<int64_t>(kPrompt.size()) + i;
@@ -418,12 +431,7 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
       c = cpu.step(c, pos, nullptr);
       gpu.logits(gl);
       cpu.logits(cl);
-      double scale = 0, diff = 0;
-      for (size_t j = 0; j < cl.size(); ++j) {
-        scale = std::max(scale, std::fabs(static_cast<double>(cl[j])));
-        diff = std::max(diff, std::fabs(static_cast<double>(gl[j]) - cl[j]));
-      }
-      worst = std::max(worst, diff / scale);
+      worst = std::max(worst, logit_error(gl, cl).relative());
     }
     EXPECT_LT(worst, 1e-4) << "DECODEBENCH_ATTENTION=" << value;
     EXPECT_EQ(gpu.kernel_mix().attention, form) << "DECODEBENCH_ATTENTION=" << value;
