@@ -24,8 +24,8 @@
 #   attn   round 31: decode attention without its thread-block cluster. test_backend and
 #          test_attention, the cluster-under-PDL probe (docs/probes/cluster_pdl.cu, when the
 #          bundle has it), --verify with each DECODEBENCH_ATTENTION form (cluster, block, merge,
-#          split), then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0) steps with each form alternated;
-#          about 5 minutes.
+#          split), then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0) steps with the automatic form,
+#          block (SmolLM2) and merge alternated; about 4 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -115,11 +115,11 @@ case $mode in
     done
     for d in q4_1 f16; do
       line="smollm2 $d"
-      for form in '' block merge split '' block merge; do line="$line · ${form:-default} $(astep smollm2-135m $d "$form")"; done
+      for form in '' block merge '' merge; do line="$line · ${form:-default} $(astep smollm2-135m $d "$form")"; done
       echo "$line"
     done
     line="7b q4_0"
-    for form in '' block merge '' block merge; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
+    for form in '' merge '' merge; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
     echo "$line"
     ;;
   split)
