@@ -18,6 +18,11 @@
 // unnormalized accumulator, m and l of its split and attention_combine_kernel merges them:
 // out = Σ_s acc_s·e^(m_s − M) / Σ_s l_s·e^(m_s − M), M = max_s m_s.
 //
+// The merge form (path 4) runs the cluster form's blocks without a cluster: each stores its
+// partials in the scratch, the last of a group (an atomic count) merges them. It was slower than
+// the cluster on the H200 (SmolLM2 steps +0.6–0.8 µs per layer, 7B Q8_0 +2.3%, Q4_K_M +1.3%;
+// docs/performance.md, round 31), so the cluster stays automatic on sm_90.
+//
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
 // the context is long; splits that start past seq_len return after the fused prologue (KV append).

@@ -14,11 +14,14 @@
 //   - not at all (the baseline: only the GEMVs),
 //   - as a plain kernel,
 //   - as a cluster kernel of C CTAs (cluster attribute; C = 1 too, to see the attribute alone).
+//   - with PDL, also plain and as a cluster of 2 with its trigger before its wait (the GEMV
+//     after it may then load its weights while it waits).
 // Each configuration runs with PDL on and off. Printed: µs per pair (median over timed graph
 // replays) and the middle kernel's cost = that minus the baseline's.
 //
-// The weights of all pairs together should exceed the L2 (50 MiB on the H100/H200), as a decode
-// step's do, so the GEMVs stream from HBM: 120 pairs of 1 MiB by default.
+// The weights of all pairs together should exceed the L2 (60 MiB on the H200, 50 on the H100),
+// as a decode step's do, so the GEMVs stream from HBM: 120 pairs of 1 MiB by default. Round 31
+// in docs/performance.md has its figures (the trigger-first forms were added after that run).
 //
 // Build and run (H200):
 //   nvcc -std=c++20 -O3 -arch=sm_90 docs/probes/cluster_pdl.cu -o cluster_pdl
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -75,10 +79,13 @@ __global__ void __launch_bounds__(kGemvThreads)
   out[(blockIdx.x * kGemvThreads + t) & 4095] = acc * 1e-3f + static_cast<float>(s & 1u);
 }
 
-/// The middle kernel: attention's order (wait, then trigger), trivial work.
+/// The middle kernel, trivial work: attention's order (wait, then trigger), or the trigger first
+/// (the next GEMV may then start loading its weights while this kernel waits).
+template <bool kTriggerFirst>
 __global__ void __launch_bounds__(128) middle_kernel(const float* in, float* out) {
+  if (kTriggerFirst) pdl_trigger();
   pdl_wait();
-  pdl_trigger();
+  if (!kTriggerFirst) pdl_trigger();
   const int i = (blockIdx.x * 128 + threadIdx.x) & 4095;
   out[i] = in[i] * 0.5f + 1.0f;
 }
@@ -145,11 +152,15 @@ int main(int argc, char** argv) {
       "GEMV dynamic shared memory %d KiB\n",
       sms, pairs, per_gemv / 1024.0, per_gemv * pairs / 1048576.0, grid, smem_kib);
 
-  // cluster: -1 = no middle kernel, 0 = plain, C >= 1 = a cluster of C.
-  const int forms[] = {-1, 0, 1, 2, 4, 8};
+  // {cluster, trigger first}: cluster -1 = no middle kernel, 0 = plain, C >= 1 = a cluster of C.
+  const std::pair<int, bool> forms[] = {{-1, false}, {0, false}, {1, false}, {2, false},
+                                        {4, false},  {8, false}, {0, true},  {2, true}};
   double base[2] = {0, 0};
   for (int pdl = 1; pdl >= 0; --pdl) {
-    for (const int form : forms) {
+    for (const auto& [form, trigger_first] : forms) {
+      if (trigger_first && pdl == 0) continue;  // the same kernel without PDL
+      const void* middle = trigger_first ? reinterpret_cast<const void*>(&middle_kernel<true>)
+                                         : reinterpret_cast<const void*>(&middle_kernel<false>);
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       for (int p = 0; p < pairs; ++p) {
@@ -160,8 +171,7 @@ int main(int argc, char** argv) {
                smem, pdl != 0, 0, s);
         if (form >= 0) {
           void* margs[] = {&a, &b};
-          launch(reinterpret_cast<const void*>(&middle_kernel), margs, dim3(grid), dim3(128), 0,
-                 pdl != 0, form, s);
+          launch(middle, margs, dim3(grid), dim3(128), 0, pdl != 0, form, s);
         }
       }
       CK(cudaStreamEndCapture(s, &g));
@@ -191,6 +201,7 @@ int main(int argc, char** argv) {
       else
         std::printf("    ");
       std::printf("  %7.2f µs per pair", us);
+      if (trigger_first) std::printf("  (trigger first)");
       if (form >= 0) std::printf("  middle +%5.2f µs", us - base[pdl]);
       std::printf("\n");
       CK(cudaEventDestroy(e0));
