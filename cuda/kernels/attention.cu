@@ -20,8 +20,8 @@
 //
 // The merge form (path 4) runs the cluster form's blocks without a cluster: each stores its
 // partials in the scratch, the last of a group (an atomic count) merges them. It was slower than
-// the cluster on the H200 (SmolLM2 steps +0.6–0.8 µs per layer, 7B Q8_0 +2.3%, Q4_K_M +1.3%;
-// docs/performance.md, round 31), so the cluster stays automatic on sm_90.
+// the cluster on the H200 (SmolLM2 steps +0.6–0.9 µs per layer, 7B Q8_0 +2.2–2.4%, Q4_K_M
+// +1.3–1.4%, Q4_0 within ±1%; docs/performance.md, round 31), so the cluster stays automatic.
 //
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
