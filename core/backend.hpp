@@ -56,8 +56,8 @@ struct KernelMix {
   /// kernel wrote with its output for the o projection (no kernel of their own).
   int64_t x_split_kernels = 0;
   int64_t x_splits_in_attention = 0;
-  /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2", "block",
-  /// "split-kv 4"); empty when not told.
+  /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2", "merge 4",
+  /// "block", "split-kv 4"); empty when not told.
   std::string attention;
 };
 
