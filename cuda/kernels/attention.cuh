@@ -34,7 +34,7 @@ struct AttentionParams {
   /// 4 = the merge form (batch 1): the short-context form's min(8, ceil(capacity / tile)) blocks
   /// without a cluster; each stores its partials in `scratch` (attention_scratch_floats(n_heads,
   /// head_dim, attention_short_splits(capacity, head_dim)) floats, 16-byte aligned) and the last
-  /// to finish, counted in `merge_count`, merges them (one launch; elsewhere as 3 would be).
+  /// to finish, counted in `merge_count`, merges them (one launch, no cluster: any GPU).
   int path = 0;
   /// Path 4: n_heads zeroed words, one count per block group; every launch leaves them at 0.
   unsigned* merge_count = nullptr;
@@ -83,8 +83,8 @@ struct AttentionParams {
 /// switch DECODEBENCH_ATTENTION: unset or empty = 0 (automatic: the cluster form on sm_90 at short
 /// contexts); "cluster" = 3, "block" = 2 (one block per KV head and group of query heads, no
 /// cluster), "merge" = 4 (the short-context blocks merged by the last one, no cluster), "split"
-/// = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1)
-/// naming the variable for any other value.
+/// = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1) naming the variable
+/// for any other value.
 int attention_path_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/ops.hpp"
@@ -362,6 +364,35 @@ TEST(Attention, SplitHelpers) {
   EXPECT_EQ(attention_short_splits(300, 64), 3);
   EXPECT_EQ(attention_short_splits(64, 128), 1);
   EXPECT_EQ(attention_short_splits(5000, 128), 8);
+}
+
+// DECODEBENCH_ATTENTION's values map to AttentionParams::path; anything else is an error naming
+// the variable (exit 1). Host code only: runs without a GPU too.
+TEST(Attention, PathRequestReadsTheSwitch) {
+  const char* before = std::getenv("DECODEBENCH_ATTENTION");
+  const std::string saved = before != nullptr ? before : "";
+  for (const auto& [value, path] : std::vector<std::pair<std::string, int>>{
+           {"", 0}, {"split", 1}, {"block", 2}, {"cluster", 3}, {"merge", 4}}) {
+    setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
+    EXPECT_EQ(attention_path_request(), path) << value;
+  }
+  unsetenv("DECODEBENCH_ATTENTION");
+  EXPECT_EQ(attention_path_request(), 0);
+  setenv("DECODEBENCH_ATTENTION", "Merge", 1);
+  try {
+    (void)attention_path_request();
+    ADD_FAILURE() << "DECODEBENCH_ATTENTION=Merge was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_ATTENTION: 'Merge' is none of cluster", 0),
+              0u)
+        << e.what();
+  }
+  if (before != nullptr) {
+    setenv("DECODEBENCH_ATTENTION", saved.c_str(), 1);
+  } else {
+    unsetenv("DECODEBENCH_ATTENTION");
+  }
 }
 
 TEST(Attention, ShortContextsRunOnClustersOnSm90) {
