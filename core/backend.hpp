@@ -106,6 +106,19 @@ class Backend {
   /// Throws decodebench::Error: exit 2 for replays < 1 or invalid token / pos (as `step`).
   virtual double replayed_step_gpu_us(int32_t token, int64_t pos, int replays);
 
+  /// Starts a series of the GPU's idle times between consecutive batch-1 steps: the next step
+  /// records none, each later one the time from the previous step's last kernel's end to its
+  /// own first kernel's start, ns, read on the GPU's clock (the D2H of the token, the host's
+  /// wake-up, its work between the steps, any H2D copy and the next launch). Issued on the
+  /// backend's stream, so it takes effect before the next step; no synchronisation. The default
+  /// (a backend that cannot tell, the CPU's) does nothing.
+  virtual void begin_idle_series() {}
+
+  /// The idle times recorded since begin_idle_series, ns, in step order (at most a capacity of
+  /// the backend's, 4,096 for the CUDA backend); empty when the backend does not measure them.
+  /// Synchronises with the device. Throws decodebench::Error (exit 1) on a device error.
+  virtual std::vector<int64_t> idle_series_ns() { return {}; }
+
   // ---- batched decode (issue 8) -------------------------------------------------------------
   // A backend built for max_batch() = B > 1 holds B independent KV caches ("slots"). step_batch
   // decodes M <= B sequences in lockstep: sequence i uses slot i. Slot 0 is also the KV cache of

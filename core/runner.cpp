@@ -65,7 +65,15 @@ PassReport make_pass_report(PassResult pass, int64_t bytes_per_token) {
       total > 0 ? static_cast<double>(pass.samples_ns.size()) * 1e9 / static_cast<double>(total)
                 : 0.0;
   if (pass.gpu_step_us > 0 && r.tpot_ns.median > 0) {
-    r.host_overhead_us = r.tpot_ns.median / 1e3 - pass.gpu_step_us;
+    r.replay_host_overhead_us = r.tpot_ns.median / 1e3 - pass.gpu_step_us;
+  }
+  if (!pass.idle_ns.empty()) {
+    r.idle_ns = summarize_ns(pass.idle_ns);
+    r.host_overhead_us = r.idle_ns->median / 1e3;
+    r.host_overhead_method = "idle";
+  } else if (r.replay_host_overhead_us) {
+    r.host_overhead_us = r.replay_host_overhead_us;
+    r.host_overhead_method = "replay";
   }
   if (!pass.phases.empty()) {
     const auto series = [&](auto field) {
@@ -430,6 +438,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       // The GPU's own step time, for the host overhead per token (graph passes at batch 1).
       if (use_cuda && mode == ExecMode::kGraph && !with_phases && batch == 1) {
         spec.gpu_step_replays = kGpuStepReplays;
+        spec.measure_idle = true;  // and its idle time between steps, measured on the GPU
       }
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;

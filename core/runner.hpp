@@ -40,12 +40,22 @@ struct PassReport {
   double aggregate_tokens_per_s = 0;
   std::map<std::string, Summary> phases;  ///< h2d, launch, wait, argmax, total (ns), gpu (ms)
   Roofline roofline;
-  /// Host overhead per token, µs: median TPOT − the GPU's own time of a step
-  /// (PassResult::gpu_step_us: its graph replayed back to back); empty when not measured (CPU,
-  /// eager and phase-timing passes, batches). Everything outside the GPU's work: the graph
-  /// launch, the D2H of the next token, the synchronisation, and an H2D copy of the step's inputs
-  /// where the device does not hold them already.
+  /// The GPU's idle time between timed steps (PassResult::idle_ns), ns; empty when none was
+  /// measured.
+  std::optional<Summary> idle_ns;
+  /// Host overhead per token, µs: everything outside the GPU's work (the D2H of the next token,
+  /// the host's wake-up and work, the graph launch, an H2D copy of the step's inputs where the
+  /// device does not hold them already). The median of idle_ns where measured ("idle"), else
+  /// replay_host_overhead_us ("replay"); empty when neither was measured (CPU, eager and
+  /// phase-timing passes, batches).
   std::optional<double> host_overhead_us;
+  /// "idle" or "replay": where host_overhead_us came from; empty with it.
+  std::string host_overhead_method;
+  /// Median TPOT − the GPU's own time of a step (PassResult::gpu_step_us: its graph replayed back
+  /// to back), µs: the round-15 figure, kept as a cross-check; a difference of two figures taken
+  /// minutes apart, so it moves with the GPU's clocks (a power-capped GPU). Empty when
+  /// gpu_step_us was not measured.
+  std::optional<double> replay_host_overhead_us;
 };
 
 /// Everything a run produced, for the terminal report and the result JSON.
@@ -84,8 +94,8 @@ struct RunReport {
 };
 
 /// The statistics of one pass: TPOT summary, tokens/s, phases, roofline (without the measured
-/// bandwidth, which the run adds), and the host overhead per token (median TPOT −
-/// pass.gpu_step_us, when that was measured).
+/// bandwidth, which the run adds), and the host overhead per token (PassReport::host_overhead_us:
+/// the median of pass.idle_ns, else median TPOT − pass.gpu_step_us, where measured).
 PassReport make_pass_report(PassResult pass, int64_t bytes_per_token);
 
 /// Progress messages for the terminal (may be empty).

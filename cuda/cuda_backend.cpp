@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -30,6 +31,10 @@ int64_t ns(Clock::time_point a, Clock::time_point b) {
 }
 
 constexpr size_t kAlign = 256;  // every tensor starts on a 256-byte boundary (16-byte loads)
+
+/// Idle times a series holds (Backend::idle_series_ns): more steps than a round of a pass takes
+/// in practice (32 KiB of device memory).
+constexpr uint32_t kIdleCapacity = 4096;
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -116,7 +121,8 @@ int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positio
                               std::max(splits, attention_short_splits(max_positions, c.head_dim))) *
                               4 +
                           static_cast<int64_t>(c.n_heads) * 4 +
-                          static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1));
+                          static_cast<int64_t>(argmax_scratch_bytes(c.vocab, 1)) +
+                          static_cast<int64_t>(step_clock_bytes(kIdleCapacity));
   int64_t batch = 0;
   if (max_batch > 1) {
     const int64_t widest = std::max({c.hidden, c.q_dim(), c.ffn});
@@ -313,6 +319,10 @@ void CudaBackend::allocate_workspace() {
   attn_merge_count_ = DeviceBuffer(static_cast<size_t>(c_.n_heads) * sizeof(unsigned));
   DB_CUDA_CHECK(cudaMemset(attn_merge_count_.data(), 0, attn_merge_count_.bytes()));
   argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
+  step_clock_ = DeviceBuffer(step_clock_bytes(kIdleCapacity));
+  const StepClock clock_header{0, 0, kIdleCapacity};
+  DB_CUDA_CHECK(
+      cudaMemcpy(step_clock_.data(), &clock_header, sizeof clock_header, cudaMemcpyHostToDevice));
   const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
   x_split_ = DeviceBuffer(gemv_x_split_bytes((widest + 31) / 32 * 32));
   d_next_ = DeviceBuffer(sizeof(int32_t));
@@ -551,7 +561,8 @@ void CudaBackend::enqueue_forward() {
     return p;
   };
 
-  launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s, pdl);
+  launch_embedding(token_embd_.type, token_embd_.data, c_.hidden, d_token, x, s, pdl,
+                   step_clock_.data<StepClock>());
   for (size_t l = 0; l < layers_.size(); ++l) {
     const DeviceLayer& L = layers_[l];
     // Q, K, V from RMSNorm(x): one GEMV over the stacked [Wq; Wk; Wv] when uploaded so.
@@ -630,7 +641,7 @@ void CudaBackend::enqueue_argmax() {
   // With device_advance the argmax kernel also writes the next greedy step's inputs.
   int32_t* advance = options_.device_advance ? &d_inputs_.data<StepInputs>()->token : nullptr;
   launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
-                d_next_.data<int32_t>(), s, options_.pdl, advance);
+                d_next_.data<int32_t>(), s, options_.pdl, advance, step_clock_.data<StepClock>());
   DB_CUDA_CHECK(
       cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
 }
@@ -730,6 +741,24 @@ double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays
   float ms = 0;
   DB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev_start_.get(), ev_stop_.get()));
   return 1e3 * static_cast<double>(ms) / replays;
+}
+
+void CudaBackend::begin_idle_series() {
+  // last_end_ns and count only: capacity stays.
+  DB_CUDA_CHECK(
+      cudaMemsetAsync(step_clock_.data(), 0, offsetof(StepClock, capacity), stream_.get()));
+}
+
+std::vector<int64_t> CudaBackend::idle_series_ns() {
+  DB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  StepClock header{};
+  DB_CUDA_CHECK(cudaMemcpy(&header, step_clock_.data(), sizeof header, cudaMemcpyDeviceToHost));
+  std::vector<uint64_t> gaps(std::min(header.count, header.capacity));
+  if (!gaps.empty()) {
+    DB_CUDA_CHECK(cudaMemcpy(gaps.data(), step_clock_.data<StepClock>() + 1,
+                             gaps.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  }
+  return {gaps.begin(), gaps.end()};
 }
 
 void CudaBackend::logits(std::vector<float>& out) {

@@ -87,6 +87,8 @@ class CudaBackend final : public Backend {
   void logits(std::vector<float>& out) override;
   ExecReport set_exec_mode(ExecMode mode) override;
   double replayed_step_gpu_us(int32_t token, int64_t pos, int replays) override;
+  void begin_idle_series() override;
+  std::vector<int64_t> idle_series_ns() override;
 
   // Batched decode (CudaBackendOptions::max_batch slots; see core/backend.hpp). Each layer runs
   // one batched product per weight matrix (launch_gemm: tensor-core kernel, weights read once per
@@ -188,6 +190,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer x_split_;        // pre-split GEMV input for the tensor-core kernels
   int attn_splits_ = 1;
   DeviceBuffer attn_merge_count_;  ///< AttentionParams::merge_count (n_heads words)
+  DeviceBuffer step_clock_;        ///< StepClock: the GPU's idle time between batch-1 steps
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_, h_next_;
   CudaEvent ev_start_, ev_stop_;

@@ -206,6 +206,17 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
   }
   for (const auto& p : r.passes) {
     if (!p.host_overhead_us) continue;
+    if (p.idle_ns) {
+      fmt::print(out,
+                 "host     {}: {:.1f} µs per token outside the GPU's work (the GPU's idle time "
+                 "between steps, median of {}, p90 {:.1f} µs, measured on the GPU)",
+                 p.pass.spec.label, *p.host_overhead_us, p.idle_ns->count, p.idle_ns->p90 / 1e3);
+      if (p.replay_host_overhead_us) {
+        fmt::print(out, "; replay check {:.1f} µs", *p.replay_host_overhead_us);
+      }
+      fmt::print(out, "\n");
+      continue;
+    }
     fmt::print(out,
                "host     {}: {:.1f} µs per token outside the GPU's work (median TPOT {:.1f} µs − "
                "{:.1f} µs, the step's graph replayed {} times back to back at position {})\n",

@@ -175,6 +175,18 @@ bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int
   return false;
 }
 
+/// Appends the idle times of one round that count: series[j] is the GPU's idle time before the
+/// round's step j + 1, and counts[j] says whether the loop did nothing but decode after step j.
+/// A series longer than the round's steps (a backend that stamped other work) or shorter (one
+/// that stopped recording) leaves only the pairs that exist: j < min(both sizes).
+void append_counted_idle(std::vector<int64_t>& out, const std::vector<int64_t>& series,
+                         const std::vector<bool>& counts) {
+  const size_t n = std::min(series.size(), counts.size());
+  for (size_t j = 0; j < n; ++j) {
+    if (counts[j]) out.push_back(series[j]);
+  }
+}
+
 // run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
 PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   const int64_t m = spec.batch;
@@ -283,6 +295,12 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
     meter.start_round(r.samples_ns.size());
     token = spec.first_token;
     if (first_round) r.ids.push_back(token);
+    // counts[j]: whether the idle time before step j + 1 of this round counts (idle_counts).
+    std::vector<bool> counts;
+    if (spec.measure_idle) {
+      backend.begin_idle_series();
+      counts.reserve(static_cast<size_t>(spec.tokens));
+    }
     int64_t i = 0;
     for (; i < spec.tokens; ++i) {
       const int64_t pos = pos_of(i);
@@ -294,16 +312,20 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
       timed_ns += r.samples_ns.back();
       if (spec.phase_timing) r.phases.push_back(phases);
       // Verification happens outside the timed interval, in the first round only.
+      bool verified = false;
       if (first_round && spec.verify_argmax) {
         backend.logits(logits);
         check_argmax(r, spec, logits, i, pos, next);
+        verified = true;
       }
       if (first_round && check_reference && i < spec.verify_tokens) {
         const int32_t ref_id = spec.reference->step(token, pos, nullptr);
         backend.logits(logits);
         spec.reference->logits(ref_logits);
         r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next, ref_id));
+        verified = true;
       }
+      if (spec.measure_idle) counts.push_back(!verified);
       if (spec.on_step) spec.on_step(i + 1, spec.tokens);
       if (first_round) r.ids.push_back(next);
       token = next;
@@ -312,6 +334,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         break;
       }
     }
+    if (spec.measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
     meter.end_round(r, round);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }

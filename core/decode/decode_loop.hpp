@@ -56,6 +56,11 @@ struct PassSpec {
   /// > 0 (batch 1): after the timed rounds, the GPU's own time of the middle timed step,
   /// Backend::replayed_step_gpu_us with this many replays, into PassResult::gpu_step_us.
   int gpu_step_replays = 0;
+  /// Batch 1: the GPU's idle time before each timed step (Backend::begin_idle_series /
+  /// idle_series_ns), a series per round, into PassResult::idle_ns. A step's idle time counts
+  /// only when the loop did nothing but decode since the previous timed step: not before a
+  /// round's first step, nor after a step whose logits were verified.
+  bool measure_idle = false;
 };
 
 /// Why a pass stopped taking samples.
@@ -116,6 +121,9 @@ struct PassResult {
   /// backend cannot tell (CPU, eager mode).
   double gpu_step_us = -1.0;
   int64_t gpu_step_position = -1;  ///< the position it was measured at
+  /// The GPU's idle time before each timed step that counts (spec.measure_idle), ns, in step
+  /// order across rounds; empty when not measured or the backend cannot tell (CPU).
+  std::vector<int64_t> idle_ns;
 };
 
 /// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed

@@ -94,11 +94,24 @@ nlohmann::json run_key(const RunReport& r, const PassReport& p) {
 /// results.host_overhead of a pass: null where not measured (PassReport::host_overhead_us).
 nlohmann::json host_overhead_json(const PassReport& p) {
   if (!p.host_overhead_us) return nullptr;
+  nlohmann::json idle = nullptr;
+  if (p.idle_ns) {
+    idle = {{"steps", p.idle_ns->count},
+            {"median_us", p.idle_ns->median / 1e3},
+            {"p90_us", p.idle_ns->p90 / 1e3},
+            {"min_us", p.idle_ns->min / 1e3},
+            {"max_us", p.idle_ns->max / 1e3}};
+  }
+  const bool replayed = p.replay_host_overhead_us.has_value();
+  const auto or_null = [&](auto v) { return replayed ? nlohmann::json(v) : nlohmann::json(); };
   return {{"host_us", *p.host_overhead_us},
-          {"gpu_step_us", p.pass.gpu_step_us},
+          {"method", p.host_overhead_method},
+          {"idle", idle},
           {"tpot_us_median", p.tpot_ns.median / 1e3},
-          {"position", p.pass.gpu_step_position},
-          {"replays", p.pass.spec.gpu_step_replays}};
+          {"replay_host_us", or_null(p.replay_host_overhead_us.value_or(0))},
+          {"gpu_step_us", or_null(p.pass.gpu_step_us)},
+          {"position", or_null(p.pass.gpu_step_position)},
+          {"replays", or_null(p.pass.spec.gpu_step_replays)}};
 }
 
 /// backend.kernels: null when the backend does not tell (CPU) or ran no batch-1 step.

@@ -10,6 +10,7 @@
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
+#include "cuda/kernels/step_clock.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -83,7 +84,8 @@ __global__ void __launch_bounds__(kThreads)
 
 /// Pass 2: block r reduces the `nparts` partials of row r to out[r].
 __global__ void __launch_bounds__(kThreads)
-    argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out, int32_t* advance) {
+    argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out, int32_t* advance,
+                        StepClock* clock) {
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const Candidate* pr = partial + static_cast<int64_t>(blockIdx.x) * nparts;
@@ -101,6 +103,7 @@ __global__ void __launch_bounds__(kThreads)
       advance[1] = pos;
       advance[2] = pos + 1;
     }
+    kernels::step_clock_end(clock);  // the step's last kernel: its GPU work ends here
   }
 }
 
@@ -122,10 +125,10 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m) {
 
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
                            size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl,
-                           int32_t* d_advance) {
+                           int32_t* d_advance, StepClock* clock) {
   check_sizes(n, m);
-  if (d_advance != nullptr && m != 1) {
-    throw runtime_error("argmax: d_advance needs one row, got m=" + std::to_string(m));
+  if ((d_advance != nullptr || clock != nullptr) && m != 1) {
+    throw runtime_error("argmax: d_advance and clock need one row, got m=" + std::to_string(m));
   }
   if (x == nullptr || d_out == nullptr || scratch == nullptr) {
     throw runtime_error("argmax: null device pointer");
@@ -147,14 +150,14 @@ void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_str
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_partial_kernel), args1, grid1,
                                dim3(kThreads), 0, pdl, stream);
   int nparts = static_cast<int>(parts);
-  void* args2[] = {&partial, &nparts, &d_out, &d_advance};
+  void* args2[] = {&partial, &nparts, &d_out, &d_advance, &clock};
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_final_kernel), args2,
                                dim3(static_cast<unsigned>(m)), dim3(kThreads), 0, pdl, stream);
 }
 
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream, bool pdl, int32_t* d_advance) {
-  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl, d_advance);
+                   cudaStream_t stream, bool pdl, int32_t* d_advance, StepClock* clock) {
+  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl, d_advance, clock);
 }
 
 }  // namespace decodebench::cuda

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/kernels/step_clock.cuh"
+
 namespace decodebench::cuda {
 
 /// Bytes of device scratch that launch_argmax / launch_argmax_batched need for `m` rows of `n`
@@ -25,13 +27,18 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m);
 /// the final kernel also writes the next greedy step's inputs there: token = the argmax, pos + 1,
 /// seq_len = pos + 2, so that step needs no H2D copy (written after every earlier kernel of the
 /// step has finished reading them).
+/// `clock` (optional): this launch ends a decode step; the final kernel stamps the step's end in it
+/// after its stores (StepClock).
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream, bool pdl = false, int32_t* d_advance = nullptr);
+                   cudaStream_t stream, bool pdl = false, int32_t* d_advance = nullptr,
+                   StepClock* clock = nullptr);
 
 /// Batched form: d_out[r] = argmax of row r (x + r·row_stride, n values) for r < m, in the same
-/// two launches. row_stride >= n (in floats).
+/// two launches. row_stride >= n (in floats). `d_advance` and `clock` need m = 1 (exit 1
+/// otherwise).
 void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
                            size_t scratch_bytes, int32_t* d_out, cudaStream_t stream,
-                           bool pdl = false, int32_t* d_advance = nullptr);
+                           bool pdl = false, int32_t* d_advance = nullptr,
+                           StepClock* clock = nullptr);
 
 }  // namespace decodebench::cuda

@@ -8,6 +8,7 @@
 #include "cuda/kernels/embedding.cuh"
 #include "cuda/kernels/gemv_device.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
+#include "cuda/kernels/step_clock.cuh"
 
 namespace decodebench::cuda {
 namespace {
@@ -17,7 +18,11 @@ constexpr int kThreads = 256;
 template <WeightType T>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const uint8_t* table, int64_t cols, int64_t row_bytes, const int32_t* d_token,
-                     float* out, int64_t token_stride, int64_t out_stride) {
+                     float* out, int64_t token_stride, int64_t out_stride, StepClock* clock) {
+  // The step's first kernel: its entry ends the GPU's idle time since the last step.
+  if (clock != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    kernels::step_clock_begin(clock);
+  }
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -29,13 +34,14 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void launch_embedding(WeightType type, const void* table, int64_t cols, const int32_t* d_token,
-                      float* out, cudaStream_t stream, bool pdl) {
-  launch_embedding_batched(type, table, cols, d_token, 0, 1, out, cols, stream, pdl);
+                      float* out, cudaStream_t stream, bool pdl, StepClock* clock) {
+  launch_embedding_batched(type, table, cols, d_token, 0, 1, out, cols, stream, pdl, clock);
 }
 
 void launch_embedding_batched(WeightType type, const void* table, int64_t cols,
                               const int32_t* d_tokens, int64_t token_stride, int64_t batch,
-                              float* out, int64_t out_stride, cudaStream_t stream, bool pdl) {
+                              float* out, int64_t out_stride, cudaStream_t stream, bool pdl,
+                              StepClock* clock) {
   const int32_t* d_token = d_tokens;
   if (batch < 1 || batch > 65535 || out_stride < cols || (batch > 1 && token_stride < 1)) {
     throw runtime_error("embedding: invalid batch " + std::to_string(batch) + " or strides");
@@ -61,7 +67,7 @@ void launch_embedding_batched(WeightType type, const void* table, int64_t cols,
   int64_t ts = token_stride;
   int64_t os = out_stride;
   void* args[] = {
-      const_cast<uint8_t**>(&t), &c, &r, const_cast<int32_t**>(&d_token), &out, &ts, &os};
+      const_cast<uint8_t**>(&t), &c, &r, const_cast<int32_t**>(&d_token), &out, &ts, &os, &clock};
   kernels::dispatch_weight_type(type, [&]<WeightType T>() {
     gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&embedding_kernel<T>), args, grid,
                                  dim3(kThreads), 0, pdl, stream);

@@ -611,8 +611,74 @@ TEST(Backend, ReplayedStepGpuTimeLeavesTheSequenceIntact) {
   EXPECT_LT(gpu.replayed_step_gpu_us(ids[0], p0, 4), 0.0) << "eager mode has no graph";
 }
 
-// `run` reports the host overhead per token of its graph pass (TPOT − the GPU's replayed step),
-// in the JSON and on the terminal; eager and phase-timing passes carry none.
+// The GPU's idle time between steps, read on the GPU's clock: a series begins with no gap, then
+// one per step; a host pause between two steps shows in that gap (at least the pause, not much
+// more), steps back to back give short gaps, in graph and eager mode, with phase timing too; a
+// new series starts empty, and the replays and batched steps record nothing of their own.
+TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ8_0);
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 40;
+  o.max_batch = 2;
+  CudaBackend gpu(m, o);
+  const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+  int32_t t = gpu.prefill(prompt_for(gpu));
+  constexpr auto kPause = std::chrono::microseconds(2000);
+  const auto pause = [&] {  // a busy wait: a sleep may overshoot by far more
+    const auto until = std::chrono::steady_clock::now() + kPause;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  for (const ExecMode mode : {ExecMode::kGraph, ExecMode::kEager}) {
+    const std::string what = mode == ExecMode::kGraph ? "graph" : "eager";
+    gpu.set_exec_mode(mode);
+    int64_t pos = p0;
+    gpu.begin_idle_series();
+    EXPECT_TRUE(gpu.idle_series_ns().empty()) << what;
+    t = gpu.step(t, pos++, nullptr);
+    EXPECT_TRUE(gpu.idle_series_ns().empty()) << what << ": one step has no gap before it";
+    // Steps 1..4 after a pause, 5..8 back to back, 9..10 phase-timed after a pause.
+    for (int i = 1; i <= 10; ++i) {
+      if (i <= 4 || i >= 9) pause();
+      StepPhases ph;
+      t = gpu.step(t, pos++, i >= 9 ? &ph : nullptr);
+    }
+    const std::vector<int64_t> gaps = gpu.idle_series_ns();
+    ASSERT_EQ(gaps.size(), 10u) << what;
+    const double pause_ns = std::chrono::duration<double, std::nano>(kPause).count();
+    for (size_t j = 0; j < gaps.size(); ++j) {
+      const bool paused = j < 4 || j >= 8;
+      const double g = static_cast<double>(gaps[j]);
+      if (paused) {
+        EXPECT_GE(g, pause_ns) << what << " gap " << j;
+        EXPECT_LT(g, pause_ns + 1e6) << what << " gap " << j;
+      } else {
+        EXPECT_GT(g, 0.0) << what << " gap " << j;
+        EXPECT_LT(g, 0.5 * pause_ns) << what << " gap " << j << " of steps back to back";
+      }
+    }
+    // The replays rewrite the step's inputs and run the graph: the next series still starts
+    // empty, and a replay's own stamps do not reach it.
+    if (mode == ExecMode::kGraph) {
+      EXPECT_GT(gpu.replayed_step_gpu_us(t, p0, 4), 0.0);
+    }
+    gpu.begin_idle_series();
+    EXPECT_TRUE(gpu.idle_series_ns().empty()) << what;
+  }
+  // Batched steps stamp nothing: a series around them stays empty.
+  gpu.set_exec_mode_batch(ExecMode::kEager, 2);
+  gpu.begin_idle_series();
+  std::vector<int32_t> next(2);
+  for (int i = 0; i < 3; ++i) {
+    gpu.step_batch(std::vector<int32_t>{1, 2}, std::vector<int64_t>{p0 + i, p0 + i}, next, nullptr);
+  }
+  EXPECT_TRUE(gpu.idle_series_ns().empty());
+}
+
+// `run` reports the host overhead per token of its graph pass (the GPU's idle time between
+// steps, with TPOT − the GPU's replayed step as a cross-check), in the JSON and on the terminal;
+// eager and phase-timing passes carry none.
 TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
   DB_REQUIRE_CUDA();
   decodebench::testing::TempDir dir;
@@ -636,13 +702,24 @@ TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
     const double tpot_us = res["stats"]["tpot_ns"]["median"].get<double>() / 1e3;
     EXPECT_DOUBLE_EQ(h["tpot_us_median"].get<double>(), tpot_us);
     EXPECT_GT(h["gpu_step_us"].get<double>(), 0.0);
-    EXPECT_NEAR(h["host_us"].get<double>(), tpot_us - h["gpu_step_us"].get<double>(), 1e-6);
+    EXPECT_NEAR(h["replay_host_us"].get<double>(), tpot_us - h["gpu_step_us"].get<double>(), 1e-6);
     EXPECT_EQ(h["position"], 5 + 3) << "the middle of 8 steps from position 5";
     EXPECT_EQ(h["replays"], 32);
+    // 8 steps, 7 gaps between them: the idle times' median is the figure.
+    EXPECT_EQ(h["method"], "idle");
+    ASSERT_TRUE(h["idle"].is_object()) << h.dump();
+    EXPECT_EQ(h["idle"]["steps"], 7);
+    EXPECT_DOUBLE_EQ(h["host_us"].get<double>(), h["idle"]["median_us"].get<double>());
+    EXPECT_GT(h["host_us"].get<double>(), 0.0);
+    EXPECT_LT(h["host_us"].get<double>(), tpot_us) << "the GPU idle longer than a whole step";
+    EXPECT_LE(h["idle"]["min_us"].get<double>(), h["idle"]["median_us"].get<double>());
+    EXPECT_LE(h["idle"]["median_us"].get<double>(), h["idle"]["max_us"].get<double>());
   }
   EXPECT_EQ(graphs, 1);
   EXPECT_NE(r.out.find("host     graph: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("µs per token outside the GPU's work"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("µs per token outside the GPU's work (the GPU's idle time between steps"),
+            std::string::npos)
+      << r.out;
 }
 
 // Every timed round of a CUDA run carries the GPU's readings (NVML): as many records as rounds,
