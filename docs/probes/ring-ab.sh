@@ -257,9 +257,14 @@ for c in doc["configurations"]:
         print(f"{c['label']}: {c['status']} (exit {c['exit_code']}): {c['error']}")
 for r in doc["results"]:
     c, run = r["config"], r["runs"][0]
+    h = run["results"].get("host_overhead") or {}
+    idle = h.get("idle") or {}
+    host = (f", host {h['host_us']:.1f} µs ({h.get('method')}; idle p90 {idle.get('p90_us', 0):.1f}, "
+            f"{idle.get('steps', 0)} steps; replay {h.get('replay_host_us') or 0:.1f})") if h else ""
     print(f"{c['preset']['value']} {c['dtype']['value']}: "
           f"{run['results']['stats']['tpot_ns']['median'] / 1e3:.1f} µs, "
-          f"{run['roofline']['efficiency'] * 100:.1f}% of {run['roofline']['measured_gbps']:.0f} GB/s")
+          f"{run['roofline']['efficiency'] * 100:.1f}% of {run['roofline']['measured_gbps']:.0f} GB/s"
+          f"{host}")
 PY
     ;;
   *)
