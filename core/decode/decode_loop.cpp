@@ -176,13 +176,14 @@ bool round_finishes_pass(PassResult& r, const PassSpec& spec, int64_t round, int
 }
 
 /// Appends the idle times of one round that count: series[j] is the GPU's idle time before the
-/// round's step j + 1, and counts[j] says whether the loop did nothing but decode after step j.
-/// A series longer than the round's steps (a backend that stamped other work) or shorter (one
-/// that stopped recording) leaves only the pairs that exist: j < min(both sizes).
+/// round's step j + 1, and counts[j] says whether nothing but the loop's own bookkeeping ran
+/// after step j. A round of n steps has n − 1 gaps; a shorter series is its prefix (a backend's
+/// capacity, in step order), a longer one means gaps of other work (stray stamps, a series not
+/// begun), which cannot be matched to steps: then the round gives none.
 void append_counted_idle(std::vector<int64_t>& out, const std::vector<int64_t>& series,
                          const std::vector<bool>& counts) {
-  const size_t n = std::min(series.size(), counts.size());
-  for (size_t j = 0; j < n; ++j) {
+  if (counts.empty() || series.size() > counts.size() - 1) return;
+  for (size_t j = 0; j < series.size(); ++j) {
     if (counts[j]) out.push_back(series[j]);
   }
 }
@@ -295,9 +296,13 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
     meter.start_round(r.samples_ns.size());
     token = spec.first_token;
     if (first_round) r.ids.push_back(token);
-    // counts[j]: whether the idle time before step j + 1 of this round counts (idle_counts).
+    // counts[j]: whether the idle time before step j + 1 of this round counts
+    // (append_counted_idle). Not for a graph pass that fell back to eager: there the GPU also
+    // waits inside the step for each launch, which no gap between steps shows.
     std::vector<bool> counts;
-    if (spec.measure_idle) {
+    const bool measure_idle =
+        spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
+    if (measure_idle) {
       backend.begin_idle_series();
       counts.reserve(static_cast<size_t>(spec.tokens));
     }
@@ -325,7 +330,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         r.logits_checks.push_back(compare_logits(logits, ref_logits, i, next, ref_id));
         verified = true;
       }
-      if (spec.measure_idle) counts.push_back(!verified);
+      if (measure_idle) counts.push_back(!verified);
       if (spec.on_step) spec.on_step(i + 1, spec.tokens);
       if (first_round) r.ids.push_back(next);
       token = next;
@@ -334,7 +339,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
         break;
       }
     }
-    if (spec.measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
+    if (measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
     meter.end_round(r, round);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }

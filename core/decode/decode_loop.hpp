@@ -58,8 +58,10 @@ struct PassSpec {
   int gpu_step_replays = 0;
   /// Batch 1: the GPU's idle time before each timed step (Backend::begin_idle_series /
   /// idle_series_ns), a series per round, into PassResult::idle_ns. A step's idle time counts
-  /// only when the loop did nothing but decode since the previous timed step: not before a
-  /// round's first step, nor after a step whose logits were verified.
+  /// only when nothing but the loop's own bookkeeping ran since the previous timed step (its
+  /// step-time record, `on_step`): not before a round's first step, nor after a step whose logits
+  /// were verified. Not for a graph pass whose capture failed (it runs eagerly: the GPU then
+  /// also waits inside each step for the launches, which gaps between steps do not show).
   bool measure_idle = false;
 };
 

@@ -19,12 +19,13 @@ template <WeightType T>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const uint8_t* table, int64_t cols, int64_t row_bytes, const int32_t* d_token,
                      float* out, int64_t token_stride, int64_t out_stride, StepClock* clock) {
-  // The step's first kernel: its entry ends the GPU's idle time since the last step.
+  kernels::grid_dependency_trigger();
+  kernels::grid_dependency_wait();
+  // The step's first kernel: its start ends the GPU's idle time since the last step (the wait
+  // returns at once: nothing in the step precedes this kernel).
   if (clock != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
     kernels::step_clock_begin(clock);
   }
-  kernels::grid_dependency_trigger();
-  kernels::grid_dependency_wait();
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= cols) return;
   const int64_t token = d_token[blockIdx.y * token_stride];

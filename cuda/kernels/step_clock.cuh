@@ -3,6 +3,7 @@
 // functions only under nvcc).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace decodebench::cuda {
@@ -12,14 +13,15 @@ namespace decodebench::cuda {
 /// kernel, at its entry, stores now − last_end_ns as gap `count` (while count < capacity), adds 1
 /// to count and clears last_end_ns, so a step records one gap only after a step that ended with
 /// the clock, and a kernel that runs twice records it once. Steps run one after another (the host
-/// synchronises on each), so one thread does this without atomics. Zeroing the first 16 bytes
-/// (last_end_ns, count) starts a new series; `capacity` is set once at allocation.
+/// synchronises on each), so one thread does this without atomics. Zeroing the first 12 bytes
+/// (last_end_ns and count: offsetof(StepClock, capacity)) starts a new series; `capacity` is set
+/// once at allocation.
 struct StepClock {
   uint64_t last_end_ns;  ///< %globaltimer at the end of the last step's argmax; 0: none
   uint32_t count;        ///< gaps recorded since the series began (may exceed capacity)
   uint32_t capacity;     ///< gaps the buffer holds after this header
 };
-static_assert(sizeof(StepClock) == 16);
+static_assert(sizeof(StepClock) == 16 && offsetof(StepClock, capacity) == 12);
 
 /// Bytes of a step clock holding `capacity` gaps.
 constexpr uint64_t step_clock_bytes(uint32_t capacity) {
@@ -37,7 +39,8 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   return t;
 }
 
-/// A step's first kernel, one thread, at its entry: records the gap since the last step's end.
+/// A step's first kernel, one thread, after its PDL wait (so the last step's stamp is visible
+/// even if a launch ever overlapped the two): records the gap since the last step's end.
 __device__ __forceinline__ void step_clock_begin(StepClock* clock) {
   if (clock == nullptr) return;
   const uint64_t now = global_timer_ns();

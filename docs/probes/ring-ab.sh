@@ -259,8 +259,9 @@ for r in doc["results"]:
     c, run = r["config"], r["runs"][0]
     h = run["results"].get("host_overhead") or {}
     idle = h.get("idle") or {}
-    host = (f", host {h['host_us']:.1f} µs ({h.get('method')}; idle p90 {idle.get('p90_us', 0):.1f}, "
-            f"{idle.get('steps', 0)} steps; replay {h.get('replay_host_us') or 0:.1f})") if h else ""
+    f1 = lambda v: "n/a" if v is None else f"{v:.1f}"
+    host = (f", host {h['host_us']:.1f} µs ({h.get('method')}; idle p90 {f1(idle.get('p90_us'))}, "
+            f"{idle.get('steps', 'n/a')} steps; replay {f1(h.get('replay_host_us'))})") if h else ""
     print(f"{c['preset']['value']} {c['dtype']['value']}: "
           f"{run['results']['stats']['tpot_ns']['median'] / 1e3:.1f} µs, "
           f"{run['roofline']['efficiency'] * 100:.1f}% of {run['roofline']['measured_gbps']:.0f} GB/s"

@@ -33,7 +33,7 @@ class ScriptedBackend : public Backend {
     mode_ = mode;
     ExecReport r;
     r.mode = mode;
-    r.captured = mode == ExecMode::kGraph;
+    r.captured = mode == ExecMode::kGraph && !capture_fails;
     return r;
   }
   double replayed_step_gpu_us(int32_t token, int64_t pos, int replays) override {
@@ -47,11 +47,13 @@ class ScriptedBackend : public Backend {
   }
   std::vector<int64_t> idle_series_ns() override {
     std::vector<int64_t> gaps;
-    for (int64_t k = 1; k < steps_in_series_; ++k) gaps.push_back(1000 * series_ + k);
+    for (int64_t k = 1; k < steps_in_series_ + extra_gaps; ++k) gaps.push_back(1000 * series_ + k);
     return gaps;
   }
   int series_ = 0;
   int64_t steps_in_series_ = 0;
+  bool capture_fails = false;  ///< graph mode reports a failed capture (the pass runs eagerly)
+  int64_t extra_gaps = 0;      ///< gaps of work that is not a step
   struct Call {
     int32_t token;
     int64_t pos;
@@ -159,6 +161,27 @@ TEST(HostOverhead, IdleTimesCountOnlyStepsAfterPlainDecoding) {
   spec.measure_idle = false;
   EXPECT_TRUE(run_pass(b, spec).idle_ns.empty());
   EXPECT_EQ(b.series_, 3);
+}
+
+// A round cut short by an end-of-generation token has its own gaps only; a series with more
+// gaps than steps (stamps of other work) cannot be matched to steps and gives none; a graph pass
+// whose capture failed ran eagerly, where the GPU also waits inside each step: none either.
+TEST(HostOverhead, IdleTimesOfShortRoundsStrayStampsAndFailedCaptures) {
+  ScriptedBackend b;
+  PassSpec spec = spec_of(ExecMode::kGraph, 0);
+  spec.measure_idle = true;
+  spec.is_end_of_generation = [](int32_t id) { return id == 112; };  // after 3 of 6 steps
+  EXPECT_EQ(run_pass(b, spec).idle_ns, (std::vector<int64_t>{1001, 1002}));
+  spec.is_end_of_generation = nullptr;
+  b.extra_gaps = 1;
+  EXPECT_TRUE(run_pass(b, spec).idle_ns.empty());
+  b.extra_gaps = 0;
+  EXPECT_EQ(run_pass(b, spec).idle_ns.size(), 5u);
+  b.capture_fails = true;
+  const PassResult eager = run_pass(b, spec);
+  EXPECT_FALSE(eager.exec.captured);
+  EXPECT_TRUE(eager.idle_ns.empty());
+  EXPECT_EQ(b.series_, 3) << "no series begun for the pass that fell back to eager";
 }
 
 // Each round is a series of its own, its first step without a gap; the pass keeps them in order.

@@ -113,11 +113,13 @@ class PerformanceDoc(unittest.TestCase):
             "power_throttled_ms": 0.0, "thermal_throttled_ms": 0.0,
             "rounds": [{"wall_s": 0.2}, {"wall_s": 0.12}]}
         self.other["runs"][0]["results"]["telemetry"] = {"available": False, "reason": "no NVML"}
-        # Host overhead per token of the graph runs (results from 6a8d077 on); Q4_K_M's result
+        # Host overhead per token of the graph runs (results from 6a8d077 on): BF16's from
+        # replays (no method: marked), SmolLM2's from the GPU's idle time; Q4_K_M's result
         # predates it, the CPU run has null.
         self.bf16["runs"][1]["results"]["host_overhead"] = {"host_us": 22.24, "gpu_step_us": 1.0}
         self.bf16["runs"][0]["results"]["host_overhead"] = None  # eager: not the row's run
-        self.smol["runs"][0]["results"]["host_overhead"] = {"host_us": 6.65, "gpu_step_us": 1.0}
+        self.smol["runs"][0]["results"]["host_overhead"] = {
+            "host_us": 6.65, "method": "idle", "gpu_step_us": 1.0}
         self.other["runs"][0]["results"]["host_overhead"] = None
         out = self.generate(self.bf16, self.q4km, self.smol, self.other)
         rows = table_rows(out)
@@ -128,7 +130,7 @@ class PerformanceDoc(unittest.TestCase):
                                       "tiny shape (synthetic), F32 (cpu)"])
         # tok/s, TPOT, host, bytes/token, roofline, efficiency, target, llama.cpp, GPU power
         self.assertEqual(rows["Qwen2.5-7B shape, BF16"],
-                         ["200.0", "5,000 µs", "22.2 µs", "14.00 GB", "286 tok/s", "70.0%",
+                         ["200.0", "5,000 µs", "22.2 µs (replay)", "14.00 GB", "286 tok/s", "70.0%",
                           "≥ 90% (≈ 257 tok/s)", "198 (×1.01)",
                           "696 W, 2.69 J/token, held back 50%"])
         self.assertEqual(rows["Qwen2.5-7B shape, Q4_K_M"],
