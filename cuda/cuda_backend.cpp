@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -105,6 +106,15 @@ int64_t batch_floats(const ModelConfig& c) {
 
 }  // namespace
 
+bool token_copy_request() {
+  const char* e = std::getenv("DECODEBENCH_TOKEN_D2H");
+  if (e == nullptr || *e == '\0') return false;
+  if (std::string_view(e) == "copy") return true;
+  throw runtime_error("DECODEBENCH_TOKEN_D2H: '" + std::string(e) +
+                      "' is not copy (a D2H copy of the token after the argmax kernel); leave it "
+                      "unset for the default (the kernel stores the token in host memory)");
+}
+
 int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions,
                                          int64_t max_batch) {
   int64_t weights = 0;
@@ -146,6 +156,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
     throw usage_error("batch must be in 1..256, got " + std::to_string(max_batch_));
   }
   attn_path_ = attention_path_request();  // a bad DECODEBENCH_ATTENTION fails before any upload
+  token_copy_ = token_copy_request();     // and a bad DECODEBENCH_TOKEN_D2H
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -333,6 +344,10 @@ void CudaBackend::allocate_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_inputs_.data(), 0, sizeof(StepInputs)));  // advance 0 until a copy
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(sizeof(int32_t));
+  // Pinned memory is mapped for the device (unified addressing on every 64-bit platform CUDA 13
+  // supports): the final argmax kernel can store the token there itself.
+  DB_CUDA_CHECK(
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&h_next_device_), h_next_.data(), 0));
   std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
   if (max_batch_ > 1) allocate_batch_workspace();
   for (DeviceLayer& L : layers_) {
@@ -640,10 +655,16 @@ void CudaBackend::enqueue_argmax() {
   cudaStream_t s = stream_.get();
   // With device_advance the argmax kernel also writes the next greedy step's inputs.
   int32_t* advance = options_.device_advance ? &d_inputs_.data<StepInputs>()->token : nullptr;
+  // The token goes straight to pinned host memory: a 4-byte store over PCIe from the kernel
+  // costs less than a copy after it (docs/performance.md, round 32). The host reads it after
+  // synchronising with the stream, which makes the kernel's stores visible.
+  int32_t* out = token_copy_ ? d_next_.data<int32_t>() : h_next_device_;
   launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
-                d_next_.data<int32_t>(), s, options_.pdl, advance, step_clock_.data<StepClock>());
-  DB_CUDA_CHECK(
-      cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+                out, s, options_.pdl, advance, step_clock_.data<StepClock>());
+  if (token_copy_) {
+    DB_CUDA_CHECK(cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, s));
+  }
 }
 
 void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const StepGraphs* graphs,

@@ -62,12 +62,20 @@ struct DeviceLayer {
   bool v_on_qk_split = false;
 };
 
+/// How a batch-1 step's token reaches the host, from DECODEBENCH_TOKEN_D2H (a measurement switch,
+/// read once per backend): unset or empty → false, the final argmax kernel stores the token into
+/// pinned host memory itself (mapped; no copy in the step); "copy" → true, the kernel stores it
+/// on the device and a 4-byte D2H copy follows it (the form before round 32). Throws
+/// decodebench::Error (exit 1) naming the variable for any other value.
+bool token_copy_request();
+
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
 ///
-/// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches and one
-/// 4-byte D2H on `stream_` with fixed pointers and launch shapes; token, position and seq_len are
-/// read from `d_inputs_`, written by an async H2D before each step. The same functions run eagerly
-/// or under stream capture, so graph replay and eager execution compute identical results.
+/// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches on
+/// `stream_` with fixed pointers and launch shapes (and a 4-byte D2H under
+/// DECODEBENCH_TOKEN_D2H=copy); token, position and seq_len are read from `d_inputs_`, written by
+/// an async H2D before a step that does not find them there. The same functions run eagerly or
+/// under stream capture, so graph replay and eager execution compute identical results.
 class CudaBackend final : public Backend {
  public:
   /// Uploads the weights and allocates the workspace. Throws decodebench::Error: exit 3 when the
@@ -193,6 +201,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer step_clock_;        ///< StepClock: the GPU's idle time between batch-1 steps
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_, h_next_;
+  int32_t* h_next_device_ = nullptr;  ///< h_next_ as the device addresses it (mapped)
+  bool token_copy_ = false;           ///< token_copy_request(): a D2H copy after the argmax
   CudaEvent ev_start_, ev_stop_;
 
   // Batch workspace (max_batch_ > 1): [slot][...] per sequence.

@@ -123,6 +123,7 @@ constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
     "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
+    "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous
     "CUDA_VISIBLE_DEVICES",               // which GPU is device 0
     "CUDA_DEVICE_ORDER",                  // how devices are numbered

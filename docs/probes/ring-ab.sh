@@ -26,6 +26,10 @@
 #          bundle has it), --verify with each DECODEBENCH_ATTENTION form (cluster, block, merge,
 #          split), then SmolLM2-shape (Q4_1, F16) and 7B (Q4_0) steps with the automatic form,
 #          block (SmolLM2) and merge alternated; about 4 minutes.
+#   token  round 32: test_backend, then the step's token stored in pinned host memory by the
+#          argmax kernel (default) against its D2H copy (DECODEBENCH_TOKEN_D2H=copy), alternated:
+#          SmolLM2-shape Q4_1 and F16 and 7B Q4_0 steps, with the median TPOT, the host's
+#          overhead (the GPU's idle time between steps) and the replay check; about 3 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -35,7 +39,7 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
@@ -89,7 +93,37 @@ astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TP
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
 }
+tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H: median TPOT, host figures, nodes
+  local base="$out/token-$1-$2-${3:-kernel}"
+  rm -f "$base.json"
+  local layers=()
+  [ "$1" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
+  DECODEBENCH_TOKEN_D2H=$3 "$bin/decodebench" --preset "$1" "${layers[@]}" --backend cuda \
+    --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
+    --dtype "$2" --json "$base.json" -q > "$base.log" 2>&1
+  python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+res, h = run["results"], run["results"]["host_overhead"]
+idle = h.get("idle") or {}
+print(f"tpot {res['stats']['tpot_ns']['median'] / 1e3:.1f} µs, host {h['host_us']:.2f} µs "
+      f"({h.get('method')}, p90 {idle.get('p90_us', float('nan')):.2f}, min "
+      f"{idle.get('min_us', float('nan')):.2f}, {idle.get('steps')} steps), replay "
+      f"{h.get('replay_host_us') or float('nan'):.2f} µs, nodes {run['graph'].get('graph_nodes')}")
+PY
+}
 case $mode in
+  token)
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \] [A-Za-z]|gaps of steps" "$out/backend.log" | sort -u | head -20
+    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0"; do
+      for form in "" copy "" copy; do
+        echo "$pd ${form:-kernel}: $(tstep $pd "$form")"
+      done
+    done
+    ;;
   attn)
     DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
       DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
@@ -269,7 +303,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk or attn" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn or token" >&2
     exit 2
     ;;
 esac

@@ -40,12 +40,14 @@ class ScopedVariable {
 TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
   const ScopedVariable ring("DECODEBENCH_GEMV_RING", "0");
   const ScopedVariable attention("DECODEBENCH_ATTENTION", "merge");
+  const ScopedVariable token("DECODEBENCH_TOKEN_D2H", "copy");
   const ScopedVariable blocking("CUDA_LAUNCH_BLOCKING", std::nullopt);
   const ScopedVariable visible("CUDA_VISIBLE_DEVICES", "");  // set, though empty: still recorded
   const ScopedVariable unrelated("CUDA_HOME", "/usr/local/cuda");
   const nlohmann::json vars = run_variables();
   EXPECT_EQ(vars.value("DECODEBENCH_GEMV_RING", "?"), "0");
   EXPECT_EQ(vars.value("DECODEBENCH_ATTENTION", "?"), "merge");
+  EXPECT_EQ(vars.value("DECODEBENCH_TOKEN_D2H", "?"), "copy");
   EXPECT_EQ(vars.value("CUDA_VISIBLE_DEVICES", "?"), "");
   EXPECT_FALSE(vars.contains("CUDA_LAUNCH_BLOCKING"));
   EXPECT_FALSE(vars.contains("CUDA_HOME"));

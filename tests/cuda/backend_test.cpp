@@ -2,6 +2,7 @@
 // capture-fault recovery, cross-thread capture, and input errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -684,6 +686,84 @@ TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
     gpu.step_batch(std::vector<int32_t>{1, 2}, std::vector<int64_t>{p0 + i, p0 + i}, next, nullptr);
   }
   EXPECT_TRUE(gpu.idle_series_ns().empty());
+}
+
+// DECODEBENCH_TOKEN_D2H's values (host code: runs without a GPU too): unset or empty is the
+// kernel's own store to host memory, "copy" the D2H copy after it, anything else exit 1 naming
+// the variable.
+TEST(Backend, TokenD2hRequestReadsTheSwitch) {
+  const char* was = std::getenv("DECODEBENCH_TOKEN_D2H");
+  const std::optional<std::string> before = was ? std::optional<std::string>(was) : std::nullopt;
+  unsetenv("DECODEBENCH_TOKEN_D2H");
+  EXPECT_FALSE(token_copy_request());
+  setenv("DECODEBENCH_TOKEN_D2H", "", 1);
+  EXPECT_FALSE(token_copy_request());
+  setenv("DECODEBENCH_TOKEN_D2H", "copy", 1);
+  EXPECT_TRUE(token_copy_request());
+  setenv("DECODEBENCH_TOKEN_D2H", "Copy", 1);
+  try {
+    token_copy_request();
+    ADD_FAILURE() << "DECODEBENCH_TOKEN_D2H=Copy was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_TOKEN_D2H: 'Copy' is not copy", 0), 0u)
+        << e.what();
+  }
+  if (before) {
+    setenv("DECODEBENCH_TOKEN_D2H", before->c_str(), 1);
+  } else {
+    unsetenv("DECODEBENCH_TOKEN_D2H");
+  }
+}
+
+// The token stored in host memory by the argmax kernel and the token copied after it: the same
+// tokens and logits bit for bit, eagerly, replayed and phase-timed, and the graph of the kernel's
+// form has one node fewer (no copy).
+TEST(Backend, TokenStoredByTheKernelEqualsTheCopiedToken) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ4_0);
+  const char* was = std::getenv("DECODEBENCH_TOKEN_D2H");
+  const std::optional<std::string> before = was ? std::optional<std::string>(was) : std::nullopt;
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
+  unsetenv("DECODEBENCH_TOKEN_D2H");
+  CudaBackend stored(m, o);
+  setenv("DECODEBENCH_TOKEN_D2H", "copy", 1);
+  CudaBackend copied(m, o);
+  if (before) {
+    setenv("DECODEBENCH_TOKEN_D2H", before->c_str(), 1);
+  } else {
+    unsetenv("DECODEBENCH_TOKEN_D2H");
+  }
+  int32_t a = stored.prefill(prompt_for(stored));
+  int32_t b = copied.prefill(prompt_for(copied));
+  ASSERT_EQ(a, b);
+  const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+  int64_t nodes[2] = {0, 0};
+  for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+    const std::string what = mode == ExecMode::kGraph ? "graph" : "eager";
+    const ExecReport ra = stored.set_exec_mode(mode);
+    const ExecReport rb = copied.set_exec_mode(mode);
+    if (mode == ExecMode::kGraph) {
+      nodes[0] = ra.graph_nodes;
+      nodes[1] = rb.graph_nodes;
+    }
+    std::vector<float> la, lb;
+    for (int64_t i = 0; i < 10; ++i) {
+      StepPhases pa, pb;
+      const int64_t pos = p0 + i + (mode == ExecMode::kGraph ? 10 : 0);
+      a = stored.step(a, pos, i >= 8 ? &pa : nullptr);
+      b = copied.step(b, pos, i >= 8 ? &pb : nullptr);
+      ASSERT_EQ(a, b) << what << " step " << i;
+      stored.logits(la);
+      copied.logits(lb);
+      ASSERT_TRUE(testing::all_bits_equal(la, lb, what + " step " + std::to_string(i)));
+      // The token is the argmax of the step's own logits.
+      ASSERT_EQ(a, static_cast<int32_t>(std::max_element(la.begin(), la.end()) - la.begin()))
+          << what << " step " << i;
+    }
+  }
+  EXPECT_EQ(nodes[0] + 1, nodes[1]) << "the copy is the one node more";
 }
 
 // `run` reports the host overhead per token of its graph pass (the GPU's idle time between
