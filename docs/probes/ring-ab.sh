@@ -81,26 +81,25 @@ gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed
   echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
 }
+switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5 dtype: one
+  # graph run (128 steps after 128 tokens, at least 2 s timed) into $1.json and $1.log
+  rm -f "$1.json"
+  local layers=()
+  [ "$4" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
+  env "$2=$3" "$bin/decodebench" --preset "$4" "${layers[@]}" --backend cuda \
+    --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
+    --dtype "$5" --json "$1.json" -q > "$1.log" 2>&1
+}
 astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TPOT in µs and the
   # attention form the run record names, or "failed: " and the run's last line
   local base="$out/attn-$1-$2-${3:-default}"
-  rm -f "$base.json"
-  local layers=()
-  [ "$1" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
-  DECODEBENCH_ATTENTION=$3 "$bin/decodebench" --preset "$1" "${layers[@]}" --backend cuda \
-    --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
-    --dtype "$2" --json "$base.json" -q > "$base.log" 2>&1
+  switch_step "$base" DECODEBENCH_ATTENTION "$3" "$1" "$2"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
 }
 tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H: median TPOT, host figures, nodes
   local base="$out/token-$1-$2-${3:-kernel}"
-  rm -f "$base.json"
-  local layers=()
-  [ "$1" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
-  DECODEBENCH_TOKEN_D2H=$3 "$bin/decodebench" --preset "$1" "${layers[@]}" --backend cuda \
-    --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
-    --dtype "$2" --json "$base.json" -q > "$base.log" 2>&1
+  switch_step "$base" DECODEBENCH_TOKEN_D2H "$3" "$1" "$2"
   python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
