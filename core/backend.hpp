@@ -17,7 +17,7 @@ struct StepPhases {
                        ///< when the device holds them already: CudaBackendOptions::device_advance)
   int64_t launch_ns = 0;  ///< graph launch, or all eager kernel launches, returned
   int64_t wait_ns = 0;    ///< until the step's GPU work (before argmax) is complete
-  int64_t argmax_ns = 0;  ///< argmax kernels + 4-byte D2H + synchronisation
+  int64_t argmax_ns = 0;  ///< argmax kernels + the token's way to the host + synchronisation
   int64_t total_ns = 0;   ///< the whole step
   double gpu_ms = -1.0;   ///< CUDA-event time from before the forward pass to after argmax; <0: n/a
 };
@@ -100,7 +100,7 @@ class Backend {
   /// The GPU's own time for one batch-1 decode step, µs: the step at `pos` fed `token` (its
   /// inputs copied once), its captured graph replayed `replays` times back to back with no host
   /// synchronisation between replays, CUDA-event time ÷ replays. A step's time minus this is the
-  /// host's overhead per token (graph launch, D2H, synchronisation latency, any H2D copy). Rewrites
+  /// host's overhead per token (graph launch, synchronisation latency, any H2D copy). Rewrites
   /// the KV entries at `pos` as a step does (with the same token, the same values). Returns a
   /// negative value when the backend cannot tell: the CPU backend, eager mode, no captured graph.
   /// Throws decodebench::Error: exit 2 for replays < 1 or invalid token / pos (as `step`).
@@ -108,8 +108,8 @@ class Backend {
 
   /// Starts a series of the GPU's idle times between consecutive batch-1 steps: the next step
   /// records none, each later one the time from the previous step's last kernel's end to its
-  /// own first kernel's start, ns, read on the GPU's clock (the D2H of the token, the host's
-  /// wake-up, its work between the steps, any H2D copy and the next launch). Issued on the
+  /// own first kernel's start, ns, read on the GPU's clock (the token's way to the host, the
+  /// host's wake-up, its work between the steps, any H2D copy and the next launch). Issued on the
   /// backend's stream, so it takes effect before the next step; no synchronisation. The default
   /// (a backend that cannot tell, the CPU's) does nothing.
   virtual void begin_idle_series() {}

@@ -161,6 +161,9 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
   device_name_ = prop.name;
+  // A device that cannot address pinned host memory (no unified addressing or mapping, e.g.
+  // confidential-computing modes) gets its token by the D2H copy instead.
+  if (prop.canMapHostMemory == 0 || prop.unifiedAddressing == 0) token_copy_ = true;
   size_t free_bytes = 0, total_bytes = 0;
   DB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const int64_t needed = device_bytes_needed(model, max_positions_, max_batch_);
@@ -344,10 +347,12 @@ void CudaBackend::allocate_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_inputs_.data(), 0, sizeof(StepInputs)));  // advance 0 until a copy
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(sizeof(int32_t));
-  // Pinned memory is mapped for the device (unified addressing on every 64-bit platform CUDA 13
-  // supports): the final argmax kernel can store the token there itself.
-  DB_CUDA_CHECK(
-      cudaHostGetDevicePointer(reinterpret_cast<void**>(&h_next_device_), h_next_.data(), 0));
+  // Pinned memory is mapped for the device under unified addressing: the final argmax kernel
+  // can store the token there itself.
+  if (!token_copy_) {
+    DB_CUDA_CHECK(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&h_next_device_), h_next_.data(), 0));
+  }
   std::memset(h_inputs_.data(), 0, sizeof(StepInputs));
   if (max_batch_ > 1) allocate_batch_workspace();
   for (DeviceLayer& L : layers_) {

@@ -64,8 +64,9 @@ struct DeviceLayer {
 
 /// How a batch-1 step's token reaches the host, from DECODEBENCH_TOKEN_D2H (a measurement switch,
 /// read once per backend): unset or empty → false, the final argmax kernel stores the token into
-/// pinned host memory itself (mapped; no copy in the step); "copy" → true, the kernel stores it
-/// on the device and a 4-byte D2H copy follows it (the form before round 32). Throws
+/// pinned host memory itself (mapped; no copy in the step; a device without unified addressing
+/// or host-memory mapping takes the copy anyway); "copy" → true, the kernel stores it on the
+/// device and a 4-byte D2H copy follows it (the form before round 32). Throws
 /// decodebench::Error (exit 1) naming the variable for any other value.
 bool token_copy_request();
 

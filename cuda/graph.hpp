@@ -62,8 +62,9 @@ CaptureOutcome capture_graph(cudaStream_t stream, CaptureMode mode, CaptureFault
 /// both: true when the context works.
 bool context_is_healthy(std::string* why);
 
-/// The graphs of one decode step: `full` (forward + argmax + 4-byte D2H, one launch per token) and
-/// the split pair used for phase timing.
+/// The graphs of one decode step: `full` (forward + argmax, whose final kernel stores the token in
+/// pinned host memory, or a 4-byte D2H copy after it; one launch per token) and the split pair
+/// used for phase timing.
 struct StepGraphs {
   GraphExec full;
   GraphExec forward;

@@ -210,7 +210,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
       fmt::print(out,
                  "host     {}: {:.1f} µs per token outside the GPU's kernels (from one step's last "
                  "kernel to the next one's first, on the GPU's clock: median of {} steps, p90 "
-                 "{:.1f} µs; the token's way to the host included)",
+                 "{:.1f} µs; includes getting the token to the host)",
                  p.pass.spec.label, *p.host_overhead_us, p.idle_ns->count, p.idle_ns->p90 / 1e3);
       if (p.replay_host_overhead_us) {
         fmt::print(out, "; replay check {:.1f} µs", *p.replay_host_overhead_us);

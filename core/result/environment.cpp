@@ -167,8 +167,8 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
   for (const auto& [name, v] : variables.items()) {
     if (name.rfind("DECODEBENCH_", 0) != 0) continue;
     out.push_back(name + "=" + value(name.c_str()) +
-                  ": a measurement switch picks a kernel form; compare this result only "
-                  "with runs of the same setting");
+                  ": a measurement switch picks a kernel form or a step's data path; compare "
+                  "this result only with runs of the same setting");
   }
   const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   if (!share.empty()) {

@@ -1,5 +1,5 @@
-// Greedy sampling: argmax over logits, written as an int32 token id to device memory. Host
-// launchers only.
+// Greedy sampling: argmax over logits, written as an int32 token id to memory the device
+// addresses (device memory, or mapped pinned host memory). Host launchers only.
 #pragma once
 
 #include <cuda_runtime_api.h>

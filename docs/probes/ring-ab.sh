@@ -97,8 +97,10 @@ astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TP
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
 }
-tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H: median TPOT, host figures, nodes
-  local base="$out/token-$1-$2-${3:-kernel}"
+tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H, $4 repetition: median TPOT, host
+  # figures, graph nodes (the run's files in $out/runs, packed into runs.tgz at the end)
+  mkdir -p "$out/runs"
+  local base="$out/runs/token-$1-$2-${3:-kernel}-$4"
   switch_step "$base" DECODEBENCH_TOKEN_D2H "$3" "$1" "$2"
   python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
 import json, sys
@@ -118,10 +120,13 @@ case $mode in
     echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \] [A-Za-z]|gaps of steps" "$out/backend.log" | sort -u | head -20
     for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0"; do
-      for form in "" copy "" copy; do
-        echo "$pd ${form:-kernel}: $(tstep $pd "$form")"
+      for rep in 1 2; do
+        for form in "" copy; do
+          echo "$pd ${form:-kernel}: $(tstep $pd "$form" $rep)"
+        done
       done
     done
+    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   attn)
     DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \

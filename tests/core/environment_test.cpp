@@ -8,34 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/support.hpp"
+
 namespace decodebench {
 namespace {
 
-// Sets (or unsets, for nullopt) one variable; restores what the process had on destruction.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* v = std::getenv(name)) before_ = v;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedVariable() {
-    if (before_) {
-      setenv(name_, before_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
+using decodebench::testing::ScopedVariable;
 
 TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
   const ScopedVariable ring("DECODEBENCH_GEMV_RING", "0");

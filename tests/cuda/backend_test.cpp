@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -692,15 +693,19 @@ TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
 // kernel's own store to host memory, "copy" the D2H copy after it, anything else exit 1 naming
 // the variable.
 TEST(Backend, TokenD2hRequestReadsTheSwitch) {
-  const char* was = std::getenv("DECODEBENCH_TOKEN_D2H");
-  const std::optional<std::string> before = was ? std::optional<std::string>(was) : std::nullopt;
-  unsetenv("DECODEBENCH_TOKEN_D2H");
-  EXPECT_FALSE(token_copy_request());
-  setenv("DECODEBENCH_TOKEN_D2H", "", 1);
-  EXPECT_FALSE(token_copy_request());
-  setenv("DECODEBENCH_TOKEN_D2H", "copy", 1);
-  EXPECT_TRUE(token_copy_request());
-  setenv("DECODEBENCH_TOKEN_D2H", "Copy", 1);
+  {
+    const decodebench::testing::ScopedVariable unset("DECODEBENCH_TOKEN_D2H", std::nullopt);
+    EXPECT_FALSE(token_copy_request());
+  }
+  {
+    const decodebench::testing::ScopedVariable empty("DECODEBENCH_TOKEN_D2H", "");
+    EXPECT_FALSE(token_copy_request());
+  }
+  {
+    const decodebench::testing::ScopedVariable copy("DECODEBENCH_TOKEN_D2H", "copy");
+    EXPECT_TRUE(token_copy_request());
+  }
+  const decodebench::testing::ScopedVariable bad("DECODEBENCH_TOKEN_D2H", "Copy");
   try {
     token_copy_request();
     ADD_FAILURE() << "DECODEBENCH_TOKEN_D2H=Copy was accepted";
@@ -708,11 +713,6 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
     EXPECT_EQ(e.code(), ExitCode::kRuntime);
     EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_TOKEN_D2H: 'Copy' is not copy", 0), 0u)
         << e.what();
-  }
-  if (before) {
-    setenv("DECODEBENCH_TOKEN_D2H", before->c_str(), 1);
-  } else {
-    unsetenv("DECODEBENCH_TOKEN_D2H");
   }
 }
 
@@ -722,24 +722,23 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
 TEST(Backend, TokenStoredByTheKernelEqualsTheCopiedToken) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(WeightType::kQ4_0);
-  const char* was = std::getenv("DECODEBENCH_TOKEN_D2H");
-  const std::optional<std::string> before = was ? std::optional<std::string>(was) : std::nullopt;
   CudaBackendOptions o;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
-  unsetenv("DECODEBENCH_TOKEN_D2H");
-  CudaBackend stored(m, o);
-  setenv("DECODEBENCH_TOKEN_D2H", "copy", 1);
-  CudaBackend copied(m, o);
-  if (before) {
-    setenv("DECODEBENCH_TOKEN_D2H", before->c_str(), 1);
-  } else {
-    unsetenv("DECODEBENCH_TOKEN_D2H");
-  }
+  auto make = [&](std::optional<std::string> value) {
+    const decodebench::testing::ScopedVariable v("DECODEBENCH_TOKEN_D2H", std::move(value));
+    return std::make_unique<CudaBackend>(m, o);
+  };
+  const auto stored_ptr = make(std::nullopt);
+  const auto copied_ptr = make("copy");
+  CudaBackend& stored = *stored_ptr;
+  CudaBackend& copied = *copied_ptr;
   int32_t a = stored.prefill(prompt_for(stored));
   int32_t b = copied.prefill(prompt_for(copied));
   ASSERT_EQ(a, b);
   const int64_t p0 = static_cast<int64_t>(kPrompt.size());
   int64_t nodes[2] = {0, 0};
+  int32_t last = a;
+  int changes = 0;
   for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
     const std::string what = mode == ExecMode::kGraph ? "graph" : "eager";
     const ExecReport ra = stored.set_exec_mode(mode);
@@ -758,11 +757,15 @@ TEST(Backend, TokenStoredByTheKernelEqualsTheCopiedToken) {
       stored.logits(la);
       copied.logits(lb);
       ASSERT_TRUE(testing::all_bits_equal(la, lb, what + " step " + std::to_string(i)));
-      // The token is the argmax of the step's own logits.
+      // The token is the argmax of the step's own logits (a store that never landed would leave
+      // the previous token: caught wherever the token changes, counted below).
       ASSERT_EQ(a, static_cast<int32_t>(std::max_element(la.begin(), la.end()) - la.begin()))
           << what << " step " << i;
+      if (a != last) ++changes;
+      last = a;
     }
   }
+  EXPECT_GE(changes, 4) << "too few token changes for the check above to see a stale token";
   EXPECT_EQ(nodes[0] + 1, nodes[1]) << "the copy is the one node more";
 }
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,10 +41,10 @@ class TempDir {
 
 /// Outcome of a child process.
 struct CommandResult {
-  int exit_code = -1;   ///< exit status when the process exited normally
-  int signal = 0;       ///< terminating signal, 0 when it exited normally
-  std::string out;      ///< everything written to stdout
-  std::string err;      ///< everything written to stderr
+  int exit_code = -1;  ///< exit status when the process exited normally
+  int signal = 0;      ///< terminating signal, 0 when it exited normally
+  std::string out;     ///< everything written to stdout
+  std::string err;     ///< everything written to stderr
 };
 
 /// Runs `argv` (argv[0] is the program path) with stdin from /dev/null and `timeout_s` seconds
@@ -60,13 +62,40 @@ bool python_has_module(const std::string& module, std::string* reason);
 /// Reads a whole file (throws std::runtime_error when it cannot).
 std::string read_file(const std::filesystem::path& path);
 
+// Sets (or unsets, for nullopt) one variable; restores what the process had on destruction.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* v = std::getenv(name)) before_ = v;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedVariable() {
+    if (before_) {
+      setenv(name_, before_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> before_;
+};
+
 }  // namespace decodebench::testing
 
-/// Skips the current test with the reason when the Python `gguf` package (fixture writer) is missing.
-#define DB_REQUIRE_PYTHON_GGUF()                                                         \
-  do {                                                                                   \
-    std::string db_reason_;                                                              \
-    if (!::decodebench::testing::python_has_module("gguf", &db_reason_))                 \
-      GTEST_SKIP() << "Python package 'gguf' unavailable (" << db_reason_                \
-                   << "); run scripts/setup or pip install gguf numpy";                  \
+/// Skips the current test with the reason when the Python `gguf` package (fixture writer) is
+/// missing.
+#define DB_REQUIRE_PYTHON_GGUF()                                          \
+  do {                                                                    \
+    std::string db_reason_;                                               \
+    if (!::decodebench::testing::python_has_module("gguf", &db_reason_))  \
+      GTEST_SKIP() << "Python package 'gguf' unavailable (" << db_reason_ \
+                   << "); run scripts/setup or pip install gguf numpy";   \
   } while (0)
