@@ -43,9 +43,9 @@ struct PassReport {
   /// The GPU's idle time between timed steps (PassResult::idle_ns), ns; empty when none was
   /// measured.
   std::optional<Summary> idle_ns;
-  /// Host overhead per token, µs: everything outside the GPU's work (the D2H of the next token,
-  /// the host's wake-up and work, the graph launch, an H2D copy of the step's inputs where the
-  /// device does not hold them already). The median of idle_ns where measured ("idle"), else
+  /// Host overhead per token, µs: everything outside the GPU's work (the token's way to the
+  /// host, the host's wake-up and work, the graph launch, an H2D copy of the step's inputs where
+  /// the device does not hold them already). The median of idle_ns where measured ("idle"), else
   /// replay_host_overhead_us ("replay"); empty when neither was measured (CPU, eager and
   /// phase-timing passes, batches).
   std::optional<double> host_overhead_us;
