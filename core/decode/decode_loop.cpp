@@ -291,17 +291,17 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   const auto wall0 = std::chrono::steady_clock::now();
   auto rep0 = wall0;  // end of round 0 (repeat_wall_ns)
   int64_t timed_ns = 0;
+  // Not for a graph pass that fell back to eager: there the GPU also waits inside the step for
+  // each launch, which no gap between steps shows.
+  const bool measure_idle = spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;
     meter.start_round(r.samples_ns.size());
     token = spec.first_token;
     if (first_round) r.ids.push_back(token);
     // counts[j]: whether the idle time before step j + 1 of this round counts
-    // (append_counted_idle). Not for a graph pass that fell back to eager: there the GPU also
-    // waits inside the step for each launch, which no gap between steps shows.
+    // (append_counted_idle).
     std::vector<bool> counts;
-    const bool measure_idle =
-        spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
     if (measure_idle) {
       backend.begin_idle_series();
       counts.reserve(static_cast<size_t>(spec.tokens));

@@ -392,23 +392,9 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
 // is three 128-position tiles: a cluster of 3 by default, 3 merged blocks, 3 splits for split-KV.
 TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   DB_REQUIRE_CUDA();
-  struct Restore {
-    std::string before;
-    bool had = false;
-    Restore() {
-      if (const char* v = std::getenv("DECODEBENCH_ATTENTION")) {
-        before = v;
-        had = true;
-      }
-    }
-    ~Restore() {
-      if (had) {
-        setenv("DECODEBENCH_ATTENTION", before.c_str(), 1);
-      } else {
-        unsetenv("DECODEBENCH_ATTENTION");
-      }
-    }
-  } restore;
+  const char* was = std::getenv("DECODEBENCH_ATTENTION");  // restored when the test ends
+  const decodebench::testing::ScopedVariable restore(
+      "DECODEBENCH_ATTENTION", was ? std::optional<std::string>(was) : std::nullopt);
   const Model m = make_model(WeightType::kF32);
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
