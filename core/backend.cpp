@@ -25,6 +25,18 @@ double Backend::replayed_step_gpu_us(int32_t, int64_t, int replays) {
   return -1.0;  // no graph to replay
 }
 
+std::string Backend::launch_ahead_unavailable() const {
+  return "the " + name() + " backend runs each step to completion";
+}
+
+void Backend::enqueue_step(int32_t, int64_t) {
+  throw runtime_error("enqueue_step: " + launch_ahead_unavailable());
+}
+
+int32_t Backend::finish_step() {
+  throw runtime_error("finish_step: " + launch_ahead_unavailable());
+}
+
 void Backend::step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
                          std::span<int32_t> next, StepPhases* phases) {
   if (tokens.size() != 1 || positions.size() != 1 || next.size() != 1) {

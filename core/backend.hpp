@@ -61,6 +61,11 @@ struct KernelMix {
   std::string attention;
 };
 
+/// Backend::enqueue_step's token for "the previous step's argmax, held by the device".
+inline constexpr int32_t kTokenOnDevice = -1;
+/// Steps Backend::enqueue_step may have in flight at once.
+inline constexpr int kMaxStepsInFlight = 2;
+
 /// A model placed on a device with its KV cache and workspace preallocated.
 ///
 /// Contract (docs/architecture.md): `step` computes the logits for `token` at position `pos`,
@@ -118,6 +123,30 @@ class Backend {
   /// the backend's, 4,096 for the CUDA backend); empty when the backend does not measure them.
   /// Synchronises with the device. Throws decodebench::Error (exit 1) on a device error.
   virtual std::vector<int64_t> idle_series_ns() { return {}; }
+
+  // ---- launch-ahead decoding (batch 1) ---------------------------------------------------------
+  // A greedy decode step needs the previous step's token, but when the device passes it on
+  // (the argmax kernel writes the next step's inputs), the host can enqueue step n + 1 before step
+  // n's token reaches it, so the GPU does not wait for the host between steps. At most
+  // kMaxStepsInFlight steps are in flight; `step`, `logits`, replays, idle series and batched
+  // steps need none in flight.
+
+  /// Why this backend cannot launch steps ahead now, or "" when enqueue_step / finish_step work.
+  /// The default: the backend runs each step to completion.
+  [[nodiscard]] virtual std::string launch_ahead_unavailable() const;
+
+  /// Enqueues the batch-1 step at `pos` without waiting for it. `token` >= 0 feeds that token
+  /// (checked as `step` checks it; no step may be in flight then, as its inputs are copied from
+  /// one host buffer); kTokenOnDevice feeds the argmax of the step enqueued just before, at
+  /// pos − 1 (in flight or finished last), which the device holds. Throws decodebench::Error:
+  /// exit 2 for a bad token or position or a kTokenOnDevice step that does not follow the last
+  /// one; exit 1 when kMaxStepsInFlight steps are in flight or launch_ahead_unavailable() says why
+  /// not (the default always throws).
+  virtual void enqueue_step(int32_t token, int64_t pos);
+
+  /// Waits for the oldest step in flight and returns its argmax. Throws decodebench::Error: exit 1
+  /// when none is in flight (the default always throws) or on a device error.
+  virtual int32_t finish_step();
 
   // ---- batched decode (issue 8) -------------------------------------------------------------
   // A backend built for max_batch() = B > 1 holds B independent KV caches ("slots"). step_batch

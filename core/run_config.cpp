@@ -359,6 +359,9 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     c.fusion = parse_choice("--fusion", r.get<std::string>("fusion", o.fusion, nullptr, "on"),
                             kNames, kValues);
     c.pdl = parse_choice("--pdl", r.get<std::string>("pdl", o.pdl, nullptr, "on"), kNames, kValues);
+    c.launch_ahead = parse_choice("--launch-ahead",
+                                  r.get<std::string>("launch_ahead", o.launch_ahead, nullptr, "on"),
+                                  kNames, kValues);
   }
   {
     static const char* const kNames[] = {"auto", "tiled", "gguf"};

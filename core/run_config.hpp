@@ -65,6 +65,7 @@ struct RunOptions {
   std::optional<bool> phase_timing;
   std::optional<std::string> fusion;         ///< on | off
   std::optional<std::string> pdl;            ///< on | off
+  std::optional<std::string> launch_ahead;   ///< on | off
   std::optional<std::string> weight_layout;  ///< auto | tiled | gguf
   // Stopping rules.
   std::optional<double> min_time;   ///< s
@@ -118,6 +119,9 @@ struct RunConfig {
   bool phase_timing = false;
   bool fusion = true;  ///< CUDA: fused kernels (norm in GEMV, stacked QKV/gate-up, RoPE+KV)
   bool pdl = true;     ///< CUDA: programmatic dependent launch
+  /// Graph passes at batch 1: each step launched before the previous token reaches the host
+  /// (PassSpec::launch_ahead)
+  bool launch_ahead = true;
   WeightLayout weight_layout = WeightLayout::kAuto;  ///< CUDA: device layout of quantized GEMVs
 
   double min_time_s = 0;   ///< repeat rounds until this much timed time (0 = one round)

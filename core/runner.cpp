@@ -230,6 +230,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         {"inject_capture_fault", "--inject-capture-fault"},
         {"fusion", "--fusion"},
         {"pdl", "--pdl"},
+        {"launch_ahead", "--launch-ahead"},
         {"weight_layout", "--weight-layout"}};
     std::string given;
     int count = 0;
@@ -439,6 +440,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       if (use_cuda && mode == ExecMode::kGraph && !with_phases && batch == 1) {
         spec.gpu_step_replays = kGpuStepReplays;
         spec.measure_idle = true;  // and its idle time between steps, measured on the GPU
+        spec.launch_ahead = config.launch_ahead;
       }
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;

@@ -346,7 +346,8 @@ void CudaBackend::allocate_workspace() {
   DB_CUDA_CHECK(cudaMemset(d_error_flag_.data(), 0, sizeof(int32_t)));
   DB_CUDA_CHECK(cudaMemset(d_inputs_.data(), 0, sizeof(StepInputs)));  // advance 0 until a copy
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
-  h_next_ = PinnedBuffer(sizeof(int32_t));
+  h_next_ = PinnedBuffer(kTokenSlots * sizeof(int32_t));
+  for (CudaEvent& e : step_done_) e = CudaEvent(cudaEventDisableTiming);
   // Pinned memory is mapped for the device under unified addressing: the final argmax kernel
   // can store the token there itself.
   if (!token_copy_) {
@@ -658,14 +659,17 @@ void CudaBackend::enqueue_forward() {
 
 void CudaBackend::enqueue_argmax() {
   cudaStream_t s = stream_.get();
-  // With device_advance the argmax kernel also writes the next greedy step's inputs.
-  int32_t* advance = options_.device_advance ? &d_inputs_.data<StepInputs>()->token : nullptr;
+  // The argmax kernel reads the step's position there (its token slot) and, when the inputs say
+  // so (StepInputs::advance, set with device_advance), writes the next greedy step's inputs.
+  int32_t* inputs = &d_inputs_.data<StepInputs>()->token;
   // The token goes straight to pinned host memory: a 4-byte store over PCIe from the kernel
   // costs less than a copy after it (docs/performance.md, round 32). The host reads it after
-  // synchronising with the stream, which makes the kernel's stores visible.
+  // synchronising with the stream (or the step's event), which makes the kernel's stores visible.
+  // Its slot follows the position, so a step launched ahead leaves the previous token alone.
   int32_t* out = token_copy_ ? d_next_.data<int32_t>() : h_next_device_;
   launch_argmax(logits_.data<float>(), c_.vocab, argmax_scratch_.data(), argmax_scratch_.bytes(),
-                out, s, options_.pdl, advance, step_clock_.data<StepClock>());
+                out, s, options_.pdl, inputs, step_clock_.data<StepClock>(),
+                token_copy_ ? 1 : kTokenSlots);
   if (token_copy_) {
     DB_CUDA_CHECK(cudaMemcpyAsync(h_next_.data(), d_next_.data(), sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, s));
@@ -722,8 +726,95 @@ void CudaBackend::run_step(const void* h_in, void* d_in, size_t in_bytes, const 
   phases->gpu_ms = gpu_ms;
 }
 
+int32_t CudaBackend::token_of_step(int64_t pos) const {
+  return h_next_.data<int32_t>()[token_copy_ ? 0 : pos % kTokenSlots];
+}
+
+void CudaBackend::check_no_step_in_flight(const char* what) const {
+  if (in_flight_count_ > 0) {
+    throw runtime_error(std::string(what) + ": " + std::to_string(in_flight_count_) +
+                        " launched-ahead step(s) still in flight (finish_step first)");
+  }
+}
+
+std::string CudaBackend::launch_ahead_unavailable() const {
+  if (token_copy_) {
+    return "the token is copied to the host into one buffer for every step (DECODEBENCH_TOKEN_D2H="
+           "copy, or a device that cannot map host memory)";
+  }
+  if (!options_.device_advance) return "the device does not advance the step's inputs";
+  return "";
+}
+
+void CudaBackend::enqueue_step(int32_t token, int64_t pos) {
+  if (const std::string why = launch_ahead_unavailable(); !why.empty()) {
+    throw runtime_error("enqueue_step: " + why);
+  }
+  if (in_flight_count_ == kMaxStepsInFlight) {
+    throw runtime_error("enqueue_step: " + std::to_string(kMaxStepsInFlight) +
+                        " steps are in flight already (finish_step first)");
+  }
+  bool resident = false;
+  if (token == kTokenOnDevice) {
+    // The device holds the inputs of the step after the last one enqueued.
+    const int64_t next_pos =
+        in_flight_count_ > 0 ? in_flight_[in_flight_count_ - 1].pos + 1 : resident_.pos;
+    if ((in_flight_count_ == 0 && !resident_.valid) || pos != next_pos) {
+      throw usage_error(
+          "enqueue_step: a step fed the previous step's token on the device must "
+          "follow it at position " +
+          (in_flight_count_ > 0 || resident_.valid ? std::to_string(next_pos)
+                                                   : std::string("(none ran)")) +
+          ", got " + std::to_string(pos));
+    }
+    check_step_inputs(0, pos, c_.vocab, max_positions_);
+    resident = true;
+  } else {
+    check_step_inputs(token, pos, c_.vocab, max_positions_);
+    // Its inputs go through the one pinned input buffer, which an earlier copy may still read.
+    check_no_step_in_flight("enqueue_step with a token from the host");
+    resident = resident_.valid && resident_.token == token && resident_.pos == pos;
+  }
+  resident_.valid = false;  // until the last step in flight has finished
+  last_batch_ = 0;
+  cudaStream_t s = stream_.get();
+  if (!resident) {
+    auto* in = h_inputs_.data<StepInputs>();
+    in->token = token;
+    in->pos = static_cast<int32_t>(pos);
+    in->seq_len = static_cast<int32_t>(pos + 1);
+    in->advance = 1;  // device_advance: launch_ahead_unavailable() checked it
+    DB_CUDA_CHECK(
+        cudaMemcpyAsync(d_inputs_.data(), in, sizeof(StepInputs), cudaMemcpyHostToDevice, s));
+    ++input_copies_;
+  }
+  if (mode_ == ExecMode::kGraph && graphs_ && graphs_->full.valid()) {
+    graphs_->full.launch(s);
+  } else {
+    enqueue_forward();
+    enqueue_argmax();
+  }
+  // The oldest step's event is free again once it has finished, so events rotate with the slots.
+  const size_t event =
+      in_flight_count_ > 0 ? (in_flight_[in_flight_count_ - 1].event + 1) % step_done_.size() : 0;
+  step_done_[event].record(s);
+  in_flight_[in_flight_count_++] = {pos, event};
+}
+
+int32_t CudaBackend::finish_step() {
+  if (in_flight_count_ == 0) throw runtime_error("finish_step: no step in flight");
+  const StepInFlight oldest = in_flight_[0];
+  step_done_[oldest.event].synchronize();
+  const int32_t next = token_of_step(oldest.pos);
+  for (int i = 1; i < in_flight_count_; ++i) in_flight_[i - 1] = in_flight_[i];
+  --in_flight_count_;
+  if (in_flight_count_ == 0) resident_ = {true, next, oldest.pos + 1};
+  return next;
+}
+
 int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
   check_step_inputs(token, pos, c_.vocab, max_positions_);
+  check_no_step_in_flight("step");
   // The previous step's argmax kernel left this step's inputs on the device when this step is
   // fed its output at the next position (greedy decoding): no H2D copy then.
   const bool resident = resident_.valid && resident_.token == token && resident_.pos == pos;
@@ -740,12 +831,13 @@ int32_t CudaBackend::step(int32_t token, int64_t pos, StepPhases* phases) {
       graph ? graphs_.get() : nullptr, [&] { enqueue_forward(); }, [&] { enqueue_argmax(); },
       phases);
   if (!resident) ++input_copies_;
-  const int32_t next = *h_next_.data<int32_t>();
+  const int32_t next = token_of_step(pos);
   if (options_.device_advance) resident_ = {true, next, pos + 1};
   return next;
 }
 
 double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays) {
+  check_no_step_in_flight("replayed_step_gpu_us");
   if (replays < 1) throw usage_error("replays must be >= 1, got " + std::to_string(replays));
   check_step_inputs(token, pos, c_.vocab, max_positions_);
   if (mode_ != ExecMode::kGraph || !graphs_ || !graphs_->full.valid()) return -1.0;
@@ -770,12 +862,14 @@ double CudaBackend::replayed_step_gpu_us(int32_t token, int64_t pos, int replays
 }
 
 void CudaBackend::begin_idle_series() {
+  check_no_step_in_flight("begin_idle_series");
   // last_end_ns and count only: capacity stays.
   DB_CUDA_CHECK(
       cudaMemsetAsync(step_clock_.data(), 0, offsetof(StepClock, capacity), stream_.get()));
 }
 
 std::vector<int64_t> CudaBackend::idle_series_ns() {
+  check_no_step_in_flight("idle_series_ns");
   DB_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   StepClock header{};
   DB_CUDA_CHECK(cudaMemcpy(&header, step_clock_.data(), sizeof header, cudaMemcpyDeviceToHost));
@@ -788,6 +882,7 @@ std::vector<int64_t> CudaBackend::idle_series_ns() {
 }
 
 void CudaBackend::logits(std::vector<float>& out) {
+  check_no_step_in_flight("logits");
   if (last_batch_ > 0) {  // after a batched step: sequence 0's logits
     logits_batch(0, out);
     return;
@@ -857,6 +952,7 @@ ExecReport CudaBackend::capture_pair(const std::function<void()>& first,
 }
 
 ExecReport CudaBackend::set_exec_mode(ExecMode mode) {
+  check_no_step_in_flight("set_exec_mode");
   if (mode == ExecMode::kEager) {
     mode_ = ExecMode::kEager;
     ExecReport r;
@@ -986,6 +1082,7 @@ void CudaBackend::enqueue_argmax_batch(int64_t m) {
 
 void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const int64_t> positions,
                              std::span<int32_t> next, StepPhases* phases) {
+  check_no_step_in_flight("step_batch");
   check_batch_inputs(tokens, positions, next, max_batch_, c_.vocab, max_positions_);
   const auto m = static_cast<int64_t>(tokens.size());
   if (m == 1) {  // slot 0 through the single-sequence step (its kernels and graph)
@@ -1013,6 +1110,7 @@ void CudaBackend::step_batch(std::span<const int32_t> tokens, std::span<const in
 }
 
 void CudaBackend::logits_batch(int64_t seq, std::vector<float>& out) {
+  check_no_step_in_flight("logits_batch");
   const int64_t m = last_batch_ > 0 ? last_batch_ : 1;
   if (seq < 0 || seq >= m) {
     throw usage_error("sequence " + std::to_string(seq) + " is outside the last step's batch of " +
@@ -1029,6 +1127,7 @@ void CudaBackend::logits_batch(int64_t seq, std::vector<float>& out) {
 }
 
 ExecReport CudaBackend::set_exec_mode_batch(ExecMode mode, int64_t batch) {
+  check_no_step_in_flight("set_exec_mode_batch");
   if (batch < 1 || batch > max_batch_) {
     throw usage_error("batch " + std::to_string(batch) + " is outside 1.." +
                       std::to_string(max_batch_) + " (the backend's KV-cache slots)");

@@ -98,6 +98,11 @@ class CudaBackend final : public Backend {
   double replayed_step_gpu_us(int32_t token, int64_t pos, int replays) override;
   void begin_idle_series() override;
   std::vector<int64_t> idle_series_ns() override;
+  /// "" unless the token is copied (DECODEBENCH_TOKEN_D2H=copy, or a device that cannot map host
+  /// memory: one buffer for every step's token) or device_advance is off.
+  [[nodiscard]] std::string launch_ahead_unavailable() const override;
+  void enqueue_step(int32_t token, int64_t pos) override;
+  int32_t finish_step() override;
 
   // Batched decode (CudaBackendOptions::max_batch slots; see core/backend.hpp). Each layer runs
   // one batched product per weight matrix (launch_gemm: tensor-core kernel, weights read once per
@@ -155,6 +160,10 @@ class CudaBackend final : public Backend {
   void run_step(const void* h_in, void* d_in, size_t in_bytes, const StepGraphs* graphs,
                 const std::function<void()>& forward, const std::function<void()>& argmax,
                 StepPhases* phases);
+  /// Throws decodebench::Error (exit 1) naming `what` while launched-ahead steps are in flight.
+  void check_no_step_in_flight(const char* what) const;
+  /// The token the step at `pos` stored in h_next_ (its slot, or the one slot of the copy form).
+  [[nodiscard]] int32_t token_of_step(int64_t pos) const;
   void allocate_batch_workspace();
   void enqueue_forward_batch(int64_t m);
   void enqueue_argmax_batch(int64_t m);
@@ -201,9 +210,21 @@ class CudaBackend final : public Backend {
   DeviceBuffer attn_merge_count_;  ///< AttentionParams::merge_count (n_heads words)
   DeviceBuffer step_clock_;        ///< StepClock: the GPU's idle time between batch-1 steps
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
-  PinnedBuffer h_inputs_, h_next_;
+  PinnedBuffer h_inputs_;
+  /// The tokens of batch-1 steps: kTokenSlots slots, the step at pos in slot pos % kTokenSlots
+  /// (launch_argmax's out_slots); the copy form uses slot 0 only.
+  PinnedBuffer h_next_;
+  static constexpr int kTokenSlots = 4;
   int32_t* h_next_device_ = nullptr;  ///< h_next_ as the device addresses it (mapped)
-  bool token_copy_ = false;           ///< token_copy_request(): a D2H copy after the argmax
+  /// Launch-ahead steps in flight (enqueue_step), oldest first: position and completion event.
+  struct StepInFlight {
+    int64_t pos = 0;
+    size_t event = 0;  ///< index into step_done_
+  };
+  std::array<StepInFlight, kMaxStepsInFlight> in_flight_{};
+  int in_flight_count_ = 0;
+  std::array<CudaEvent, kMaxStepsInFlight> step_done_;
+  bool token_copy_ = false;  ///< token_copy_request(): a D2H copy after the argmax
   CudaEvent ev_start_, ev_stop_;
 
   // Batch workspace (max_batch_ > 1): [slot][...] per sequence.

@@ -205,13 +205,24 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     }
   }
   for (const auto& p : r.passes) {
+    if (!p.pass.launch_ahead_off.empty()) {
+      fmt::print(out, "launch   {}: steps one at a time, not launched ahead: {}\n",
+                 p.pass.spec.label, p.pass.launch_ahead_off);
+    }
+  }
+  for (const auto& p : r.passes) {
     if (!p.host_overhead_us) continue;
     if (p.idle_ns) {
+      // Launched ahead, the host's work overlaps the GPU's: what is left is the GPU's wait.
       fmt::print(out,
                  "host     {}: {:.1f} µs per token outside the GPU's kernels (from one step's last "
                  "kernel to the next one's first, on the GPU's clock: median of {} steps, p90 "
-                 "{:.1f} µs; includes getting the token to the host)",
-                 p.pass.spec.label, *p.host_overhead_us, p.idle_ns->count, p.idle_ns->p90 / 1e3);
+                 "{:.1f} µs; {})",
+                 p.pass.spec.label, *p.host_overhead_us, p.idle_ns->count, p.idle_ns->p90 / 1e3,
+                 p.pass.launched_ahead
+                     ? "steps launched ahead: the token's way to the host and the host's work "
+                       "overlap the next step"
+                     : "includes getting the token to the host");
       if (p.replay_host_overhead_us) {
         fmt::print(out, "; replay check {:.1f} µs", *p.replay_host_overhead_us);
       }

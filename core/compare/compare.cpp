@@ -197,8 +197,8 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     // The run settings outside the key that change what is timed (config.<name>.value).
     if (doc.contains("config") && doc["config"].is_object()) {
       r.settings = nlohmann::json::object();
-      for (const char* name : {"tokens", "seed", "fusion", "pdl", "weight_layout", "capture_mode",
-                               "stateless", "ignore_eos", "inject_capture_fault"}) {
+      for (const char* name : {"tokens", "seed", "fusion", "pdl", "launch_ahead", "weight_layout",
+                               "capture_mode", "stateless", "ignore_eos", "inject_capture_fault"}) {
         const auto it = doc["config"].find(name);
         if (it != doc["config"].end() && it->is_object() && it->contains("value")) {
           r.settings[name] = (*it)["value"];

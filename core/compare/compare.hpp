@@ -65,7 +65,7 @@ struct LoadedRun {
   /// does not have it (older writers)
   nlohmann::json variables;
   /// The run settings outside the key that change what is timed, from the document's config:
-  /// {tokens, seed, fusion, pdl, weight_layout, capture_mode, stateless, ignore_eos,
+  /// {tokens, seed, fusion, pdl, launch_ahead, weight_layout, capture_mode, stateless, ignore_eos,
   /// inject_capture_fault} (those present); null where the document has no config
   nlohmann::json settings;
 };

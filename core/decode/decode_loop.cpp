@@ -188,6 +188,51 @@ void append_counted_idle(std::vector<int64_t>& out, const std::vector<int64_t>& 
   }
 }
 
+// Why a batch-1 pass asked to launch steps ahead cannot (PassSpec::launch_ahead), or "".
+std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec,
+                                  const ExecReport& exec) {
+  if (spec.phase_timing) return "phase timing synchronises inside each step";
+  if (spec.verify_argmax || (spec.reference != nullptr && spec.verify_tokens > 0)) {
+    return "the first round's steps are verified one at a time";
+  }
+  if (spec.stateless) return "--stateless runs every step at position 0";
+  if (spec.mode == ExecMode::kGraph && !exec.captured) {
+    return "the graph capture failed and the steps run eagerly";
+  }
+  return backend.launch_ahead_unavailable();
+}
+
+// One round of PassSpec::tokens launch-ahead steps (PassSpec::launch_ahead): step i + 1 is
+// enqueued before step i's token is awaited. Sample i = the time between the host's receipts of
+// tokens i − 1 and i (sample 0 from step 0's launch). At an end-of-generation token the step
+// already in flight is finished and dropped. Every idle gap counts (nothing is verified).
+void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult& r,
+                              int64_t& timed_ns, bool first_round, std::vector<bool>& counts) {
+  const auto pos_of = [&](int64_t i) { return spec.start_pos + i; };
+  auto t_prev = std::chrono::steady_clock::now();
+  backend.enqueue_step(spec.first_token, pos_of(0));
+  for (int64_t i = 0; i < spec.tokens; ++i) {
+    const bool more = i + 1 < spec.tokens;
+    if (more) backend.enqueue_step(kTokenOnDevice, pos_of(i + 1));
+    const int32_t next = backend.finish_step();
+    const auto t = std::chrono::steady_clock::now();
+    r.samples_ns.push_back(ns_between(t_prev, t));
+    timed_ns += r.samples_ns.back();
+    t_prev = t;
+    if (spec.measure_idle) counts.push_back(true);
+    if (spec.on_step) spec.on_step(i + 1, spec.tokens);
+    if (first_round) r.ids.push_back(next);
+    if (spec.is_end_of_generation && spec.is_end_of_generation(next)) {
+      r.stopped_at_end_of_generation = true;
+      if (more) {
+        backend.finish_step();  // launched ahead, not wanted: its gap was idle time all the same
+        if (spec.measure_idle) counts.push_back(true);
+      }
+      return;
+    }
+  }
+}
+
 // run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
 PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   const int64_t m = spec.batch;
@@ -294,6 +339,8 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   // Not for a graph pass that fell back to eager: there the GPU also waits inside the step for
   // each launch, which no gap between steps shows.
   const bool measure_idle = spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
+  r.launch_ahead_off = spec.launch_ahead ? launch_ahead_obstacle(backend, spec, r.exec) : "";
+  r.launched_ahead = spec.launch_ahead && r.launch_ahead_off.empty();
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;
     meter.start_round(r.samples_ns.size());
@@ -305,6 +352,13 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
     if (measure_idle) {
       backend.begin_idle_series();
       counts.reserve(static_cast<size_t>(spec.tokens));
+    }
+    if (r.launched_ahead) {
+      run_launched_ahead_round(backend, spec, r, timed_ns, first_round, counts);
+      if (measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
+      meter.end_round(r, round);
+      if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
+      continue;
     }
     int64_t i = 0;
     for (; i < spec.tokens; ++i) {

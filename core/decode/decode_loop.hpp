@@ -63,6 +63,14 @@ struct PassSpec {
   /// were verified. Not for a graph pass whose capture failed (it runs eagerly: the GPU then
   /// also waits inside each step for the launches, which gaps between steps do not show).
   bool measure_idle = false;
+  /// Batch 1: launch each timed step before the previous step's token reaches the host
+  /// (Backend::enqueue_step with kTokenOnDevice, then finish_step), so the GPU does not wait for
+  /// the host between steps; a step's sample is then the time between the host's receipts of
+  /// two consecutive tokens (a round's first: from its launch). Not where the host must act
+  /// between steps (phase timing, verification of the first round, --stateless), nor where the
+  /// backend cannot (Backend::launch_ahead_unavailable) or a graph pass runs eagerly after a failed
+  /// capture: PassResult::launch_ahead_off says why. Warm-up steps run one at a time.
+  bool launch_ahead = false;
 };
 
 /// Why a pass stopped taking samples.
@@ -108,7 +116,7 @@ struct PassResult {
   /// The ids of every sequence (batch entries; entry 0 equals `ids`), first round.
   std::vector<std::vector<int32_t>> sequence_ids;
   /// Per timed step, steady clock around Backend::step (batch > 1: around one step_batch of all
-  /// sequences)
+  /// sequences; launched ahead: between the host's receipts of consecutive tokens)
   std::vector<int64_t> samples_ns;
   std::vector<StepPhases> phases;  ///< per timed step when phase timing was on
   int64_t wall_ns = 0;             ///< whole timed loop
@@ -126,6 +134,10 @@ struct PassResult {
   /// The GPU's idle time before each timed step that counts (spec.measure_idle), ns, in step
   /// order across rounds; empty when not measured or the backend cannot tell (CPU).
   std::vector<int64_t> idle_ns;
+  /// Whether the timed steps were launched ahead (spec.launch_ahead, and nothing stood against
+  /// it); when asked for but not done, launch_ahead_off says why ("" otherwise).
+  bool launched_ahead = false;
+  std::string launch_ahead_off;
 };
 
 /// Runs one pass: selects the execution mode (capturing a graph if asked), runs `warmup` untimed

@@ -269,6 +269,10 @@ nlohmann::json pass_json(const RunReport& r, const PassReport& p) {
         {"start_position", p.pass.spec.start_pos},
         {"stateless", p.pass.spec.stateless},
         {"stopped_at_end_of_generation", p.pass.stopped_at_end_of_generation},
+        {"launch_ahead",
+         {{"on", p.pass.launched_ahead},
+          {"why_off", p.pass.launch_ahead_off.empty() ? nlohmann::json(nullptr)
+                                                      : nlohmann::json(p.pass.launch_ahead_off)}}},
         {"stopping",
          {{"rule", p.pass.stopping.rule},
           {"rounds", p.pass.stopping.rounds},

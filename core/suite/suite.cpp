@@ -14,13 +14,13 @@ namespace decodebench {
 
 namespace {
 
-constexpr std::array<std::string_view, 28> kSweepFlags = {
-    "--preset",   "--layers",       "--hidden",  "--heads",         "--kv-heads",
-    "--head-dim", "--ffn",          "--vocab",   "--context",       "--rope-theta",
-    "--rms-eps",  "--dtype",        "--seed",    "--prompt-tokens", "--tokens",
-    "--warmup",   "--warmup-time",  "--batch",   "--backend",       "--threads",
-    "--graph",    "--capture-mode", "--fusion",  "--pdl",           "--weight-layout",
-    "--min-time", "--max-noise",    "--max-time"};
+constexpr std::array<std::string_view, 29> kSweepFlags = {
+    "--preset",        "--layers",       "--hidden",    "--heads",         "--kv-heads",
+    "--head-dim",      "--ffn",          "--vocab",     "--context",       "--rope-theta",
+    "--rms-eps",       "--dtype",        "--seed",      "--prompt-tokens", "--tokens",
+    "--warmup",        "--warmup-time",  "--batch",     "--backend",       "--threads",
+    "--graph",         "--capture-mode", "--fusion",    "--pdl",           "--launch-ahead",
+    "--weight-layout", "--min-time",     "--max-noise", "--max-time"};
 
 // Splits "a,b,c"; Error naming `flag` when an element is empty.
 std::vector<std::string> split_list(const std::string& flag, const std::string& text) {

@@ -35,7 +35,8 @@ struct SuiteDefinition {
 /// True for the run flags whose values are split on commas by expand_sweep(): --preset, the shape
 /// flags (--layers --hidden --heads --kv-heads --head-dim --ffn --vocab --context --rope-theta
 /// --rms-eps --dtype --seed), --prompt-tokens --tokens --warmup --warmup-time --batch --backend
-/// --threads --graph --capture-mode --fusion --pdl --weight-layout --min-time --max-noise
+/// --threads --graph --capture-mode --fusion --pdl --launch-ahead --weight-layout --min-time
+/// --max-noise
 /// --max-time. Never --model, --prompt, --prompt-ids, --json or any other flag whose value may
 /// legitimately hold a comma.
 bool is_sweep_flag(std::string_view flag);

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads)
 /// Pass 2: block r reduces the `nparts` partials of row r to out[r].
 __global__ void __launch_bounds__(kThreads)
     argmax_final_kernel(const Candidate* partial, int nparts, int32_t* out, int32_t* advance,
-                        StepClock* clock) {
+                        int slot_mask, StepClock* clock) {
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const Candidate* pr = partial + static_cast<int64_t>(blockIdx.x) * nparts;
@@ -95,7 +95,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   c = block_best(c);
   if (threadIdx.x == 0) {
-    out[blockIdx.x] = c.i;
+    // With slots (m = 1), the step's position picks one: a step launched ahead cannot overwrite
+    // the token of the step before it before the host has read that one.
+    out[blockIdx.x + (advance != nullptr ? (advance[1] & slot_mask) : 0)] = c.i;
     // The next greedy step's inputs (m = 1): every kernel before this one has completed.
     if (advance != nullptr && advance[3] != 0) {
       const int32_t pos = advance[1] + 1;
@@ -123,10 +125,19 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m) {
   return static_cast<size_t>(partial_count(n) * m) * sizeof(Candidate);
 }
 
-void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
-                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl,
-                           int32_t* d_advance, StepClock* clock) {
+namespace {
+
+void launch_argmax_rows(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
+                        size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl,
+                        int32_t* d_advance, StepClock* clock, int out_slots) {
   check_sizes(n, m);
+  if (out_slots < 1 || out_slots > 64 || (out_slots & (out_slots - 1)) != 0 ||
+      (out_slots > 1 && d_advance == nullptr)) {
+    throw runtime_error(
+        "argmax: out_slots must be a power of two in [1, 64] and needs d_advance, "
+        "got " +
+        std::to_string(out_slots));
+  }
   if ((d_advance != nullptr || clock != nullptr) && m != 1) {
     throw runtime_error("argmax: d_advance and clock need one row, got m=" + std::to_string(m));
   }
@@ -150,14 +161,26 @@ void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_str
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_partial_kernel), args1, grid1,
                                dim3(kThreads), 0, pdl, stream);
   int nparts = static_cast<int>(parts);
-  void* args2[] = {&partial, &nparts, &d_out, &d_advance, &clock};
+  int slot_mask = out_slots - 1;
+  void* args2[] = {&partial, &nparts, &d_out, &d_advance, &slot_mask, &clock};
   gemv_impl::launch_with_attrs(reinterpret_cast<const void*>(&argmax_final_kernel), args2,
                                dim3(static_cast<unsigned>(m)), dim3(kThreads), 0, pdl, stream);
 }
 
+}  // namespace
+
+void launch_argmax_batched(const float* x, int64_t n, int64_t m, int64_t row_stride, void* scratch,
+                           size_t scratch_bytes, int32_t* d_out, cudaStream_t stream, bool pdl,
+                           int32_t* d_advance, StepClock* clock) {
+  launch_argmax_rows(x, n, m, row_stride, scratch, scratch_bytes, d_out, stream, pdl, d_advance,
+                     clock, 1);
+}
+
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
-                   cudaStream_t stream, bool pdl, int32_t* d_advance, StepClock* clock) {
-  launch_argmax_batched(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl, d_advance, clock);
+                   cudaStream_t stream, bool pdl, int32_t* d_advance, StepClock* clock,
+                   int out_slots) {
+  launch_argmax_rows(x, n, 1, n, scratch, scratch_bytes, d_out, stream, pdl, d_advance, clock,
+                     out_slots);
 }
 
 }  // namespace decodebench::cuda

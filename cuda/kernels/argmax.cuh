@@ -29,9 +29,12 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m);
 /// step has finished reading them).
 /// `clock` (optional): this launch ends a decode step; the final kernel stamps the step's end in it
 /// after its stores (StepClock).
+/// `out_slots` (a power of two, 1..64; > 1 needs `d_advance`): d_out holds that many tokens and the
+/// step at position pos (d_advance[1], read before advancing) writes d_out[pos % out_slots], so two
+/// steps in flight (launch-ahead decoding) keep their tokens apart.
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
                    cudaStream_t stream, bool pdl = false, int32_t* d_advance = nullptr,
-                   StepClock* clock = nullptr);
+                   StepClock* clock = nullptr, int out_slots = 1);
 
 /// Batched form: d_out[r] = argmax of row r (x + r·row_stride, n values) for r < m, in the same
 /// two launches. row_stride >= n (in floats). `d_advance` and `clock` need m = 1 (exit 1

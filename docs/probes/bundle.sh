@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what ring-ab.sh needs on the GPU host into FOLDER (default .devbin, which git ignores), so
 # one `run` of the device tool can carry it (about 33 MB): the gzipped decodebench, test_gemv,
-# test_backend and test_attention of BUILD (default build/cuda, built for sm_90), the backend
-# tests' GGUF fixtures (the GPU host has no gguf package), the cluster_pdl probe, ring-ab.sh
+# test_backend, test_attention and test_argmax of BUILD (default build/cuda, built for sm_90), the
+# backend tests' GGUF fixtures (the GPU host has no gguf package), the cluster_pdl probe, ring-ab.sh
 # itself and unpack.sh. On the GPU host:
 #   bash FOLDER/unpack.sh /tmp/b && OUT=$OUT bash FOLDER/ring-ab.sh /tmp/b split|rows4|q6k
 # Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER]
@@ -14,7 +14,8 @@ root=$(cd "$here/../.." && pwd)
 mkdir -p "$dir/fx"
 for pair in app/decodebench:decodebench tests/decodebench.test.cuda.gemv:test_gemv \
   tests/decodebench.test.cuda.backend:test_backend \
-  tests/decodebench.test.cuda.attention:test_attention; do
+  tests/decodebench.test.cuda.attention:test_attention \
+  tests/decodebench.test.cuda.argmax:test_argmax; do
   src="$build/${pair%%:*}"
   [ -x "$src" ] || { echo "bundle.sh: $src is missing: build it first (ninja -C $build)" >&2; exit 1; }
   gzip -9 -c "$src" > "$dir/${pair##*:}.gz"
@@ -36,7 +37,7 @@ cat > "$dir/unpack.sh" <<'UNPACK'
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1/fx"
-for b in decodebench test_gemv test_backend test_attention; do
+for b in decodebench test_gemv test_backend test_attention test_argmax; do
   gunzip -c "$here/$b.gz" > "$1/$b"
   chmod +x "$1/$b"
 done

@@ -30,6 +30,9 @@
 #          argmax kernel (default) against its D2H copy (DECODEBENCH_TOKEN_D2H=copy), alternated:
 #          SmolLM2-shape Q4_1 and F16 and 7B Q4_0 steps, with the median TPOT, the host's
 #          overhead (the GPU's idle time between steps) and the replay check; about 3 minutes.
+#   ahead  round 33: test_backend and test_argmax, then steps launched ahead (--launch-ahead on, the default)
+#          against one at a time (off), alternated: SmolLM2-shape Q4_1 and F16, 7B Q4_0 and F16,
+#          with host_line's figures; about 4 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -39,11 +42,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk or attn}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token or ahead}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -81,14 +84,14 @@ gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed
   echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
 }
-switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5 dtype: one
-  # graph run (128 steps after 128 tokens, at least 2 s timed) into $1.json and $1.log
+switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5 dtype, then
+  # more flags: one graph run (128 steps after 128 tokens, at least 2 s timed) into $1.json, $1.log
   rm -f "$1.json"
   local layers=()
   [ "$4" = qwen2.5-7b ] && layers=(--layers 28 --vocab 152064)
   env "$2=$3" "$bin/decodebench" --preset "$4" "${layers[@]}" --backend cuda \
     --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
-    --dtype "$5" --json "$1.json" -q > "$1.log" 2>&1
+    --dtype "$5" "${@:6}" --json "$1.json" -q > "$1.log" 2>&1
 }
 astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TPOT in µs and the
   # attention form the run record names, or "failed: " and the run's last line
@@ -97,21 +100,35 @@ astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TP
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
 }
-tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H, $4 repetition: median TPOT, host
-  # figures, graph nodes (the run's files in $out/runs, packed into runs.tgz at the end)
-  mkdir -p "$out/runs"
-  local base="$out/runs/token-$1-$2-${3:-kernel}-$4"
-  switch_step "$base" DECODEBENCH_TOKEN_D2H "$3" "$1" "$2"
-  python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
+host_line() {  # $1 a run's JSON, $2 its log: median TPOT, tok/s, host figures, graph nodes,
+  # whether the steps were launched ahead; or "failed: " and the log's last line
+  python3 - "$1" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$2")"
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 res, h = run["results"], run["results"]["host_overhead"]
 idle = h.get("idle") or {}
-print(f"tpot {res['stats']['tpot_ns']['median'] / 1e3:.1f} µs, host {h['host_us']:.2f} µs "
+ahead = res.get("launch_ahead") or {}
+print(f"tpot {res['stats']['tpot_ns']['median'] / 1e3:.1f} µs, "
+      f"{res['stats']['tokens_per_s']:.1f} tok/s, host {h['host_us']:.2f} µs "
       f"({h.get('method')}, p90 {idle.get('p90_us', float('nan')):.2f}, min "
       f"{idle.get('min_us', float('nan')):.2f}, {idle.get('steps')} steps), replay "
-      f"{h.get('replay_host_us') or float('nan'):.2f} µs, nodes {run['graph'].get('graph_nodes')}")
+      f"{h.get('replay_host_us') or float('nan'):.2f} µs, nodes {run['graph'].get('graph_nodes')}"
+      f", ahead {ahead.get('on')}")
 PY
+}
+tstep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_TOKEN_D2H, $4 repetition: host_line (the run's
+  # files in $out/runs, packed into runs.tgz at the end)
+  mkdir -p "$out/runs"
+  local base="$out/runs/token-$1-$2-${3:-kernel}-$4"
+  switch_step "$base" DECODEBENCH_TOKEN_D2H "$3" "$1" "$2"
+  host_line "$base.json" "$base.log"
+}
+lstep() {  # $1 preset, $2 dtype, $3 --launch-ahead value, $4 repetition: host_line (files as
+  # tstep's)
+  mkdir -p "$out/runs"
+  local base="$out/runs/ahead-$1-$2-$3-$4"
+  switch_step "$base" DECODEBENCH_TOKEN_D2H "" "$1" "$2" --launch-ahead "$3"
+  host_line "$base.json" "$base.log"
 }
 case $mode in
   token)
@@ -123,6 +140,23 @@ case $mode in
       for rep in 1 2; do
         for form in "" copy; do
           echo "$pd ${form:-kernel}: $(tstep $pd "$form" $rep)"
+        done
+      done
+    done
+    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  ahead)
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
+    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    "$bin/test_argmax" > "$out/argmax.log" 2>&1
+    echo "argmax rc=$? $(tail -1 "$out/argmax.log")"
+    grep -E "gaps of steps" "$out/backend.log" | sort -u
+    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0" "qwen2.5-7b f16"; do
+      for rep in 1 2; do
+        for v in on off; do
+          echo "$pd $v: $(lstep $pd $v $rep)"
         done
       done
     done

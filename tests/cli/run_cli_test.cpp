@@ -586,7 +586,8 @@ TEST(RunCli, VersionAndHelp) {
   EXPECT_NE(h.out.find("Exit codes"), std::string::npos);
   EXPECT_NE(h.out.find("--layers"), std::string::npos);
   EXPECT_NE(h.out.find("Sweeps: these run flags accept comma lists"), std::string::npos) << h.out;
-  EXPECT_NE(h.out.find("--fusion --pdl --weight-layout"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("--fusion --pdl --launch-ahead --weight-layout"), std::string::npos)
+      << h.out;
   // The sweep paragraph is the main run's (and `run`'s); other commands end with the exit codes.
   EXPECT_NE(run_decodebench({"run", "--help"}).out.find("Sweeps:"), std::string::npos);
   for (const std::string cmd : {"inspect", "doctor", "bandwidth", "compare", "make-gguf"}) {

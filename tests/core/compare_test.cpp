@@ -425,6 +425,15 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
   EXPECT_EQ(r.runs[0].id, r.runs[0].key["id"].get<std::string>() + "#2");
   EXPECT_EQ(r.only_in_baseline.size(), 1u);
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  // Steps launched ahead against one at a time: another workload, noted as such.
+  auto ahead = result("on", 8, 1.0), one = result("on", 8, 1.1);
+  ahead["config"]["launch_ahead"] = {{"value", "on"}, {"origin", "default"}};
+  one["config"]["launch_ahead"] = {{"value", "off"}, {"origin", "flag"}};
+  r = compare_runs(load_runs(one, "one.json"), load_runs(ahead, "ahead.json"), {});
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("launch_ahead 'off' in one.json, 'on' in ahead.json"),
+            std::string::npos)
+      << r.notes[0];
 }
 
 // Pairing at known start positions: a setting that differs across a whole file (--tokens 4 against

@@ -157,6 +157,14 @@ TEST(RunConfig, EnumerationsAndListsAreChecked) {
   o.tokens = 0;
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
   o = {};
+  o.launch_ahead = "maybe";
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_NE(msg.find("--launch-ahead"), std::string::npos) << msg;
+  o = {};
+  EXPECT_TRUE(resolve_run_config(o, 2).launch_ahead) << "on by default";
+  o.launch_ahead = "off";
+  EXPECT_FALSE(resolve_run_config(o, 2).launch_ahead);
+  o = {};
   o.backend = "cpu";
   o.graph = "on";
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);

@@ -124,7 +124,8 @@ TEST(Sweep, FlagSet) {
   EXPECT_TRUE(is_sweep_flag("--preset"));
   EXPECT_TRUE(is_sweep_flag("--graph"));
   // Kernel settings one compares on a GPU: fusion, PDL, the weight layout; and --batch.
-  for (const char* f : {"--fusion", "--pdl", "--weight-layout", "--batch", "--warmup-time"}) {
+  for (const char* f :
+       {"--fusion", "--pdl", "--launch-ahead", "--weight-layout", "--batch", "--warmup-time"}) {
     EXPECT_TRUE(is_sweep_flag(f)) << f;
     EXPECT_NE(sweep_flag_list().find(f), std::string::npos) << f;
   }

@@ -181,6 +181,43 @@ TEST(Argmax, AdvancesTheNextStepsInputsWhenAsked) {
       Error);
 }
 
+// With out_slots the step at position pos (the inputs' second word, before advancing) writes
+// d_out[pos % out_slots] and no other slot; slot counts that are not powers of two in [1, 64], or
+// slots without inputs to read the position from, are refused.
+TEST(Argmax, WritesTheTokenSlotOfItsPosition) {
+  DB_REQUIRE_CUDA();
+  const int64_t n = 3000;
+  std::vector<float> x(static_cast<size_t>(n), 0.5f);
+  x[2718] = 9.0f;
+  DeviceBuffer d_x = upload(x);
+  const size_t scratch_bytes = argmax_scratch_bytes(n, 1);
+  DeviceBuffer d_scratch(scratch_bytes);
+  for (const int32_t pos : {41, 42, 44}) {
+    DeviceBuffer d_out = upload(std::vector<int32_t>{-1, -1, -1, -1});
+    for (const int32_t on : {1, 0}) {
+      DeviceBuffer d_in = upload(std::vector<int32_t>{7, pos, pos + 1, on});
+      launch_argmax(d_x.data<float>(), n, d_scratch.get(), scratch_bytes, d_out.data<int32_t>(),
+                    nullptr, false, d_in.data<int32_t>(), nullptr, 4);
+      testing::sync();
+      std::vector<int32_t> want{-1, -1, -1, -1};
+      want[static_cast<size_t>(pos % 4)] = 2718;
+      EXPECT_EQ(download<int32_t>(d_out.get(), 4), want) << "pos " << pos << " on " << on;
+    }
+  }
+  DeviceBuffer d_out(4 * sizeof(int32_t));
+  DeviceBuffer d_in = upload(std::vector<int32_t>{7, 1, 2, 1});
+  for (const int slots : {0, 3, 128}) {
+    EXPECT_THROW(
+        launch_argmax(d_x.data<float>(), n, d_scratch.get(), scratch_bytes, d_out.data<int32_t>(),
+                      nullptr, false, d_in.data<int32_t>(), nullptr, slots),
+        Error)
+        << slots;
+  }
+  EXPECT_THROW(launch_argmax(d_x.data<float>(), n, d_scratch.get(), scratch_bytes,
+                             d_out.data<int32_t>(), nullptr, false, nullptr, nullptr, 2),
+               Error);
+}
+
 TEST(Argmax, ScratchSizeAndArgumentChecks) {
   EXPECT_EQ(argmax_scratch_bytes(2, 1), 8u);
   EXPECT_EQ(argmax_scratch_bytes(2048, 1), 8u);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -755,6 +756,88 @@ TEST(Backend, TokenStoredByTheKernelEqualsTheCopiedToken) {
   EXPECT_EQ(nodes[0] + 1, nodes[1]) << "the copy is the one node more";
 }
 
+// Steps launched ahead (enqueue_step with the token on the device, then finish_step) give the
+// tokens and the final logits of steps run one at a time, eagerly and replayed; each keeps its
+// own token slot, so a token the host reads late is not overwritten by the step launched after
+// it; and the calls that need no step in flight refuse while one is.
+TEST(Backend, LaunchedAheadStepsEqualStepsOneAtATime) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ4_0);
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 32;
+  CudaBackend one(m, o), ahead(m, o);
+  EXPECT_EQ(ahead.launch_ahead_unavailable(), "");
+  const int32_t first = one.prefill(prompt_for(one));
+  ASSERT_EQ(ahead.prefill(prompt_for(ahead)), first);
+  const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+  constexpr int64_t kSteps = 24;
+  for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+    const std::string what = mode == ExecMode::kGraph ? "graph" : "eager";
+    one.set_exec_mode(mode);
+    ahead.set_exec_mode(mode);
+    std::vector<int32_t> want{first};
+    for (int64_t i = 0; i < kSteps; ++i) want.push_back(one.step(want.back(), p0 + i, nullptr));
+    int changes = 0;
+    for (size_t i = 1; i < want.size(); ++i) changes += want[i] != want[i - 1] ? 1 : 0;
+    EXPECT_GE(changes, 4) << what << ": too few token changes to see a stale token";
+    const int64_t copies = ahead.input_copies();
+    std::vector<int32_t> got{first};
+    ahead.enqueue_step(first, p0);
+    for (int64_t i = 0; i < kSteps; ++i) {
+      if (i + 1 < kSteps) ahead.enqueue_step(kTokenOnDevice, p0 + i + 1);
+      if (i == 5) {
+        // Both steps in flight have finished before the host reads the older one's token.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      got.push_back(ahead.finish_step());
+    }
+    EXPECT_EQ(got, want) << what;
+    EXPECT_LE(ahead.input_copies() - copies, 1) << what << ": only the first step's inputs";
+    std::vector<float> la, lb;
+    one.logits(la);
+    ahead.logits(lb);
+    EXPECT_TRUE(testing::all_bits_equal(la, lb, what + " logits of the last step"));
+    // The device holds the next step's inputs: a step one at a time continues the sequence.
+    EXPECT_EQ(ahead.step(got.back(), p0 + kSteps, nullptr),
+              one.step(want.back(), p0 + kSteps, nullptr))
+        << what;
+    EXPECT_EQ(ahead.input_copies() - copies, mode == ExecMode::kEager ? 0 : 1)
+        << what << " (eager: the prefill left the first step's inputs on the device)";
+  }
+  // Refusals while steps are in flight, and misuse.
+  const auto code_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return ExitCode::kOk;
+  };
+  std::vector<float> l;
+  EXPECT_EQ(code_of([&] { ahead.finish_step(); }), ExitCode::kRuntime) << "none in flight";
+  EXPECT_EQ(code_of([&] { ahead.enqueue_step(kTokenOnDevice, p0 + 3); }), ExitCode::kUsage)
+      << "the device holds the inputs of position p0 + 25, not p0 + 3";
+  ahead.enqueue_step(first, p0);
+  EXPECT_EQ(code_of([&] { ahead.enqueue_step(first, p0 + 1); }), ExitCode::kRuntime)
+      << "a host token with a step in flight";
+  EXPECT_EQ(code_of([&] { ahead.enqueue_step(kTokenOnDevice, p0 + 2); }), ExitCode::kUsage)
+      << "not the position after the last step";
+  ahead.enqueue_step(kTokenOnDevice, p0 + 1);
+  EXPECT_EQ(code_of([&] { ahead.enqueue_step(kTokenOnDevice, p0 + 2); }), ExitCode::kRuntime)
+      << "a third step in flight";
+  EXPECT_EQ(code_of([&] { ahead.step(first, p0, nullptr); }), ExitCode::kRuntime);
+  EXPECT_EQ(code_of([&] { ahead.logits(l); }), ExitCode::kRuntime);
+  EXPECT_EQ(code_of([&] { ahead.idle_series_ns(); }), ExitCode::kRuntime);
+  EXPECT_EQ(ahead.finish_step(), one.step(first, p0, nullptr));
+  ahead.finish_step();
+  // The copy form keeps one token buffer: it cannot launch ahead, and says why.
+  const decodebench::testing::ScopedVariable copy("DECODEBENCH_TOKEN_D2H", "copy");
+  CudaBackend copied(m, o);
+  EXPECT_NE(copied.launch_ahead_unavailable().find("DECODEBENCH_TOKEN_D2H=copy"),
+            std::string::npos);
+  EXPECT_EQ(code_of([&] { copied.enqueue_step(first, 0); }), ExitCode::kRuntime);
+}
+
 // `run` reports the host overhead per token of its graph pass (the GPU's idle time between
 // steps, with TPOT − the GPU's replayed step as a cross-check), in the JSON and on the terminal;
 // eager and phase-timing passes carry none.
@@ -795,6 +878,17 @@ TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
     EXPECT_LE(h["idle"]["median_us"].get<double>(), h["idle"]["max_us"].get<double>());
   }
   EXPECT_EQ(graphs, 1);
+  // The graph pass launched its steps ahead (the default); eager and phase-timed passes did not
+  // ask.
+  for (const auto& run : doc["runs"]) {
+    const bool graph = run["label"] == "graph";
+    EXPECT_EQ(run["results"]["launch_ahead"], (nlohmann::json{{"on", graph}, {"why_off", nullptr}}))
+        << run["label"];
+  }
+  EXPECT_NE(r.out.find("steps launched ahead: the token's way to the host and the host's work "
+                       "overlap the next step"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("host     graph: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("µs per token outside the GPU's kernels (from one step's last kernel"),
             std::string::npos)
