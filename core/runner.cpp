@@ -440,8 +440,9 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       if (use_cuda && mode == ExecMode::kGraph && !with_phases && batch == 1) {
         spec.gpu_step_replays = kGpuStepReplays;
         spec.measure_idle = true;  // and its idle time between steps, measured on the GPU
-        spec.launch_ahead = config.launch_ahead;
       }
+      // Eager passes too, so `graph vs eager` compares the graph with the same loop.
+      if (use_cuda && !with_phases && batch == 1) spec.launch_ahead = config.launch_ahead;
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;
         spec.reference = reference.get();

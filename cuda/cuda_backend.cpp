@@ -759,13 +759,16 @@ void CudaBackend::enqueue_step(int32_t token, int64_t pos) {
     // The device holds the inputs of the step after the last one enqueued.
     const int64_t next_pos =
         in_flight_count_ > 0 ? in_flight_[in_flight_count_ - 1].pos + 1 : resident_.pos;
-    if ((in_flight_count_ == 0 && !resident_.valid) || pos != next_pos) {
+    if (in_flight_count_ == 0 && !resident_.valid) {
       throw usage_error(
-          "enqueue_step: a step fed the previous step's token on the device must "
-          "follow it at position " +
-          (in_flight_count_ > 0 || resident_.valid ? std::to_string(next_pos)
-                                                   : std::string("(none ran)")) +
-          ", got " + std::to_string(pos));
+          "enqueue_step: the device does not hold the next step's inputs (the last step did "
+          "not advance them); feed the token from the host");
+    }
+    if (pos != next_pos) {
+      throw usage_error(
+          "enqueue_step: a step fed the previous step's token on the device must follow it at "
+          "position " +
+          std::to_string(next_pos) + ", got " + std::to_string(pos));
     }
     check_step_inputs(0, pos, c_.vocab, max_positions_);
     resident = true;

@@ -197,13 +197,20 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     // The run settings outside the key that change what is timed (config.<name>.value).
     if (doc.contains("config") && doc["config"].is_object()) {
       r.settings = nlohmann::json::object();
-      for (const char* name : {"tokens", "seed", "fusion", "pdl", "launch_ahead", "weight_layout",
-                               "capture_mode", "stateless", "ignore_eos", "inject_capture_fault"}) {
+      for (const char* name : {"tokens", "seed", "fusion", "pdl", "weight_layout", "capture_mode",
+                               "stateless", "ignore_eos", "inject_capture_fault"}) {
         const auto it = doc["config"].find(name);
         if (it != doc["config"].end() && it->is_object() && it->contains("value")) {
           r.settings[name] = (*it)["value"];
         }
       }
+      // What the pass did, not what was asked (eager, verified and phase-timed passes run one
+      // step at a time whatever --launch-ahead says); results written before launch-ahead
+      // existed ran one step at a time.
+      const auto ahead = results.find("launch_ahead");
+      const bool on = ahead != results.end() && ahead->is_object() && ahead->contains("on") &&
+                      (*ahead)["on"] == true;
+      r.settings["launch_ahead"] = on ? "on" : "off";
     }
     if (doc.contains("environment") && doc["environment"].is_object() &&
         doc["environment"].contains("variables") && doc["environment"]["variables"].is_object()) {

@@ -65,8 +65,10 @@ struct LoadedRun {
   /// does not have it (older writers)
   nlohmann::json variables;
   /// The run settings outside the key that change what is timed, from the document's config:
-  /// {tokens, seed, fusion, pdl, launch_ahead, weight_layout, capture_mode, stateless, ignore_eos,
-  /// inject_capture_fault} (those present); null where the document has no config
+  /// {tokens, seed, fusion, pdl, weight_layout, capture_mode, stateless, ignore_eos,
+  /// inject_capture_fault} (those present), and launch_ahead "on" or "off" from the run's own
+  /// results.launch_ahead.on (absent: "off", as older writers ran one step at a time); null where
+  /// the document has no config
   nlohmann::json settings;
 };
 

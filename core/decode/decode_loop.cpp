@@ -189,32 +189,33 @@ void append_counted_idle(std::vector<int64_t>& out, const std::vector<int64_t>& 
 }
 
 // Why a batch-1 pass asked to launch steps ahead cannot (PassSpec::launch_ahead), or "".
-std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec,
-                                  const ExecReport& exec) {
+std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec) {
   if (spec.phase_timing) return "phase timing synchronises inside each step";
   if (spec.verify_argmax || (spec.reference != nullptr && spec.verify_tokens > 0)) {
-    return "the first round's steps are verified one at a time";
+    // Its later rounds too, so that every round of the pass times the same thing.
+    return "verification reads the first round's logits after each step, so the whole pass runs "
+           "one step at a time";
   }
   if (spec.stateless) return "--stateless runs every step at position 0";
-  if (spec.mode == ExecMode::kGraph && !exec.captured) {
-    return "the graph capture failed and the steps run eagerly";
-  }
   return backend.launch_ahead_unavailable();
 }
 
-// One round of PassSpec::tokens launch-ahead steps (PassSpec::launch_ahead): step i + 1 is
-// enqueued before step i's token is awaited. Sample i = the time between the host's receipts of
-// tokens i − 1 and i (sample 0 from step 0's launch). At an end-of-generation token the step
-// already in flight is finished and dropped. Every idle gap counts (nothing is verified).
-void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult& r,
-                              int64_t& timed_ns, bool first_round, std::vector<bool>& counts) {
+// The steps of run_launched_ahead_round; `in_flight` counts the steps enqueued and not finished.
+void run_launched_ahead_steps(Backend& backend, const PassSpec& spec, PassResult& r,
+                              int64_t& timed_ns, bool first_round, std::vector<bool>& counts,
+                              int& in_flight) {
   const auto pos_of = [&](int64_t i) { return spec.start_pos + i; };
   auto t_prev = std::chrono::steady_clock::now();
   backend.enqueue_step(spec.first_token, pos_of(0));
+  ++in_flight;
   for (int64_t i = 0; i < spec.tokens; ++i) {
     const bool more = i + 1 < spec.tokens;
-    if (more) backend.enqueue_step(kTokenOnDevice, pos_of(i + 1));
+    if (more) {
+      backend.enqueue_step(kTokenOnDevice, pos_of(i + 1));
+      ++in_flight;
+    }
     const int32_t next = backend.finish_step();
+    --in_flight;
     const auto t = std::chrono::steady_clock::now();
     r.samples_ns.push_back(ns_between(t_prev, t));
     timed_ns += r.samples_ns.back();
@@ -226,10 +227,34 @@ void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult
       r.stopped_at_end_of_generation = true;
       if (more) {
         backend.finish_step();  // launched ahead, not wanted: its gap was idle time all the same
+        --in_flight;
         if (spec.measure_idle) counts.push_back(true);
       }
       return;
     }
+  }
+}
+
+// One round of PassSpec::tokens launch-ahead steps (PassSpec::launch_ahead): step i + 1 is
+// enqueued before step i's token is awaited. Sample i = the time between the host's receipts of
+// tokens i − 1 and i (sample 0 from step 0's launch). At an end-of-generation token the step
+// already in flight is finished and dropped. Every idle gap counts (nothing is verified).
+void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult& r,
+                              int64_t& timed_ns, bool first_round, std::vector<bool>& counts) {
+  if (spec.tokens <= 0) return;
+  // Steps enqueued and not yet finished: drained if anything throws, so the backend is left with
+  // none in flight and its next call reports its own error, not this one's leftovers.
+  int in_flight = 0;
+  try {
+    run_launched_ahead_steps(backend, spec, r, timed_ns, first_round, counts, in_flight);
+  } catch (...) {
+    for (; in_flight > 0; --in_flight) {
+      try {
+        backend.finish_step();
+      } catch (...) {  // the first error is the one to report
+      }
+    }
+    throw;
   }
 }
 
@@ -339,7 +364,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   // Not for a graph pass that fell back to eager: there the GPU also waits inside the step for
   // each launch, which no gap between steps shows.
   const bool measure_idle = spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
-  r.launch_ahead_off = spec.launch_ahead ? launch_ahead_obstacle(backend, spec, r.exec) : "";
+  r.launch_ahead_off = spec.launch_ahead ? launch_ahead_obstacle(backend, spec) : "";
   r.launched_ahead = spec.launch_ahead && r.launch_ahead_off.empty();
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;

@@ -66,10 +66,11 @@ struct PassSpec {
   /// Batch 1: launch each timed step before the previous step's token reaches the host
   /// (Backend::enqueue_step with kTokenOnDevice, then finish_step), so the GPU does not wait for
   /// the host between steps; a step's sample is then the time between the host's receipts of
-  /// two consecutive tokens (a round's first: from its launch). Not where the host must act
-  /// between steps (phase timing, verification of the first round, --stateless), nor where the
-  /// backend cannot (Backend::launch_ahead_unavailable) or a graph pass runs eagerly after a failed
-  /// capture: PassResult::launch_ahead_off says why. Warm-up steps run one at a time.
+  /// two consecutive tokens (a round's first: from its launch), which includes the loop's own
+  /// work between steps. Not where the host must act between steps (phase timing; verification,
+  /// for the whole pass; --stateless), nor where the backend cannot
+  /// (Backend::launch_ahead_unavailable): PassResult::launch_ahead_off says why. Warm-up steps
+  /// run one at a time. Exceptions leave no step in flight (the loop finishes them first).
   bool launch_ahead = false;
 };
 

@@ -31,7 +31,8 @@ size_t argmax_scratch_bytes(int64_t n, int64_t m);
 /// after its stores (StepClock).
 /// `out_slots` (a power of two, 1..64; > 1 needs `d_advance`): d_out holds that many tokens and the
 /// step at position pos (d_advance[1], read before advancing) writes d_out[pos % out_slots], so two
-/// steps in flight (launch-ahead decoding) keep their tokens apart.
+/// steps in flight (launch-ahead decoding) keep their tokens apart; any other count throws
+/// decodebench::Error (exit 1).
 void launch_argmax(const float* x, int64_t n, void* scratch, size_t scratch_bytes, int32_t* d_out,
                    cudaStream_t stream, bool pdl = false, int32_t* d_advance = nullptr,
                    StepClock* clock = nullptr, int out_slots = 1);

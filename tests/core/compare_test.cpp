@@ -425,15 +425,22 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
   EXPECT_EQ(r.runs[0].id, r.runs[0].key["id"].get<std::string>() + "#2");
   EXPECT_EQ(r.only_in_baseline.size(), 1u);
   EXPECT_TRUE(r.notes.empty()) << r.notes[0];
-  // Steps launched ahead against one at a time: another workload, noted as such.
-  auto ahead = result("on", 8, 1.0), one = result("on", 8, 1.1);
-  ahead["config"]["launch_ahead"] = {{"value", "on"}, {"origin", "default"}};
-  one["config"]["launch_ahead"] = {{"value", "off"}, {"origin", "flag"}};
-  r = compare_runs(load_runs(one, "one.json"), load_runs(ahead, "ahead.json"), {});
-  ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("launch_ahead 'off' in one.json, 'on' in ahead.json"),
-            std::string::npos)
-      << r.notes[0];
+  // Steps launched ahead against one at a time: another workload, noted as such. What a pass
+  // did counts (results.launch_ahead.on), not the flag; a result written before launch-ahead
+  // existed ran one step at a time.
+  auto ahead = result("on", 8, 1.0), one = result("on", 8, 1.1), old = result("on", 8, 1.1);
+  ahead["runs"][0]["results"]["launch_ahead"] = {{"on", true}, {"why_off", nullptr}};
+  one["runs"][0]["results"]["launch_ahead"] = {{"on", false}, {"why_off", "verified"}};
+  one["config"]["launch_ahead"] = {{"value", "on"}, {"origin", "default"}};
+  for (const auto& [base, name] : {std::pair{one, "one.json"}, std::pair{old, "old.json"}}) {
+    r = compare_runs(load_runs(base, name), load_runs(ahead, "ahead.json"), {});
+    ASSERT_EQ(r.notes.size(), 1u) << name;
+    EXPECT_NE(
+        r.notes[0].find(std::string("launch_ahead 'off' in ") + name + ", 'on' in ahead.json"),
+        std::string::npos)
+        << r.notes[0];
+  }
+  EXPECT_TRUE(compare_runs(load_runs(one, "a.json"), load_runs(old, "b.json"), {}).notes.empty());
 }
 
 // Pairing at known start positions: a setting that differs across a whole file (--tokens 4 against

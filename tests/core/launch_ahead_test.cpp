@@ -58,9 +58,12 @@ class PipelinedBackend : public Backend {
       EXPECT_TRUE(flight_.empty()) << "a host-fed step with steps in flight";
       log.push_back("E" + std::to_string(pos));
     }
+    if (pos >= max_positions()) throw usage_error("position " + std::to_string(pos) + " is full");
     ++steps_in_series_;
     flight_.push_back({true, next_token(in, pos), pos + 1});
   }
+  /// Whether no step is in flight.
+  [[nodiscard]] bool idle() const { return flight_.empty(); }
   int32_t finish_step() override {
     EXPECT_FALSE(flight_.empty());
     if (finish_sleep.count() > 0) std::this_thread::sleep_for(finish_sleep);
@@ -208,19 +211,65 @@ TEST(LaunchAhead, PassesThatNeedTheHostBetweenStepsRunOneAtATime) {
               s.verify_argmax = true;
               s.keep_going = true;  // the scripted logits disagree with its ids
             }),
-            "the first round's steps are verified one at a time");
+            "verification reads the first round's logits after each step, so the whole pass runs "
+            "one step at a time");
   PipelinedBackend reference;
   EXPECT_EQ(run_with([&](PassSpec& s, PipelinedBackend&) {
               s.reference = &reference;
               s.verify_tokens = 1;
             }),
-            "the first round's steps are verified one at a time");
+            "verification reads the first round's logits after each step, so the whole pass runs "
+            "one step at a time");
   EXPECT_EQ(run_with([](PassSpec& s, PipelinedBackend&) { s.stateless = true; }),
             "--stateless runs every step at position 0");
-  EXPECT_EQ(run_with([](PassSpec&, PipelinedBackend& b) { b.capture_fails = true; }),
-            "the graph capture failed and the steps run eagerly");
   EXPECT_EQ(run_with([](PassSpec&, PipelinedBackend& b) { b.unavailable = "no device advance"; }),
             "no device advance");
+}
+
+// Eager passes launch ahead as graph passes do, and so does a graph pass whose capture failed (it
+// runs eagerly); a pass of no steps enqueues none.
+TEST(LaunchAhead, EagerPassesAndFailedCapturesLaunchAheadToo) {
+  for (const bool capture_fails : {false, true}) {
+    PipelinedBackend b;
+    b.capture_fails = capture_fails;
+    PassSpec spec = ahead_spec();
+    spec.mode = capture_fails ? ExecMode::kGraph : ExecMode::kEager;
+    const PassResult r = run_pass(b, spec);
+    EXPECT_TRUE(r.launched_ahead) << capture_fails;
+    EXPECT_EQ(r.ids, expected_ids(7, 10, 4));
+  }
+  PipelinedBackend b;
+  PassSpec none = ahead_spec();
+  none.tokens = 0;
+  none.warmup = 0;
+  const PassResult r = run_pass(b, none);
+  EXPECT_TRUE(b.log.empty()) << b.log[0];
+  EXPECT_TRUE(r.samples_ns.empty());
+}
+
+// Whatever throws in a round (here the per-step callback, and an enqueue past the KV-cache
+// capacity), the steps in flight are finished first, and the error propagates.
+TEST(LaunchAhead, AnErrorMidRoundLeavesNoStepInFlight) {
+  PipelinedBackend b;
+  PassSpec spec = ahead_spec();
+  spec.warmup = 0;
+  spec.on_step = [](int64_t done, int64_t) {
+    if (done == 2) throw runtime_error("stop here");
+  };
+  EXPECT_THROW(run_pass(b, spec), Error);
+  // Steps 10 and 11 finished, 12 was enqueued before 11's token arrived: finished by the drain.
+  EXPECT_EQ(b.log, (std::vector<std::string>{"E10", "E11d", "F", "E12d", "F", "F"}));
+  EXPECT_TRUE(b.idle());
+  PipelinedBackend c;
+  spec.on_step = nullptr;
+  spec.start_pos = 62;  // steps at 62..65 of a 64-position cache: the enqueue of 64 throws
+  try {
+    run_pass(c, spec);
+    ADD_FAILURE() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
+  }
+  EXPECT_TRUE(c.idle());
 }
 
 // The base Backend cannot launch ahead: it says so, and its enqueue/finish throw (exit 1).

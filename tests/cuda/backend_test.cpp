@@ -780,6 +780,9 @@ TEST(Backend, LaunchedAheadStepsEqualStepsOneAtATime) {
     int changes = 0;
     for (size_t i = 1; i < want.size(); ++i) changes += want[i] != want[i - 1] ? 1 : 0;
     EXPECT_GE(changes, 4) << what << ": too few token changes to see a stale token";
+    // The late read below (after step 6 is launched, step 5's token) must differ from the token
+    // of the step that could overwrite it.
+    ASSERT_NE(want[6], want[7]) << what;
     const int64_t copies = ahead.input_copies();
     std::vector<int32_t> got{first};
     ahead.enqueue_step(first, p0);
@@ -830,6 +833,12 @@ TEST(Backend, LaunchedAheadStepsEqualStepsOneAtATime) {
   EXPECT_EQ(code_of([&] { ahead.idle_series_ns(); }), ExitCode::kRuntime);
   EXPECT_EQ(ahead.finish_step(), one.step(first, p0, nullptr));
   ahead.finish_step();
+  // Without device advance there is nothing to launch ahead from.
+  CudaBackendOptions no_advance = o;
+  no_advance.device_advance = false;
+  CudaBackend fixed(m, no_advance);
+  EXPECT_EQ(fixed.launch_ahead_unavailable(), "the device does not advance the step's inputs");
+  EXPECT_EQ(code_of([&] { fixed.enqueue_step(first, 0); }), ExitCode::kRuntime);
   // The copy form keeps one token buffer: it cannot launch ahead, and says why.
   const decodebench::testing::ScopedVariable copy("DECODEBENCH_TOKEN_D2H", "copy");
   CudaBackend copied(m, o);
@@ -878,13 +887,17 @@ TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
     EXPECT_LE(h["idle"]["median_us"].get<double>(), h["idle"]["max_us"].get<double>());
   }
   EXPECT_EQ(graphs, 1);
-  // The graph pass launched its steps ahead (the default); eager and phase-timed passes did not
-  // ask.
+  // The graph and eager passes launched their steps ahead (the default); phase-timed passes did
+  // not ask.
+  int ahead = 0;
   for (const auto& run : doc["runs"]) {
-    const bool graph = run["label"] == "graph";
-    EXPECT_EQ(run["results"]["launch_ahead"], (nlohmann::json{{"on", graph}, {"why_off", nullptr}}))
+    const bool phases = run["label"].get<std::string>().ends_with("+phases");
+    EXPECT_EQ(run["results"]["launch_ahead"],
+              (nlohmann::json{{"on", !phases}, {"why_off", nullptr}}))
         << run["label"];
+    ahead += phases ? 0 : 1;
   }
+  EXPECT_EQ(ahead, 2);
   EXPECT_NE(r.out.find("steps launched ahead: the token's way to the host and the host's work "
                        "overlap the next step"),
             std::string::npos)
