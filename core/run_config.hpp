@@ -119,8 +119,8 @@ struct RunConfig {
   bool phase_timing = false;
   bool fusion = true;  ///< CUDA: fused kernels (norm in GEMV, stacked QKV/gate-up, RoPE+KV)
   bool pdl = true;     ///< CUDA: programmatic dependent launch
-  /// CUDA passes at batch 1 (eager and graph): each step launched before the previous token
-  /// reaches the host (PassSpec::launch_ahead)
+  /// CUDA graph passes at batch 1: each step launched before the previous token reaches the
+  /// host (PassSpec::launch_ahead)
   bool launch_ahead = true;
   WeightLayout weight_layout = WeightLayout::kAuto;  ///< CUDA: device layout of quantized GEMVs
 

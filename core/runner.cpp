@@ -441,8 +441,12 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         spec.gpu_step_replays = kGpuStepReplays;
         spec.measure_idle = true;  // and its idle time between steps, measured on the GPU
       }
-      // Eager passes too, so `graph vs eager` compares the graph with the same loop.
-      if (use_cuda && !with_phases && batch == 1) spec.launch_ahead = config.launch_ahead;
+      // Not eager passes: their host, launching every kernel, is slower than the GPU, so a step
+      // launched ahead finishes while the next one is still being launched, and the time between
+      // two tokens no longer measures one step (from near 0 to several steps).
+      if (use_cuda && mode == ExecMode::kGraph && !with_phases && batch == 1) {
+        spec.launch_ahead = config.launch_ahead;
+      }
       if (!with_phases && reference) {
         spec.verify_tokens = config.verify_tokens;
         spec.reference = reference.get();

@@ -108,10 +108,10 @@ void add_run_flags(CLI::App& app, RunFlags& f) {
                  "previous kernel's end): on (default) | off")
       ->group(exec);
   app.add_option("--launch-ahead", o.launch_ahead,
-                 "CUDA, batch 1: launch each step before the previous step's token reaches the "
-                 "host (the device passes the token on), so the GPU does not wait for the host "
-                 "between steps: on (default) | off (one step at a time, as are passes with phase "
-                 "timing, verification or --stateless)")
+                 "Graph passes at batch 1: launch each step before the previous step's token "
+                 "reaches the host (the device passes the token on), so the GPU does not wait "
+                 "for the host between steps: on (default) | off (one step at a time, as are "
+                 "eager passes and passes with phase timing, verification or --stateless)")
       ->group(exec);
   app.add_option("--weight-layout", o.weight_layout,
                  "CUDA device layout of large quantized matrices at batch 1: auto (default: tiled "

@@ -189,7 +189,8 @@ void append_counted_idle(std::vector<int64_t>& out, const std::vector<int64_t>& 
 }
 
 // Why a batch-1 pass asked to launch steps ahead cannot (PassSpec::launch_ahead), or "".
-std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec) {
+std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec,
+                                  const ExecReport& exec) {
   if (spec.phase_timing) return "phase timing synchronises inside each step";
   if (spec.verify_argmax || (spec.reference != nullptr && spec.verify_tokens > 0)) {
     // Its later rounds too, so that every round of the pass times the same thing.
@@ -197,6 +198,11 @@ std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec) 
            "one step at a time";
   }
   if (spec.stateless) return "--stateless runs every step at position 0";
+  // Eagerly the host launches every kernel, slower than the GPU runs them: the time between two
+  // tokens would not measure one step (PassSpec::launch_ahead).
+  if (spec.mode == ExecMode::kGraph && !exec.captured) {
+    return "the graph capture failed and the steps run eagerly";
+  }
   return backend.launch_ahead_unavailable();
 }
 
@@ -364,7 +370,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
   // Not for a graph pass that fell back to eager: there the GPU also waits inside the step for
   // each launch, which no gap between steps shows.
   const bool measure_idle = spec.measure_idle && (spec.mode != ExecMode::kGraph || r.exec.captured);
-  r.launch_ahead_off = spec.launch_ahead ? launch_ahead_obstacle(backend, spec) : "";
+  r.launch_ahead_off = spec.launch_ahead ? launch_ahead_obstacle(backend, spec, r.exec) : "";
   r.launched_ahead = spec.launch_ahead && r.launch_ahead_off.empty();
   for (int64_t round = 0;; ++round) {
     const bool first_round = round == 0;

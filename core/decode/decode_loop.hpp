@@ -67,10 +67,13 @@ struct PassSpec {
   /// (Backend::enqueue_step with kTokenOnDevice, then finish_step), so the GPU does not wait for
   /// the host between steps; a step's sample is then the time between the host's receipts of
   /// two consecutive tokens (a round's first: from its launch), which includes the loop's own
-  /// work between steps. Not where the host must act between steps (phase timing; verification,
-  /// for the whole pass; --stateless), nor where the backend cannot
-  /// (Backend::launch_ahead_unavailable): PassResult::launch_ahead_off says why. Warm-up steps
-  /// run one at a time. Exceptions leave no step in flight (the loop finishes them first).
+  /// work between steps. Meant for graph passes: where the host is slower than the GPU (eager
+  /// launches), a step finishes while the next is still being launched and that time no longer
+  /// measures one step. Not where the host must act between steps (phase timing; verification,
+  /// for the whole pass; --stateless), nor for a graph pass whose capture failed (it runs
+  /// eagerly), nor where the backend cannot (Backend::launch_ahead_unavailable):
+  /// PassResult::launch_ahead_off says why. Warm-up steps run one at a time. Exceptions leave no
+  /// step in flight (the loop finishes them first).
   bool launch_ahead = false;
 };
 
