@@ -198,8 +198,7 @@ std::string launch_ahead_obstacle(const Backend& backend, const PassSpec& spec,
            "one step at a time";
   }
   if (spec.stateless) return "--stateless runs every step at position 0";
-  // Eagerly the host launches every kernel, slower than the GPU runs them: the time between two
-  // tokens would not measure one step (PassSpec::launch_ahead).
+  // A graph pass that fell back to eager: see PassSpec::launch_ahead on eager steps.
   if (spec.mode == ExecMode::kGraph && !exec.captured) {
     return "the graph capture failed and the steps run eagerly";
   }
