@@ -36,9 +36,8 @@ struct SuiteDefinition {
 /// flags (--layers --hidden --heads --kv-heads --head-dim --ffn --vocab --context --rope-theta
 /// --rms-eps --dtype --seed), --prompt-tokens --tokens --warmup --warmup-time --batch --backend
 /// --threads --graph --capture-mode --fusion --pdl --launch-ahead --weight-layout --min-time
-/// --max-noise
-/// --max-time. Never --model, --prompt, --prompt-ids, --json or any other flag whose value may
-/// legitimately hold a comma.
+/// --max-noise --max-time. Never --model, --prompt, --prompt-ids, --json or any other flag whose
+/// value may legitimately hold a comma.
 bool is_sweep_flag(std::string_view flag);
 
 /// Those flags, space-separated in the order above (for --help).
