@@ -75,14 +75,30 @@ print(" · ".join(f"{g['type']} {g['kernel']}{'+pdl' if g['pdl'] else ''} {g['us
                  if g["presplit"] and g["probe"] == 0 and g["kernel"] in ("stream", "stream-tiled")))
 PY
 }
-gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed tests' names
-  "$bin/test_gemv" > "$out/gemv.log" 2>&1
-  echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
-  grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+backend_tests() {  # all of test_backend: a line, then the failed tests' names
   DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
     DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
   echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
   grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+}
+gpu_tests() {  # all of test_gemv and test_backend: a line each, then the failed tests' names
+  "$bin/test_gemv" > "$out/gemv.log" 2>&1
+  echo "gemv rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+  grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+  backend_tests
+}
+alternate() {  # $1 step function, $2 and $3 its two settings: the SmolLM2-shape Q4_1 and F16 and
+  # the 7B shapes named after them, two repetitions of the two settings alternated
+  local fn=$1 a=$2 b=$3
+  shift 3
+  for pd in "smollm2-135m q4_1" "smollm2-135m f16" "$@"; do
+    for rep in 1 2; do
+      for v in "$a" "$b"; do
+        echo "$pd ${v:-kernel}: $($fn $pd "$v" $rep)"
+      done
+    done
+  done
+  tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
 }
 switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5 dtype, then
   # more flags: one graph run (128 steps after 128 tokens, at least 2 s timed) into $1.json, $1.log
@@ -132,41 +148,19 @@ lstep() {  # $1 preset, $2 dtype, $3 --launch-ahead value, $4 repetition: host_l
 }
 case $mode in
   token)
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
-    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
-    grep -E "^\[  FAILED  \] [A-Za-z]|gaps of steps" "$out/backend.log" | sort -u | head -20
-    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0"; do
-      for rep in 1 2; do
-        for form in "" copy; do
-          echo "$pd ${form:-kernel}: $(tstep $pd "$form" $rep)"
-        done
-      done
-    done
-    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    backend_tests
+    grep -E "gaps of steps" "$out/backend.log" | sort -u
+    alternate tstep "" copy "qwen2.5-7b q4_0"
     ;;
   ahead)
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
-    echo "backend rc=$? $((SECONDS - start))s $(grep -E "^\[  (PASSED|FAILED)  \] [0-9]" "$out/backend.log" | tr '\n' ' ')"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head -20
+    backend_tests
     "$bin/test_argmax" > "$out/argmax.log" 2>&1
     echo "argmax rc=$? $(tail -1 "$out/argmax.log")"
     grep -E "gaps of steps" "$out/backend.log" | sort -u
-    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0" "qwen2.5-7b f16"; do
-      for rep in 1 2; do
-        for v in on off; do
-          echo "$pd $v: $(lstep $pd $v $rep)"
-        done
-      done
-    done
-    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    alternate lstep on off "qwen2.5-7b q4_0" "qwen2.5-7b f16"
     ;;
   attn)
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" > "$out/backend.log" 2>&1
-    echo "backend rc=$? $((SECONDS - start))s $(tail -1 "$out/backend.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend.log" | sort -u | head
+    backend_tests
     "$bin/test_attention" > "$out/attention.log" 2>&1
     echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
