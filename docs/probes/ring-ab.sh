@@ -33,6 +33,10 @@
 #   ahead  round 33: test_backend and test_argmax, then steps launched ahead (--launch-ahead on, the default)
 #          against one at a time (off), alternated: SmolLM2-shape Q4_1 and F16, 7B Q4_0 and F16,
 #          with host_line's figures; about 4 minutes.
+#   occ    round 34: the 8-warp ring kernels of Q4_0 (tiled) and Q4_K with registers sized for 3
+#          CTAs per SM and/or the x' prefetch (DECODEBENCH_GEMV_RING_VARIANT 2, 3, 2p, 3p): the ring
+#          GEMV tests, the 7B GEMVs alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the four
+#          forms alternated, two repetitions; about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -42,11 +46,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token or ahead}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead or occ}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -158,6 +162,34 @@ case $mode in
     echo "argmax rc=$? $(tail -1 "$out/argmax.log")"
     grep -E "gaps of steps" "$out/backend.log" | sort -u
     alternate lstep on off "qwen2.5-7b q4_0" "qwen2.5-7b f16"
+    ;;
+  occ)
+    # Round 34: the 8-warp ring kernels (Q4_0 tiled, Q4_K) with registers sized for 3 CTAs per
+    # SM and/or the x' prefetch (DECODEBENCH_GEMV_RING_VARIANT), against the default (2 CTAs).
+    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
+    echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    for v in 2 3 2p 3p; do
+      echo "gemvs $v: $(DECODEBENCH_GEMV_RING_VARIANT=$v gemvs '' '' 7b q4_0,q4_k)"
+    done
+    for d in q4_0 q4_k_m; do
+      DECODEBENCH_GEMV_RING_VARIANT=3 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+        --dtype $d 2>&1 | grep -E "max abs" | sed "s/^/verify 7b $d variant 3 /"
+    done
+    mkdir -p "$out/runs"
+    for d in q4_0 q4_k_m; do
+      for rep in 1 2; do
+        line="7b $d"
+        for v in 2 3 2p 3p; do
+          base="$out/runs/occ-$d-$v-$rep"
+          switch_step "$base" DECODEBENCH_GEMV_RING_VARIANT "$v" qwen2.5-7b "$d"
+          line="$line · $v $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+        done
+        echo "$line"
+      done
+    done
+    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   attn)
     backend_tests
@@ -335,7 +367,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn or token" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead or occ" >&2
     exit 2
     ;;
 esac

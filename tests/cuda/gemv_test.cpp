@@ -1508,6 +1508,74 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
   }
 }
 
+// DECODEBENCH_GEMV_RING_VARIANT's measurement forms of the 8-warp ring kernels (Q4_0 tiled, Q4_K
+// in GGUF blocks): registers sized for 3 CTAs per SM instead of 2 ("3"), and chunk_dot's x'
+// prefetch ("2p", "3p"). Neither changes a sum or its order, so each form's output equals the
+// default's bit for bit: checked on the whole-row form (a partial last group, a last pass of 16
+// tiles, refills: 24,000 rows) and the split form (the down projection's 18,944 columns, with
+// refills at 3,584 rows). "3" must leave room for at least 3 CTAs per SM, which the grid shows
+// (the default Q4_K kernel's registers allow 2); other values are refused.
+TEST(Gemv, StreamRingVariantsMatchTheDefaultBitForBit) {
+  DB_REQUIRE_STREAM_KERNEL();
+  ScopedEnv variant("DECODEBENCH_GEMV_RING_VARIANT", nullptr);
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  int sms = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  {
+    PlanningBuffers bufs(3584);
+    GemvParams p = bufs.params(WeightType::kQ4_K);
+    p.rows = 37888;  // the 7B gate/up shape: 2,368 groups of 16 rows
+    p.cols = 3584;
+    const GemvLaunchInfo by_default = gemv_launch_info(p);
+    EXPECT_EQ(gemv_form_name(by_default), "stream ring 8x2x2");
+    variant.set("3");
+    const GemvLaunchInfo three = gemv_launch_info(p);
+    EXPECT_EQ(gemv_form_name(three), "stream ring 8x2x2");
+    EXPECT_GE(three.grid, 3 * sms) << "registers sized for 3 CTAs per SM";
+    EXPECT_LT(by_default.grid, three.grid);
+    variant.set(nullptr);
+    expect_values_refused("DECODEBENCH_GEMV_RING_VARIANT", {"4", "1", "p", "3q", "2p ", "on"}, p);
+  }
+  const struct {
+    WeightType t;
+    int variant;
+  } forms[] = {{WeightType::kQ4_0, 7}, {WeightType::kQ4_K, 4}};
+  const struct {
+    int64_t rows, cols;
+    bool bias, residual;
+    const char* form;
+  } shapes[] = {{1031, 3584, true, false, "ring"},
+                {97, 1024, true, true, "ring"},
+                {24000, 3584, false, true, "ring"},
+                {1031, 18944, true, true, "split"},
+                {3584, 18944, false, true, "split"}};
+  for (const auto& f : forms) {
+    for (const auto& sh : shapes) {
+      const bool tiled = f.variant >= 5;
+      PresplitGemv g(f.t, sh.rows, sh.cols, tiled,
+                     static_cast<uint32_t>(sh.rows * 7 + sh.cols + static_cast<int>(f.t)), sh.bias,
+                     sh.residual);
+      g.params.variant = f.variant;
+      variant.set(nullptr);
+      ASSERT_STREQ(gemv_launch_info(g.params).form, sh.form)
+          << describe(f.t, sh.rows, sh.cols, gemv_launch_info(g.params));
+      const std::vector<float> want = g.run();
+      for (const char* v : {"2", "3", "2p", "3p"}) {
+        variant.set(v);
+        const std::vector<float> got = g.run();
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+            << "DECODEBENCH_GEMV_RING_VARIANT=" << v
+            << " differs from the default: " << weight_traits(f.t).name << " " << sh.rows << "x"
+            << sh.cols;
+      }
+    }
+    variant.set("3p");
+    check_gemv(f.t, 1031, 3584, true, true, 0, 0, f.variant);
+    check_gemv(f.t, 1031, 18944, true, true, 0, 0, f.variant);
+  }
+}
+
 // The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
 // (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o, down and
 // the stacked gate/up (37888×3584) unsplit, the separate k/v projections (512 rows) in 8. The
