@@ -507,11 +507,7 @@ __host__ __device__ constexpr int stream_smem(int cb, int bb, int stages) {
 /// most 16 tiles (3,584 columns: 112 tiles, 3.5 passes) gives lanes 0-15 rows 0, 2, ... and lanes
 /// 16-31 rows 1, 3, ... instead of half the warp idling over every row, so each pair of rows is
 /// summed as with kR = 2, bit for bit. acc[i] holds the lane's partial sum (warp_sum completes it).
-/// kPrefetch: each pass loads the next pass's x' tile before its own math, so the load's latency
-/// (L1 or L2) overlaps the math instead of stalling the next pass's first dp4a (round 11's
-/// profile: the most-stalled instruction was the first use of an x' load); costs the registers
-/// of a second XTile. Same sums, same order: bit for bit the form without it.
-template <typename Ops, int kTilesPerChunk, int kR = kRows, bool kPrefetch = false>
+template <typename Ops, int kTilesPerChunk, int kR = kRows>
 __device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kR], int tiles, const int8_t* gx,
                                           int lane, float (&acc)[kR]) {
   static_assert(kR % 2 == 0, "rows in pairs");
@@ -520,43 +516,6 @@ __device__ __forceinline__ void chunk_dot(const uint32_t (&chunk)[kR], int tiles
   typename Ops::Cursor cur[kR];
 #pragma unroll
   for (int i = 0; i < kR; ++i) cur[i] = Ops::cursor(chunk[i], lane);
-  if constexpr (kPrefetch) {
-    // The x' tile a lane reads in the pass starting at tile jj: its own, or in a split last pass
-    // (at most 16 tiles) tile lane % 16; none past the chunk's end.
-    const auto x_of = [&](int jj, XTile& x) {
-      const int rem = tiles - jj;
-      const int xl = rem <= 16 ? (lane & 15) : lane;
-      if (xl < rem) {
-        x = load_x_tile<Ops::kSx, Ops::kLo>(gx + jj / kStreamGroupTiles * kStreamGroupBytes, xl);
-      }
-    };
-    XTile x;
-    x_of(0, x);
-#pragma unroll
-    for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
-      XTile xn = x;
-      if (jj + 32 < kTilesPerChunk) x_of(jj + 32, xn);
-      if (tiles - jj > 0 && tiles - jj <= 16) {
-        if (jj + (lane & 15) < tiles) {
-          const bool second = lane >= 16;
-#pragma unroll
-          for (int i = 0; i < kR; i += 2) {
-            const typename Ops::Cursor half =
-                Ops::cursor(second ? chunk[i + 1] : chunk[i], lane & 15);
-            const float v = Ops::dot(half, jj / 32, x, tiles - jj);
-            acc[i] += second ? 0.0f : v;
-            acc[i + 1] += second ? v : 0.0f;
-          }
-        }
-      } else if (jj + lane < tiles) {
-        const int n = min(32, tiles - jj);
-#pragma unroll
-        for (int i = 0; i < kR; ++i) acc[i] += Ops::dot(cur[i], jj / 32, x, n);
-      }
-      x = xn;
-    }
-    return;
-  }
 #pragma unroll
   for (int jj = 0; jj < kTilesPerChunk; jj += 32) {
     // This pass's 32 tiles are one group of the stream layout (chunks start at multiples of 32
@@ -847,10 +806,9 @@ __host__ __device__ constexpr int ring_smem(int slot_bytes, int slots, bool spli
          (split ? kMaxRingSlots * kMaxRingWarps * kRows * 4 : 0);
 }
 
-/// kMinCtas: the CTAs per SM the compiler must leave registers for (__launch_bounds__); kPrefetch:
-/// chunk_dot's x' prefetch. Both are measurement forms (RingVariant).
+/// kMinCtas: the CTAs per SM the compiler must leave registers for (__launch_bounds__; ring_ctas).
 template <WeightType T, bool kTiled, int kRW, int kPairs = kRW, int kR = kRows,
-          int kMinCtas = 16 / kRW, bool kPrefetch = false>
+          int kMinCtas = 16 / kRW>
 __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const KernelArgs a) {
   using Ops = typename OpsFor<T, kTiled>::type;
   constexpr int kTilesPerBlock = Ops::kBE / 32;
@@ -937,9 +895,8 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
           uint32_t chunk[kRows];
 #pragma unroll
           for (int i = 0; i < kRows; ++i) chunk[i] = row_addr + i * row_bytes + off;
-          chunk_dot<Ops, kTilesPerChunk, kRows, kPrefetch>(
-              chunk, min(kTilesPerChunk, t1 - t), sx + t / kStreamGroupTiles * kStreamGroupBytes,
-              lane, acc);
+          chunk_dot<Ops, kTilesPerChunk>(chunk, min(kTilesPerChunk, t1 - t),
+                                         sx + t / kStreamGroupTiles * kStreamGroupBytes, lane, acc);
         }
       }
 #pragma unroll
@@ -1002,7 +959,7 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
         for (int i = 0; i < kR; ++i) {
           chunk[i] = row_addr + i * row_bytes + c * static_cast<uint32_t>(kChunkBytes);
         }
-        chunk_dot<Ops, kTilesPerChunk, kR, kPrefetch>(
+        chunk_dot<Ops, kTilesPerChunk, kR>(
             chunk, min(kTilesPerChunk, tiles - c * kTilesPerChunk),
             sx + c * (kTilesPerChunk / kStreamGroupTiles) * kStreamGroupBytes, lane, acc);
       }
@@ -1143,42 +1100,21 @@ std::pair<int, int> ring_long_request(WeightType t) {
   return {pairs, s};
 }
 
-/// Measurement forms of the default 8-warp ring kernels of Q4_0 (tiled layout) and Q4_K (GGUF
-/// blocks), the whole-row form of 2 rows per warp and the split form of 1 pair: the CTAs per SM
-/// their registers are sized for (`min_ctas`: 2, the default, lets them use up to 128; 3 caps
-/// them at 80, where shared memory allows 3) and chunk_dot's x' prefetch.
-/// DECODEBENCH_GEMV_RING_VARIANT: "2" (the default), "3", "2p" or "3p" (p: prefetch); any other
-/// value throws decodebench::Error (exit 1). Other types and shapes ignore it.
-struct RingVariant {
-  int min_ctas = 2;
-  bool prefetch = false;
-};
-
-RingVariant ring_variant() {
-  const char* e = std::getenv("DECODEBENCH_GEMV_RING_VARIANT");
-  if (e == nullptr || *e == '\0') return {};
+/// CTAs per SM the registers of the default 8-warp ring kernels (the whole-row form of 2 rows per
+/// warp and the split form of 1 pair) are sized for, where the type has a choice (Q4_0 in the
+/// tiled layout, Q4_K in GGUF blocks): 2 lets them use up to 128 registers, 3 caps them at 80.
+/// Measured (docs/performance.md, round 34): Q4_0 takes 3 (its split form then fits 4 CTAs per SM
+/// instead of 2: 7B step −1.7% on an H100), Q4_K 2 (3 CTAs per SM ran its GEMVs slower: 7B Q4_K_M
+/// step +2.9%). DECODEBENCH_GEMV_RING_CTAS = 2 or 3 overrides it for both types, for measurements;
+/// any other value throws decodebench::Error (exit 1).
+int ring_ctas(WeightType t) {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
+  if (e == nullptr || *e == '\0') return t == WeightType::kQ4_0 ? 3 : 2;
   const std::string v(e);
-  if (v == "2") return {2, false};
-  if (v == "3") return {3, false};
-  if (v == "2p") return {2, true};
-  if (v == "3p") return {3, true};
-  throw runtime_error("DECODEBENCH_GEMV_RING_VARIANT: '" + v +
-                      "' is none of 2, 3, 2p, 3p (CTAs per SM the registers are sized for; p: "
-                      "the x' prefetch)");
-}
-
-/// The whole-row (kPairs = 8) or split (kPairs = 1) 8-warp ring kernel in variant v.
-template <WeightType T, bool kTiled, int kPairs>
-const void* ring_variant_kernel(RingVariant v) {
-  if (v.min_ctas == 3) {
-    return v.prefetch ? reinterpret_cast<const void*>(
-                            &gemv_ring_kernel<T, kTiled, 8, kPairs, kRows, 3, true>)
-                      : reinterpret_cast<const void*>(
-                            &gemv_ring_kernel<T, kTiled, 8, kPairs, kRows, 3, false>);
-  }
-  return v.prefetch ? reinterpret_cast<const void*>(
-                          &gemv_ring_kernel<T, kTiled, 8, kPairs, kRows, 2, true>)
-                    : reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, kPairs>);
+  if (v == "2" || v == "3") return v[0] - '0';
+  throw runtime_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
+                      "' is neither 2 nor 3 (the CTAs per SM the ring kernels' registers are "
+                      "sized for)");
 }
 
 /// The ring kernel of `warps` warps and `pairs` row pairs per group (pairs == warps: the
@@ -1186,10 +1122,11 @@ const void* ring_variant_kernel(RingVariant v) {
 template <WeightType T, bool kTiled>
 const void* ring_kernel(int warps, int pairs, int rows = kRows) {
   if constexpr ((T == WeightType::kQ4_0 && kTiled) || (T == WeightType::kQ4_K && !kTiled)) {
-    if (warps == 8 && rows == kRows && (pairs == 8 || pairs == 1)) {
-      const RingVariant v = ring_variant();
-      return pairs == 8 ? ring_variant_kernel<T, kTiled, 8>(v)
-                        : ring_variant_kernel<T, kTiled, 1>(v);
+    if (warps == 8 && rows == kRows && ring_ctas(T) == 3) {
+      if (pairs == 8)
+        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 8, kRows, 3>);
+      if (pairs == 1)
+        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 1, kRows, 3>);
     }
   }
   if (warps == 16 && rows == kRows) {
@@ -1234,6 +1171,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int64_t row_bytes = nb * Ops::kBB;
     const auto [ring_warps, ring_slots, ring_rows] = ring_request(T);
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
+    (void)ring_ctas(T);                                          // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).

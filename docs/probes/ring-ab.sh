@@ -34,9 +34,9 @@
 #          against one at a time (off), alternated: SmolLM2-shape Q4_1 and F16, 7B Q4_0 and F16,
 #          with host_line's figures; about 4 minutes.
 #   occ    round 34: the 8-warp ring kernels of Q4_0 (tiled) and Q4_K with registers sized for 3
-#          CTAs per SM and/or the x' prefetch (DECODEBENCH_GEMV_RING_VARIANT 2, 3, 2p, 3p): the ring
-#          GEMV tests, the 7B GEMVs alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the four
-#          forms alternated, two repetitions; about 5 minutes.
+#          CTAs per SM against 2 (DECODEBENCH_GEMV_RING_CTAS): the ring GEMV tests, the 7B GEMVs
+#          alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the two alternated, three
+#          repetitions; about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -67,16 +67,17 @@ step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $
 }
 gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, $4 types: prints
   # "type kernel µs (% of the read bandwidth)" of every pre-split stream and stream-tiled run
-  local base="$out/gemv-long${1:-default}-ring${2:-default}-$3"
+  local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-$3"
   rm -f "$base.json"
   DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
     --sections gemv --variants all --shapes "$3" --type "$4" --json "$base.json" > "$base.log" 2>&1
   python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
 import json, sys
 rows = json.load(open(sys.argv[1]))["gemv"]
-print(" · ".join(f"{g['type']} {g['kernel']}{'+pdl' if g['pdl'] else ''} {g['us']:.2f} µs "
+print(" · ".join(f"{g['type']} {g['shape']} {g['kernel']} {g['us']:.2f} µs "
                  f"({g['pct_stream']:.0f}%)" for g in rows
-                 if g["presplit"] and g["probe"] == 0 and g["kernel"] in ("stream", "stream-tiled")))
+                 if g["presplit"] and g["pdl"] and g["probe"] == 0
+                 and g["kernel"].startswith("stream")))
 PY
 }
 backend_tests() {  # all of test_backend: a line, then the failed tests' names
@@ -165,25 +166,25 @@ case $mode in
     ;;
   occ)
     # Round 34: the 8-warp ring kernels (Q4_0 tiled, Q4_K) with registers sized for 3 CTAs per
-    # SM and/or the x' prefetch (DECODEBENCH_GEMV_RING_VARIANT), against the default (2 CTAs).
+    # SM against 2 (DECODEBENCH_GEMV_RING_CTAS; the build's defaults: Q4_0 3, Q4_K 2).
     "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
     echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
-    for v in 2 3 2p 3p; do
-      echo "gemvs $v: $(DECODEBENCH_GEMV_RING_VARIANT=$v gemvs '' '' 7b q4_0,q4_k)"
+    for v in 2 3; do
+      echo "gemvs $v: $(DECODEBENCH_GEMV_RING_CTAS=$v gemvs '' '' 7b q4_0,q4_k)"
     done
     for d in q4_0 q4_k_m; do
-      DECODEBENCH_GEMV_RING_VARIANT=3 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
-        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
-        --dtype $d 2>&1 | grep -E "max abs" | sed "s/^/verify 7b $d variant 3 /"
+      "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --vocab 152064 \
+        --prompt-tokens 128 --tokens 4 --verify 4 --dtype $d 2>&1 | grep -E "max abs" |
+        sed "s/^/verify 7b $d (default) /"
     done
     mkdir -p "$out/runs"
     for d in q4_0 q4_k_m; do
-      for rep in 1 2; do
+      for rep in 1 2 3; do
         line="7b $d"
-        for v in 2 3 2p 3p; do
+        for v in 2 3; do
           base="$out/runs/occ-$d-$v-$rep"
-          switch_step "$base" DECODEBENCH_GEMV_RING_VARIANT "$v" qwen2.5-7b "$d"
+          switch_step "$base" DECODEBENCH_GEMV_RING_CTAS "$v" qwen2.5-7b "$d"
           line="$line · $v $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
         done
         echo "$line"
