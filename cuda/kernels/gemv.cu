@@ -634,6 +634,12 @@ int cc_major() { return cached_device_attribute<cudaDevAttrComputeCapabilityMajo
 
 int smem_optin() { return cached_device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 
+int smem_per_sm() { return cached_device_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(); }
+
+int smem_reserved_per_cta() {
+  return cached_device_attribute<cudaDevAttrReservedSharedMemoryPerBlock>();
+}
+
 int ctas_per_sm(const void* kernel, int threads, int smem) {
   struct Entry {
     const void* kernel;

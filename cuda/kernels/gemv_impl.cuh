@@ -206,6 +206,10 @@ int cc_major();
 /// Largest dynamic shared memory one block of the current device may opt in to, bytes (cached).
 int smem_optin();
 
+/// Shared memory of one SM (bytes), and what the system reserves of it for each CTA (cached).
+int smem_per_sm();
+int smem_reserved_per_cta();
+
 /// CTAs of `threads` threads and `smem` bytes of dynamic shared memory that fit on one SM
 /// (occupancy API; cached). The first call for a kernel raises its dynamic shared-memory limit to
 /// the device's opt-in maximum.

@@ -1117,6 +1117,26 @@ int ring_ctas(WeightType t) {
                       "sized for)");
 }
 
+/// DECODEBENCH_GEMV_RING_MAX_CTAS = 1 to 4, for measurements: the ring's whole-row form gets
+/// its dynamic shared memory padded so that at most that many CTAs fit an SM (the split and
+/// per-warp forms are not touched); unset: no padding. Any other value throws decodebench::Error
+/// (exit 1).
+int ring_max_ctas() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_MAX_CTAS");
+  if (e == nullptr || *e == '\0') return 0;
+  const std::string v(e);
+  if (v.size() == 1 && v[0] >= '1' && v[0] <= '4') return v[0] - '0';
+  throw runtime_error("DECODEBENCH_GEMV_RING_MAX_CTAS: '" + v +
+                      "' is not 1 to 4 (the most CTAs per SM of the ring's whole-row form)");
+}
+
+/// `smem` raised so that no more than n CTAs fit an SM (n = 0: unchanged), within the opt-in limit.
+int64_t smem_for_max_ctas(int64_t smem, int n) {
+  if (n == 0) return smem;
+  const int64_t per_cta = smem_per_sm() / (n + 1) + 1;  // n + 1 CTAs of this no longer fit
+  return std::max(smem, std::min<int64_t>(per_cta - smem_reserved_per_cta(), smem_optin()));
+}
+
 /// The ring kernel of `warps` warps and `pairs` row pairs per group (pairs == warps: the
 /// whole-row form, `rows` rows per warp; fewer: the split form, 8 warps of 2 rows only).
 template <WeightType T, bool kTiled>
@@ -1172,6 +1192,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const auto [ring_warps, ring_slots, ring_rows] = ring_request(T);
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     (void)ring_ctas(T);                                          // likewise
+    (void)ring_max_ctas();
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
@@ -1180,7 +1201,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
       const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes;
-      const int64_t smem = static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0);
+      const int64_t smem = smem_for_max_ctas(
+          static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), ring_max_ctas());
       if (smem <= smem_optin()) {
         p.block = ring_warps * 32;
         p.rows_per_warp = ring_rows;

@@ -34,9 +34,10 @@
 #          against one at a time (off), alternated: SmolLM2-shape Q4_1 and F16, 7B Q4_0 and F16,
 #          with host_line's figures; about 4 minutes.
 #   occ    round 34: the 8-warp ring kernels of Q4_0 (tiled) and Q4_K with registers sized for 3
-#          CTAs per SM against 2 (DECODEBENCH_GEMV_RING_CTAS): the ring GEMV tests, the 7B GEMVs
-#          alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the two alternated, three
-#          repetitions; about 5 minutes.
+#          CTAs per SM against 2 (DECODEBENCH_GEMV_RING_CTAS), and Q4_0's whole-row form at most
+#          2 CTAs per SM (DECODEBENCH_GEMV_RING_MAX_CTAS=2): the ring GEMV tests, the 7B GEMVs
+#          alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the settings alternated, three
+#          repetitions; about 6 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -67,7 +68,7 @@ step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $
 }
 gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, $4 types: prints
   # "type kernel µs (% of the read bandwidth)" of every pre-split stream and stream-tiled run
-  local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-$3"
+  local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-max${DECODEBENCH_GEMV_RING_MAX_CTAS:-default}-$3"
   rm -f "$base.json"
   DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
     --sections gemv --variants all --shapes "$3" --type "$4" --json "$base.json" > "$base.log" 2>&1
@@ -173,19 +174,23 @@ case $mode in
     for v in 2 3; do
       echo "gemvs $v: $(DECODEBENCH_GEMV_RING_CTAS=$v gemvs '' '' 7b q4_0,q4_k)"
     done
+    echo "gemvs max 2: $(DECODEBENCH_GEMV_RING_MAX_CTAS=2 gemvs '' '' 7b q4_0)"
     for d in q4_0 q4_k_m; do
       "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --vocab 152064 \
         --prompt-tokens 128 --tokens 4 --verify 4 --dtype $d 2>&1 | grep -E "max abs" |
         sed "s/^/verify 7b $d (default) /"
     done
     mkdir -p "$out/runs"
+    # Settings: registers for 2 or 3 CTAs per SM, and (Q4_0) the whole-row form at most 2 per SM.
     for d in q4_0 q4_k_m; do
       for rep in 1 2 3; do
         line="7b $d"
-        for v in 2 3; do
-          base="$out/runs/occ-$d-$v-$rep"
-          switch_step "$base" DECODEBENCH_GEMV_RING_CTAS "$v" qwen2.5-7b "$d"
-          line="$line · $v $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+        settings="DECODEBENCH_GEMV_RING_CTAS=2 DECODEBENCH_GEMV_RING_CTAS=3"
+        [ $d = q4_0 ] && settings="$settings DECODEBENCH_GEMV_RING_MAX_CTAS=2"
+        for v in $settings; do
+          base="$out/runs/occ-$d-${v#DECODEBENCH_GEMV_}-$rep"
+          switch_step "$base" "${v%%=*}" "${v#*=}" qwen2.5-7b "$d"
+          line="$line · ${v#DECODEBENCH_GEMV_} $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
         done
         echo "$line"
       done

@@ -1515,10 +1515,13 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
 // on the whole-row form (a partial last group, a last pass of 16 tiles, refills: 24,000 rows) and
 // the split form (the down projection's 18,944 columns, with refills at 3,584 rows), and against
 // the CPU. The grids show the defaults: 3 leaves room for more CTAs per SM than 2 where registers
-// limit them (Q4_K's whole-row form, Q4_0's split form); other values are refused.
+// limit them (Q4_K's whole-row form, Q4_0's split form); other values are refused. Likewise
+// DECODEBENCH_GEMV_RING_MAX_CTAS = 2, which pads the whole-row form's shared memory so that at
+// most 2 CTAs fit an SM (Q4_0's whole-row form fits 3 by default).
 TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
   DB_REQUIRE_STREAM_KERNEL();
   ScopedEnv ctas("DECODEBENCH_GEMV_RING_CTAS", nullptr);
+  ScopedEnv max_ctas("DECODEBENCH_GEMV_RING_MAX_CTAS", nullptr);
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
   int sms = 0;
@@ -1560,6 +1563,21 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     p.cols = 3584;
     p.tiled = true;
     expect_values_refused("DECODEBENCH_GEMV_RING_CTAS", {"4"}, p);
+    expect_values_refused("DECODEBENCH_GEMV_RING_MAX_CTAS", {"0", "5", "2 ", "two"}, p);
+    // Q4_0's gate/up shape: 3 CTAs per SM by default (its shared memory), 2 with the cap.
+    p = bufs.params(WeightType::kQ4_0);
+    p.rows = 37888;
+    p.cols = 3584;
+    p.tiled = true;
+    const GemvLaunchInfo three = gemv_launch_info(p);
+    max_ctas.set("2");
+    const GemvLaunchInfo two = gemv_launch_info(p);
+    max_ctas.set(nullptr);
+    EXPECT_STREQ(two.form, "ring");
+    EXPECT_EQ(three.grid, 3 * sms);
+    EXPECT_EQ(two.grid, 2 * sms);
+    EXPECT_EQ(three.smem_bytes, 2 * 16 * 2016 + 64);
+    EXPECT_GT(two.smem_bytes, three.smem_bytes);
   }
   const struct {
     WeightType t;
@@ -1589,6 +1607,12 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
       const std::vector<float> got = g.run();
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
           << "3 CTAs per SM differ from 2: " << weight_traits(f.t).name << " " << sh.rows << "x"
+          << sh.cols;
+      max_ctas.set("2");
+      const std::vector<float> capped = g.run();
+      max_ctas.set(nullptr);
+      EXPECT_EQ(std::memcmp(capped.data(), want.data(), capped.size() * 4), 0)
+          << "at most 2 CTAs per SM differ: " << weight_traits(f.t).name << " " << sh.rows << "x"
           << sh.cols;
     }
     for (const char* v : {"2", "3"}) {
