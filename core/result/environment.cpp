@@ -122,6 +122,8 @@ namespace {
 constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
     "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
+    "DECODEBENCH_GEMV_RING_CTAS",         // ring GEMV registers per CTA (measurements)
+    "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "tests/support/support.hpp"
@@ -34,6 +39,35 @@ TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
   // so it is).
   const ScopedVariable empty_ring("DECODEBENCH_GEMV_RING", "");
   EXPECT_FALSE(run_variables().contains("DECODEBENCH_GEMV_RING"));
+}
+
+// Every DECODEBENCH_* switch the sources read (std::getenv("DECODEBENCH_...") in app/, core/ and
+// cuda/) is recorded when set: a new switch left out of the list would make results that differ
+// in it look alike to `compare`.
+TEST(RunVariables, RecordsEverySwitchTheSourcesRead) {
+  std::set<std::string> names;
+  const std::regex getenv_call(R"re(getenv\("(DECODEBENCH_[A-Z0-9_]+)"\))re");
+  for (const char* dir : {"app", "core", "cuda"}) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(testing::source_dir() / dir)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      for (std::sregex_iterator m(text.begin(), text.end(), getenv_call), end; m != end; ++m) {
+        names.insert((*m)[1].str());
+      }
+    }
+  }
+  // The switches known when this test was written must be found (the scan works).
+  for (const char* known : {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_CTAS",
+                            "DECODEBENCH_ATTENTION", "DECODEBENCH_TOKEN_D2H"}) {
+    EXPECT_TRUE(names.contains(known)) << known << " not found in the sources";
+  }
+  for (const std::string& name : names) {
+    const ScopedVariable set(name.c_str(), "x");
+    EXPECT_EQ(run_variables().value(name, "?"), "x") << name << " is read but not recorded";
+  }
 }
 
 TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
