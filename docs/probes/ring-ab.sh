@@ -38,6 +38,9 @@
 #          2 CTAs per SM (DECODEBENCH_GEMV_RING_MAX_CTAS=2): the ring GEMV tests, the 7B GEMVs
 #          alone, --verify 4, then 7B Q4_0 and Q4_K_M steps, the settings alternated, three
 #          repetitions; about 6 minutes.
+#   occsuite  round 34 on the suite's machine: 7B Q4_0 steps with DECODEBENCH_GEMV_RING_CTAS 2 and 3
+#          alternated, the roofline suite into $OUT/roofline.json, then test_backend; about 5
+#          minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -47,11 +50,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead or occ}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ or occsuite}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -196,6 +199,25 @@ case $mode in
       done
     done
     tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  occsuite)
+    # Round 34 on the suite's machine: 7B Q4_0 steps with the ring registers sized for 2 and 3
+    # CTAs per SM (the default), alternated, two repetitions; the suite; then test_backend.
+    mkdir -p "$out/runs"
+    for rep in 1 2; do
+      line="7b q4_0"
+      for v in 2 3; do
+        base="$out/runs/occ-q4_0-$v-$rep"
+        switch_step "$base" DECODEBENCH_GEMV_RING_CTAS "$v" qwen2.5-7b q4_0
+        line="$line · RING_CTAS=$v $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+      done
+      echo "$line"
+    done
+    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    "$bin/decodebench" suite bench-configs/suites/h200-roofline.json --json "$out/roofline.json" \
+      -q > "$out/suite.log" 2>&1
+    echo "suite rc=$? $((SECONDS - start))s"
+    backend_tests
     ;;
   attn)
     backend_tests
@@ -373,7 +395,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead or occ" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ or occsuite" >&2
     exit 2
     ;;
 esac
