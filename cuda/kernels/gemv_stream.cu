@@ -1103,10 +1103,11 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// CTAs per SM the registers of the default 8-warp ring kernels (the whole-row form of 2 rows per
 /// warp and the split form of 1 pair) are sized for, where the type has a choice (Q4_0 in the
 /// tiled layout, Q4_K in GGUF blocks): 2 lets them use up to 128 registers, 3 caps them at 80.
-/// Measured (docs/performance.md, round 34): Q4_0 takes 3 (its split form then fits 4 CTAs per SM
-/// instead of 2: 7B step −1.7% on an H100), Q4_K 2 (3 CTAs per SM ran its GEMVs slower: 7B Q4_K_M
-/// step +2.9%). DECODEBENCH_GEMV_RING_CTAS = 2 or 3 overrides it for both types, for measurements;
-/// any other value throws decodebench::Error (exit 1).
+/// Measured on an H100, not yet on the H200 (docs/performance.md, round 34): Q4_0 takes 3 (its
+/// split form then fits 4 CTAs per SM instead of 2: 7B steps 0.4–1.7% faster, two sessions), Q4_K
+/// 2 (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower). DECODEBENCH_GEMV_RING_CTAS = 2 or 3
+/// overrides it for both types, for measurements; any other value throws decodebench::Error (exit
+/// 1).
 int ring_ctas(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
   if (e == nullptr || *e == '\0') return t == WeightType::kQ4_0 ? 3 : 2;
