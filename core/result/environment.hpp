@@ -26,8 +26,9 @@ int64_t total_host_memory_bytes();
 std::string utc_timestamp();
 
 /// The environment variables, of those set in this process, that change which code a run executes
-/// or how its GPU is timed: decodebench's own measurement switch DECODEBENCH_GEMV_RING (the GEMV
-/// kernel form, cuda/kernels/gemv_stream.cu) and CUDA runtime switches such as
+/// or how its GPU is timed: decodebench's own measurement switches (DECODEBENCH_GEMV_RING and the
+/// other DECODEBENCH_* variables the sources read: kernel forms, the token's way to the host) and
+/// CUDA runtime switches such as
 /// CUDA_LAUNCH_BLOCKING, CUDA_VISIBLE_DEVICES and CUDA_MODULE_LOADING (the list: kRunVariables in
 /// environment.cpp). {name: value}; an empty object when none is set.
 nlohmann::json run_variables();

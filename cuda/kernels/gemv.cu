@@ -580,6 +580,7 @@ Choice choose(const GemvParams& p) {
     c.info.form = split ? "split" : ring ? "ring" : "per-warp";
     c.info.ring_slots = c.plan.ring_slots;
     c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
+    c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
   }

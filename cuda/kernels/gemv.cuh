@@ -121,6 +121,9 @@ struct GemvLaunchInfo {
   const char* form = "";
   int ring_slots = 0;  ///< "ring" and "split": slots of the ring; else 0
   int ring_pairs = 0;  ///< "split": row pairs per group; else 0
+  /// "ring" and "split": CTAs per SM the kernel's registers are sized for (2, or 3 where the type
+  /// and form have that budget: gemv_stream.cu, ring_ctas); else 0
+  int ring_ctas = 0;
 };
 
 /// A GEMV's kernel and form in one name, as the run record counts them: the variant's name

@@ -72,6 +72,10 @@ struct Plan {
   /// ring form: = the CTA's warps in the whole-row form (a warp per rows_per_warp rows); fewer:
   /// the split form, groups of ring_pairs row pairs with block / 32 / ring_pairs warps per pair
   int ring_pairs = 0;
+  /// ring form: the CTAs per SM the kernel's registers are sized for (its __launch_bounds__
+  /// minimum; gemv_stream.cu, ring_ctas): 2 by default, 3 where the type's budget or
+  /// DECODEBENCH_GEMV_RING_CTAS asks for it; 0 for the other forms.
+  int ring_ctas = 0;
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------

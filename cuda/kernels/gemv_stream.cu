@@ -1103,11 +1103,12 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// CTAs per SM the registers of the default 8-warp ring kernels (the whole-row form of 2 rows per
 /// warp and the split form of 1 pair) are sized for, where the type has a choice (Q4_0 in the
 /// tiled layout, Q4_K in GGUF blocks): 2 lets them use up to 128 registers, 3 caps them at 80.
-/// Measured on an H100, not yet on the H200 (docs/performance.md, round 34): Q4_0 takes 3 (its
-/// split form then fits 4 CTAs per SM instead of 2: 7B steps 0.4–1.7% faster, two sessions), Q4_K
-/// 2 (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower). DECODEBENCH_GEMV_RING_CTAS = 2 or 3
+/// Measured on an H100, not yet on the H200 (docs/performance.md, round 34): Q4_0 takes 3 (7B
+/// steps 0.4–1.7% faster, three sessions; its split form then fits 4 CTAs per SM instead of 2),
+/// Q4_K 2 (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower). DECODEBENCH_GEMV_RING_CTAS = 2 or 3
 /// overrides it for both types, for measurements; any other value throws decodebench::Error (exit
-/// 1).
+/// 1). Other forms and types keep their budget whatever it says (has_ring_budget; the plan's
+/// ring_ctas says what ran).
 int ring_ctas(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
   if (e == nullptr || *e == '\0') return t == WeightType::kQ4_0 ? 3 : 2;
@@ -1116,6 +1117,15 @@ int ring_ctas(WeightType t) {
   throw runtime_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
                       "' is neither 2 nor 3 (the CTAs per SM the ring kernels' registers are "
                       "sized for)");
+}
+
+/// Whether the ring kernel of type T (layout kTiled) with `warps` warps, `pairs` row pairs and
+/// `rows` rows per warp has a register budget for 3 CTAs per SM (ring_ctas): the 8-warp 2-row
+/// whole-row form and the split form of 1 pair, of Q4_0 in the tiled layout and Q4_K.
+template <WeightType T, bool kTiled>
+constexpr bool has_ring_budget(int warps, int pairs, int rows) {
+  return ((T == WeightType::kQ4_0 && kTiled) || (T == WeightType::kQ4_K && !kTiled)) &&
+         warps == 8 && rows == kRows && (pairs == 8 || pairs == 1);
 }
 
 /// DECODEBENCH_GEMV_RING_MAX_CTAS = 1 to 4, for measurements: the ring's whole-row form gets
@@ -1131,7 +1141,10 @@ int ring_max_ctas() {
                       "' is not 1 to 4 (the most CTAs per SM of the ring's whole-row form)");
 }
 
-/// `smem` raised so that no more than n CTAs fit an SM (n = 0: unchanged), within the opt-in limit.
+/// `smem` (bytes of dynamic shared memory per CTA) raised so that no more than n CTAs fit an SM by
+/// shared memory (n = 0: unchanged); registers may allow fewer still. For n = 1 to 4 the result
+/// stays below the opt-in limit on sm_90 (at most 115,713 bytes); the min() keeps it there on any
+/// GPU.
 int64_t smem_for_max_ctas(int64_t smem, int n) {
   if (n == 0) return smem;
   const int64_t per_cta = smem_per_sm() / (n + 1) + 1;  // n + 1 CTAs of this no longer fit
@@ -1139,11 +1152,13 @@ int64_t smem_for_max_ctas(int64_t smem, int n) {
 }
 
 /// The ring kernel of `warps` warps and `pairs` row pairs per group (pairs == warps: the
-/// whole-row form, `rows` rows per warp; fewer: the split form, 8 warps of 2 rows only).
+/// whole-row form, `rows` rows per warp; fewer: the split form, 8 warps of 2 rows only), with
+/// registers sized for `ctas` CTAs per SM: 3 where has_ring_budget allows it, else the default
+/// (2). Reads no environment: the plan has chosen.
 template <WeightType T, bool kTiled>
-const void* ring_kernel(int warps, int pairs, int rows = kRows) {
+const void* ring_kernel(int warps, int pairs, int rows = kRows, int ctas = 2) {
   if constexpr ((T == WeightType::kQ4_0 && kTiled) || (T == WeightType::kQ4_K && !kTiled)) {
-    if (warps == 8 && rows == kRows && ring_ctas(T) == 3) {
+    if (ctas == 3 && has_ring_budget<T, kTiled>(warps, pairs, rows)) {
       if (pairs == 8)
         return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 8, kRows, 3>);
       if (pairs == 1)
@@ -1192,8 +1207,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int64_t row_bytes = nb * Ops::kBB;
     const auto [ring_warps, ring_slots, ring_rows] = ring_request(T);
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
-    (void)ring_ctas(T);                                          // likewise
-    (void)ring_max_ctas();
+    const int budget = ring_ctas(T);                             // likewise
+    const int max_ctas = ring_max_ctas();                        // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
@@ -1203,7 +1218,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes;
       const int64_t smem = smem_for_max_ctas(
-          static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), ring_max_ctas());
+          static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), max_ctas);
       if (smem <= smem_optin()) {
         p.block = ring_warps * 32;
         p.rows_per_warp = ring_rows;
@@ -1211,9 +1226,10 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = ring_slots;
         p.ring_pairs = ring_warps;
-        const int ctas =
-            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows),
-                                    p.block, p.smem));
+        p.ring_ctas = has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows) ? budget : 2;
+        const int ctas = std::max(
+            1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, p.ring_ctas),
+                           p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 1;
@@ -1234,8 +1250,9 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = long_slots;
         p.ring_pairs = pairs;
-        const int ctas =
-            std::max(1, ctas_per_sm(ring_kernel<T, kTiled>(8, pairs), p.block, p.smem));
+        p.ring_ctas = has_ring_budget<T, kTiled>(8, pairs, kRows) ? budget : 2;
+        const int ctas = std::max(
+            1, ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, p.ring_ctas), p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 8 / pairs;
@@ -1286,9 +1303,10 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   args.ring_slots = p.ring_slots;
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
-    const void* kernel = p.ring_slots > 0
-                             ? ring_kernel<T, kTiled>(p.block / 32, p.ring_pairs, p.rows_per_warp)
-                             : reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>);
+    const void* kernel =
+        p.ring_slots > 0
+            ? ring_kernel<T, kTiled>(p.block / 32, p.ring_pairs, p.rows_per_warp, p.ring_ctas)
+            : reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>);
     launch_with_attrs(kernel, params, dim3(static_cast<unsigned>(p.grid)),
                       dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,
                       stream);

@@ -66,11 +66,17 @@ step() {  # $1 dtype, $2 DECODEBENCH_GEMV_RING, $3 DECODEBENCH_GEMV_RING_LONG, $
     --layers 28 --vocab 152064 --backend cuda --graph on --prompt-tokens 128 --tokens 128 \
     --warmup 16 --warmup-time 1 --min-time 2 --dtype "$1" --weight-layout "${4:-auto}" \
     --json "$base.json" -q > "$base.log" 2>&1
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null ||
-    echo "failed: $(tail -1 "$base.log")"
+  tpot_of "$base"
+}
+tpot_of() {  # $1 a run's base name: the median TPOT of $1.json in µs, or "failed: " and the
+  # last line of $1.log
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$1.json" 2>/dev/null ||
+    echo "failed: $(tail -1 "$1.log")"
 }
 gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, $4 types: prints
-  # "type kernel µs (% of the read bandwidth)" of every pre-split stream and stream-tiled run
+  # "type shape kernel µs (% of the read bandwidth)" of every stream and stream-tiled run on a
+  # pre-split x' with PDL (the form the decode step runs); DECODEBENCH_GEMV_RING_CTAS and _MAX_CTAS
+  # pass through from the caller
   local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-max${DECODEBENCH_GEMV_RING_MAX_CTAS:-default}-$3"
   rm -f "$base.json"
   DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
@@ -179,9 +185,12 @@ case $mode in
     done
     echo "gemvs max 2: $(DECODEBENCH_GEMV_RING_MAX_CTAS=2 gemvs '' '' 7b q4_0)"
     for d in q4_0 q4_k_m; do
-      "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 --vocab 152064 \
-        --prompt-tokens 128 --tokens 4 --verify 4 --dtype $d 2>&1 | grep -E "max abs" |
-        sed "s/^/verify 7b $d (default) /"
+      for v in '' DECODEBENCH_GEMV_RING_CTAS=2 DECODEBENCH_GEMV_RING_CTAS=3 \
+        DECODEBENCH_GEMV_RING_MAX_CTAS=2; do
+        env ${v:+"$v"} "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on \
+          --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 --dtype $d 2>&1 |
+          grep -E "max abs" | sed "s/^/verify 7b $d ${v:-default} /"
+      done
     done
     mkdir -p "$out/runs"
     # Settings: registers for 2 or 3 CTAs per SM, and (Q4_0) the whole-row form at most 2 per SM.
@@ -193,12 +202,12 @@ case $mode in
         for v in $settings; do
           base="$out/runs/occ-$d-${v#DECODEBENCH_GEMV_}-$rep"
           switch_step "$base" "${v%%=*}" "${v#*=}" qwen2.5-7b "$d"
-          line="$line · ${v#DECODEBENCH_GEMV_} $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+          line="$line · ${v#DECODEBENCH_GEMV_} $(tpot_of "$base")"
         done
         echo "$line"
       done
     done
-    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    tar czf "$out/occ-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   occsuite)
     # Round 34 on the suite's machine: 7B Q4_0 steps with the ring registers sized for 2 and 3
@@ -209,11 +218,11 @@ case $mode in
       for v in 2 3; do
         base="$out/runs/occ-q4_0-$v-$rep"
         switch_step "$base" DECODEBENCH_GEMV_RING_CTAS "$v" qwen2.5-7b q4_0
-        line="$line · RING_CTAS=$v $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1))" "$base.json" 2>/dev/null || echo "failed: $(tail -1 "$base.log")")"
+        line="$line · RING_CTAS=$v $(tpot_of "$base")"
       done
       echo "$line"
     done
-    tar czf "$out/runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    tar czf "$out/occsuite-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     "$bin/decodebench" suite bench-configs/suites/h200-roofline.json --json "$out/roofline.json" \
       -q > "$out/suite.log" 2>&1
     echo "suite rc=$? $((SECONDS - start))s"
