@@ -490,6 +490,7 @@ const void* CudaBackend::enqueue_gemv(GemvParams p) {
       return false;
     }
     const std::string_view form = info.form;
+    if (g.ring_ctas != info.ring_ctas) return false;
     if (form == "ring") {
       return g.block == info.block && g.ring_slots == info.ring_slots &&
              g.rows_per_warp == info.rows_per_warp;

@@ -836,13 +836,17 @@ std::string gemv_form_name(const GemvLaunchInfo& info) {
   const std::string variant = gemv_variant_name(info.variant);
   const std::string kernel = info.variant == 0 || variant == "?" ? info.kernel : variant;
   const std::string form = info.form;
+  // A register budget other than the default (2 CTAs per SM) is part of the form: the kernel
+  // differs, so the step's form counts keep it apart and a result names it.
+  const std::string budget =
+      info.ring_ctas > 2 ? " (registers for " + std::to_string(info.ring_ctas) + " CTAs/SM)" : "";
   if (form == "ring") {
     return kernel + " ring " + std::to_string(info.block / 32) + "x" +
-           std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp);
+           std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp) + budget;
   }
   if (form == "split") {
     return kernel + " split " + std::to_string(info.ring_pairs) + "x" +
-           std::to_string(info.ring_slots);
+           std::to_string(info.ring_slots) + budget;
   }
   return form.empty() ? kernel : kernel + " " + form;
 }

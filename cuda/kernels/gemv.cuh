@@ -130,7 +130,8 @@ struct GemvLaunchInfo {
 /// (gemv_variant_name: "staged", "direct", "mma", ...; "fallback" for variant 0), then its form,
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
-/// presplit"; other kernels by name alone.
+/// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
+/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

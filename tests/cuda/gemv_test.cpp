@@ -1556,6 +1556,10 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     EXPECT_GE(q4k[2].grid, 3 * sms);
     const auto q40 = plans(WeightType::kQ4_0, 3584, 18944, true, "split");
     EXPECT_EQ(q40[0].ring_ctas, 3) << "Q4_0's default";
+    // The kernels line names a budget other than the default.
+    EXPECT_EQ(gemv_form_name(q40[0]), "stream-tiled split 1x2 (registers for 3 CTAs/SM)");
+    EXPECT_EQ(gemv_form_name(q40[1]), "stream-tiled split 1x2");
+    EXPECT_EQ(gemv_form_name(q4k[2]), "stream ring 8x2x2 (registers for 3 CTAs/SM)");
     EXPECT_EQ(q40[1].ring_ctas, 2);
     EXPECT_EQ(q40[2].ring_ctas, 3);
     EXPECT_GE(q40[2].grid, 3 * sms);
