@@ -1119,13 +1119,18 @@ int ring_ctas(WeightType t) {
                       "sized for)");
 }
 
+/// The types (and layouts) whose ring kernels have a register budget for 3 CTAs per SM
+/// (ring_ctas): Q4_0 in the tiled layout and Q4_K in GGUF blocks. Only they instantiate it.
+template <WeightType T, bool kTiled>
+constexpr bool kRingBudgetType = (T == WeightType::kQ4_0 && kTiled) ||
+                                 (T == WeightType::kQ4_K && !kTiled);
+
 /// Whether the ring kernel of type T (layout kTiled) with `warps` warps, `pairs` row pairs and
-/// `rows` rows per warp has a register budget for 3 CTAs per SM (ring_ctas): the 8-warp 2-row
-/// whole-row form and the split form of 1 pair, of Q4_0 in the tiled layout and Q4_K.
+/// `rows` rows per warp has that budget: the 8-warp 2-row whole-row form and the split form of 1
+/// pair.
 template <WeightType T, bool kTiled>
 constexpr bool has_ring_budget(int warps, int pairs, int rows) {
-  return ((T == WeightType::kQ4_0 && kTiled) || (T == WeightType::kQ4_K && !kTiled)) &&
-         warps == 8 && rows == kRows && (pairs == 8 || pairs == 1);
+  return kRingBudgetType<T, kTiled> && warps == 8 && rows == kRows && (pairs == 8 || pairs == 1);
 }
 
 /// DECODEBENCH_GEMV_RING_MAX_CTAS = 1 to 4, for measurements: the ring's whole-row form gets
@@ -1157,12 +1162,11 @@ int64_t smem_for_max_ctas(int64_t smem, int n) {
 /// (2). Reads no environment: the plan has chosen.
 template <WeightType T, bool kTiled>
 const void* ring_kernel(int warps, int pairs, int rows = kRows, int ctas = 2) {
-  if constexpr ((T == WeightType::kQ4_0 && kTiled) || (T == WeightType::kQ4_K && !kTiled)) {
+  if constexpr (kRingBudgetType<T, kTiled>) {
     if (ctas == 3 && has_ring_budget<T, kTiled>(warps, pairs, rows)) {
-      if (pairs == 8)
-        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 8, kRows, 3>);
-      if (pairs == 1)
-        return reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 1, kRows, 3>);
+      return pairs == 8
+                 ? reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 8, kRows, 3>)
+                 : reinterpret_cast<const void*>(&gemv_ring_kernel<T, kTiled, 8, 1, kRows, 3>);
     }
   }
   if (warps == 16 && rows == kRows) {
