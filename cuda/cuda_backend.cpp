@@ -115,6 +115,21 @@ bool token_copy_request() {
                       "unset for the default (the kernel stores the token in host memory)");
 }
 
+SplitTrigger split_trigger_request() {
+  const char* e = std::getenv("DECODEBENCH_SPLIT_TRIGGER");
+  if (e == nullptr || *e == '\0') return SplitTrigger::kDefault;
+  const std::string_view v(e);
+  if (v == "entry") return SplitTrigger::kEntry;
+  if (v == "wait") return SplitTrigger::kAfterWait;
+  throw runtime_error("DECODEBENCH_SPLIT_TRIGGER: '" + std::string(v) +
+                      "' is neither entry nor wait (where the x' split kernels let the next kernel "
+                      "launch); leave it unset for the per-type default");
+}
+
+bool split_trigger_after_wait(SplitTrigger request, WeightType /*type*/) {
+  return request == SplitTrigger::kAfterWait;
+}
+
 int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions,
                                          int64_t max_batch) {
   int64_t weights = 0;
@@ -155,8 +170,9 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   if (max_batch_ < 1 || max_batch_ > 256) {
     throw usage_error("batch must be in 1..256, got " + std::to_string(max_batch_));
   }
-  attn_path_ = attention_path_request();  // a bad DECODEBENCH_ATTENTION fails before any upload
-  token_copy_ = token_copy_request();     // and a bad DECODEBENCH_TOKEN_D2H
+  attn_path_ = attention_path_request();     // a bad DECODEBENCH_ATTENTION fails before any upload
+  token_copy_ = token_copy_request();        // and a bad DECODEBENCH_TOKEN_D2H
+  split_trigger_ = split_trigger_request();  // and DECODEBENCH_SPLIT_TRIGGER
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -470,7 +486,7 @@ const void* CudaBackend::enqueue_gemv(GemvParams p) {
   p.pdl = options_.pdl;
   if (p.x_split == nullptr && !p.swiglu_out && presplit(p)) {
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
-                          stream_.get());
+                          stream_.get(), split_trigger_after_wait(split_trigger_, p.type));
     p.x_split = x_split_.data();
     ++step_split_kernels_;
   }

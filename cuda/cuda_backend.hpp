@@ -70,6 +70,25 @@ struct DeviceLayer {
 /// decodebench::Error (exit 1) naming the variable for any other value.
 bool token_copy_request();
 
+/// Where the standalone x' split kernels let the next kernel (the GEMV that reads the split)
+/// launch under PDL, from DECODEBENCH_SPLIT_TRIGGER (a measurement switch, read once per
+/// backend): at their CTAs' entry or once past their wait for the kernel that wrote x.
+enum class SplitTrigger {
+  kDefault,    ///< unset or empty: split_trigger_after_wait's per-type choice
+  kEntry,      ///< "entry": at entry, for every type
+  kAfterWait,  ///< "wait": after the wait, for every type
+};
+
+/// Reads DECODEBENCH_SPLIT_TRIGGER: unset or empty → kDefault, "entry" → kEntry, "wait" →
+/// kAfterWait. Throws decodebench::Error (exit 1) naming the variable for any other value.
+SplitTrigger split_trigger_request();
+
+/// Whether the split kernel ahead of a GEMV of `type` triggers after its PDL wait under
+/// `request`. The default (kDefault) triggers at entry for every type: round 18 measured the
+/// trigger after the wait 1.1–1.4% faster on 7B Q4_K_M steps and 0.4% slower on Q8_0
+/// (docs/performance.md).
+bool split_trigger_after_wait(SplitTrigger request, WeightType type);
+
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
 ///
 /// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches on
@@ -225,6 +244,7 @@ class CudaBackend final : public Backend {
   int in_flight_count_ = 0;
   std::array<CudaEvent, kMaxStepsInFlight> step_done_;
   bool token_copy_ = false;  ///< token_copy_request(): a D2H copy after the argmax
+  SplitTrigger split_trigger_ = SplitTrigger::kDefault;  ///< split_trigger_request()
   CudaEvent ev_start_, ev_stop_;
 
   // Batch workspace (max_batch_ > 1): [slot][...] per sequence.

@@ -126,6 +126,7 @@ constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)
+    "DECODEBENCH_SPLIT_TRIGGER",          // where x' split kernels trigger PDL (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous
     "CUDA_VISIBLE_DEVICES",               // which GPU is device 0
     "CUDA_DEVICE_ORDER",                  // how devices are numbered

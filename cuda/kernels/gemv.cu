@@ -933,7 +933,8 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info) 
 }
 
 void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,
-                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream) {
+                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream,
+                           bool trigger_after_wait) {
   if (x == nullptr || split == nullptr || (input == GemvInput::kSwiGlu && x2 == nullptr) ||
       (input == GemvInput::kRmsNorm && norm_w == nullptr)) {
     throw runtime_error("GEMV prepare_x: null device pointer");
@@ -950,7 +951,8 @@ void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, con
   p.norm_w = norm_w;
   p.eps = eps;
   p.input = input;
-  gemv_impl::prepare_x_launch(x_source(p), cols, split, pdl ? 1 : 0, stream);
+  gemv_impl::prepare_x_launch(x_source(p), cols, split, pdl ? 1 : 0, stream,
+                              trigger_after_wait ? 1 : 0);
 }
 
 }  // namespace decodebench::cuda

@@ -193,10 +193,14 @@ size_t gemv_x_split_bytes(int64_t cols);
 /// Writes the split form of x' (input as in GemvParams: x, and x2 / norm_w / eps for the fused
 /// forms; cols a multiple of 32, pointers 16-byte aligned) to `split` (gemv_x_split_bytes(cols)
 /// bytes, 16-byte aligned) for the quantized GEMVs that read GemvParams::x_split. One small
-/// kernel (ceil(cols / 1024) CTAs); `pdl` as in GemvParams.
+/// kernel (ceil(cols / 1024) CTAs); `pdl` as in GemvParams. With PDL its CTAs let the next kernel
+/// launch at their entry (`trigger_after_wait` false: the GEMV that reads the split starts its
+/// weight copies while the producer of x still runs) or once past their wait for that producer
+/// (true: the next kernel's CTAs do not compete with the producer's).
 /// Throws decodebench::Error (exit 1) for null or misaligned pointers, bad cols or a failed
 /// launch.
 void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,
-                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream);
+                           float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream,
+                           bool trigger_after_wait = false);
 
 }  // namespace decodebench::cuda

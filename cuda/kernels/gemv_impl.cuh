@@ -176,7 +176,8 @@ Plan tiled_mma_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void tiled_mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
-void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream);
+void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream,
+                      int trigger_after_wait = 0);
 
 /// A column split for the row-group kernels (direct, tiled: 8 warps per CTA, 2 rows per warp).
 struct SplitPlan {

@@ -1106,17 +1106,37 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// Measured on an H100, not yet on the H200 (docs/performance.md, round 34): Q4_0 takes 3 (7B
 /// steps 0.4–1.7% faster, three sessions; its split form then fits 4 CTAs per SM instead of 2),
 /// Q4_K 2 (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower). DECODEBENCH_GEMV_RING_CTAS = 2 or 3
-/// overrides it for both types, for measurements; any other value throws decodebench::Error (exit
-/// 1). Other forms and types keep their budget whatever it says (has_ring_budget; the plan's
-/// ring_ctas says what ran).
+/// overrides it for both types, for measurements; `rounds` (returned as kRingCtasByRounds) picks
+/// per matrix (ring_ctas_by_rounds); any other value throws decodebench::Error (exit 1). Other
+/// forms and types keep their budget whatever it says (has_ring_budget; the plan's ring_ctas says
+/// what ran).
+constexpr int kRingCtasByRounds = 0;
 int ring_ctas(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
   if (e == nullptr || *e == '\0') return t == WeightType::kQ4_0 ? 3 : 2;
   const std::string v(e);
   if (v == "2" || v == "3") return v[0] - '0';
+  if (v == "rounds") return kRingCtasByRounds;
   throw runtime_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
-                      "' is neither 2 nor 3 (the CTAs per SM the ring kernels' registers are "
-                      "sized for)");
+                      "' is neither 2, 3 nor rounds (the CTAs per SM the ring kernels' registers "
+                      "are sized for)");
+}
+
+/// The `rounds` budget for one matrix of `ntasks` row groups on `sms` SMs, where the kernel with
+/// registers for 2 CTAs per SM fits `ctas2` of them on an SM and the one for 3 fits `ctas3`: 3
+/// when its grid streams the groups in fewer CTA-rounds of bytes, i.e. ⌈ntasks / G⌉ · G with
+/// G = min(ntasks, sms · ctas) is smaller (each round of G CTAs reads G groups from HBM in about
+/// the same time per group, so a last round that is mostly empty costs as much as a full one);
+/// else 2. Example, 132 SMs: Q4_K's 7B QKV (288 groups of 16 rows) takes 3 (one round of 288
+/// against two of 264); its gate/up (2,368 groups: 9 · 264 = 6 · 396) and o (224) keep 2.
+/// A question asked in round 34 (docs/performance.md: Q4_K's QKV ran 16% faster alone with 3,
+/// its gate/up slower).
+int ring_ctas_by_rounds(int64_t ntasks, int sms, int ctas2, int ctas3) {
+  const auto cost = [&](int ctas) {
+    const int64_t grid = std::min<int64_t>(ntasks, static_cast<int64_t>(sms) * std::max(1, ctas));
+    return ceil_div<int64_t>(ntasks, grid) * grid;
+  };
+  return cost(ctas3) < cost(ctas2) ? 3 : 2;
 }
 
 /// The types (and layouts) whose ring kernels have a register budget for 3 CTAs per SM
@@ -1230,11 +1250,16 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = ring_slots;
         p.ring_pairs = ring_warps;
-        p.ring_ctas = has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows) ? budget : 2;
-        const int ctas = std::max(
-            1, ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, p.ring_ctas),
-                           p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
+        const auto ctas_for = [&](int budget_ctas) {
+          return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
+                             p.block, p.smem);
+        };
+        p.ring_ctas = !has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows) ? 2
+                      : budget != kRingCtasByRounds
+                          ? budget
+                          : ring_ctas_by_rounds(p.ntasks, sms, ctas_for(2), ctas_for(3));
+        const int ctas = std::max(1, ctas_for(p.ring_ctas));
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 1;
         return;
@@ -1254,10 +1279,15 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = long_slots;
         p.ring_pairs = pairs;
-        p.ring_ctas = has_ring_budget<T, kTiled>(8, pairs, kRows) ? budget : 2;
-        const int ctas = std::max(
-            1, ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, p.ring_ctas), p.block, p.smem));
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
+        const auto ctas_for = [&](int budget_ctas) {
+          return ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, budget_ctas), p.block, p.smem);
+        };
+        p.ring_ctas = !has_ring_budget<T, kTiled>(8, pairs, kRows) ? 2
+                      : budget != kRingCtasByRounds
+                          ? budget
+                          : ring_ctas_by_rounds(p.ntasks, sms, ctas_for(2), ctas_for(3));
+        const int ctas = std::max(1, ctas_for(p.ring_ctas));
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 8 / pairs;
         return;

@@ -41,6 +41,12 @@
 #   occsuite  round 34 on the suite's machine: 7B Q4_0 steps with DECODEBENCH_GEMV_RING_CTAS 2 and 3
 #          alternated, the roofline suite into $OUT/roofline.json, then test_backend; about 5
 #          minutes.
+#   trig   round 35: the x' split kernels' PDL trigger after their wait (DECODEBENCH_SPLIT_TRIGGER
+#          =wait) against at entry, and the ring register budget per matrix
+#          (DECODEBENCH_GEMV_RING_CTAS=rounds): the ring and split-trigger GPU tests, the kernels
+#          line with `rounds`, --verify 4 per setting, then 7B Q4_K_M (default, wait, rounds, both),
+#          Q4_0 (default, wait, RING_CTAS=2: round 34's A/B), Q8_0 and SmolLM2-shape Q4_1 (default,
+#          wait) steps, alternated, two repetitions; about 6 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -50,11 +56,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ or occsuite}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite or trig}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -208,6 +214,54 @@ case $mode in
       done
     done
     tar czf "$out/occ-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  trig)
+    # Round 35: where the split kernels trigger PDL, and the ring budget per matrix. Settings are
+    # VAR=value words for env ("-": the build's defaults).
+    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
+    echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    "$bin/test_backend" --gtest_filter='Backend.SplitTrigger*' > "$out/backend-trigger.log" 2>&1
+    echo "backend (split trigger tests) rc=$? $(tail -1 "$out/backend-trigger.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-trigger.log" | sort -u | head -20
+    DECODEBENCH_GEMV_RING_CTAS=rounds "$bin/decodebench" --preset qwen2.5-7b --layers 2 \
+      --vocab 152064 --backend cuda --graph on --prompt-tokens 8 --tokens 8 --dtype q4_k_m 2>&1 |
+      grep -E "^kernels" | sed "s/^/7b q4_k_m rounds: /"
+    for v in "q4_k_m DECODEBENCH_GEMV_RING_CTAS=rounds DECODEBENCH_SPLIT_TRIGGER=wait" \
+      "q4_0 DECODEBENCH_SPLIT_TRIGGER=wait" "q8_0 DECODEBENCH_SPLIT_TRIGGER=wait"; do
+      set -- $v
+      d=$1
+      shift
+      env "$@" "$bin/decodebench" --preset qwen2.5-7b --backend cuda --graph on --layers 4 \
+        --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 --dtype $d 2>&1 |
+        grep -E "max abs" | sed "s/^/verify 7b $d $* /"
+    done
+    mkdir -p "$out/runs"
+    local_ctas=DECODEBENCH_GEMV_RING_CTAS=rounds
+    local_wait=DECODEBENCH_SPLIT_TRIGGER=wait
+    for pd in "qwen2.5-7b q4_k_m - $local_wait $local_ctas $local_ctas,$local_wait" \
+      "qwen2.5-7b q4_0 - $local_wait DECODEBENCH_GEMV_RING_CTAS=2" "qwen2.5-7b q8_0 - $local_wait" \
+      "smollm2-135m q4_1 - $local_wait"; do
+      set -- $pd
+      preset=$1 d=$2
+      shift 2
+      for rep in 1 2; do
+        line="$preset $d"
+        for v in "$@"; do
+          base="$out/runs/trig-$preset-$d-${v//[=,]/_}-$rep"
+          # A setting is comma-separated VAR=value words; "-" sets none (the build's defaults).
+          words=()
+          [ "$v" != - ] && IFS=, read -r -a words <<< "$v"
+          (
+            for w in "${words[@]}"; do export "$w"; done
+            switch_step "$base" DECODEBENCH_PROBE_UNUSED "" "$preset" "$d"
+          )
+          line="$line · ${v//DECODEBENCH_/} $(tpot_of "$base")"
+        done
+        echo "$line"
+      done
+    done
+    tar czf "$out/trig-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   occsuite)
     # Round 34 on the suite's machine: 7B Q4_0 steps with the ring registers sized for 2 and 3

@@ -703,6 +703,87 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
   }
 }
 
+// DECODEBENCH_SPLIT_TRIGGER's values (host code: runs without a GPU too): unset or empty is the
+// per-type default, "entry" and "wait" the same place for every type, anything else exit 1
+// naming the variable.
+TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
+  using decodebench::testing::ScopedVariable;
+  {
+    const ScopedVariable unset("DECODEBENCH_SPLIT_TRIGGER", std::nullopt);
+    EXPECT_EQ(split_trigger_request(), SplitTrigger::kDefault);
+  }
+  {
+    const ScopedVariable empty("DECODEBENCH_SPLIT_TRIGGER", "");
+    EXPECT_EQ(split_trigger_request(), SplitTrigger::kDefault);
+  }
+  {
+    const ScopedVariable entry("DECODEBENCH_SPLIT_TRIGGER", "entry");
+    EXPECT_EQ(split_trigger_request(), SplitTrigger::kEntry);
+  }
+  {
+    const ScopedVariable wait("DECODEBENCH_SPLIT_TRIGGER", "wait");
+    EXPECT_EQ(split_trigger_request(), SplitTrigger::kAfterWait);
+  }
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
+    EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kEntry, t));
+    EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kAfterWait, t));
+  }
+  const ScopedVariable bad("DECODEBENCH_SPLIT_TRIGGER", "after");
+  try {
+    split_trigger_request();
+    ADD_FAILURE() << "DECODEBENCH_SPLIT_TRIGGER=after was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "DECODEBENCH_SPLIT_TRIGGER: 'after' is neither entry nor wait", 0),
+              0u)
+        << e.what();
+  }
+}
+
+// The x' split kernels triggering PDL at entry and after their wait: the same tokens and logits
+// bit for bit, eagerly and replayed (where the next kernel may launch changes no value it reads:
+// it waits for the split either way).
+TEST(Backend, SplitTriggerPlaceChangesNoLogit) {
+  DB_REQUIRE_CUDA();
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0}) {
+    const Model m = make_model(t);
+    CudaBackendOptions o;
+    o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
+    o.gemv_presplit = 1;  // every quantized GEMV reads a split x': the small model has splits
+    ASSERT_TRUE(o.pdl);
+    auto make = [&](const char* value) {
+      const decodebench::testing::ScopedVariable v("DECODEBENCH_SPLIT_TRIGGER", value);
+      return std::make_unique<CudaBackend>(m, o);
+    };
+    const auto entry_ptr = make("entry");
+    const auto wait_ptr = make("wait");
+    CudaBackend& entry = *entry_ptr;
+    CudaBackend& wait = *wait_ptr;
+    int32_t a = entry.prefill(prompt_for(entry));
+    int32_t b = wait.prefill(prompt_for(wait));
+    ASSERT_EQ(a, b);
+    const int64_t p0 = static_cast<int64_t>(kPrompt.size());
+    for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
+      const std::string what =
+          std::string(weight_traits(t).name) + (mode == ExecMode::kGraph ? " graph" : " eager");
+      entry.set_exec_mode(mode);
+      wait.set_exec_mode(mode);
+      std::vector<float> la, lb;
+      for (int64_t i = 0; i < 6; ++i) {
+        const int64_t pos = p0 + i + (mode == ExecMode::kGraph ? 6 : 0);
+        a = entry.step(a, pos, nullptr);
+        b = wait.step(b, pos, nullptr);
+        ASSERT_EQ(a, b) << what << " step " << i;
+        entry.logits(la);
+        wait.logits(lb);
+        ASSERT_TRUE(testing::all_bits_equal(la, lb, what + " step " + std::to_string(i)));
+      }
+      EXPECT_GT(wait.kernel_mix().x_split_kernels, 0) << what << ": no split kernel ran";
+    }
+  }
+}
+
 // The token stored in host memory by the argmax kernel and the token copied after it: the same
 // tokens and logits bit for bit, eagerly, replayed and phase-timed, and the graph of the kernel's
 // form has one node fewer (no copy).

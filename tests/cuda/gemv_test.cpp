@@ -1510,7 +1510,8 @@ TEST(Gemv, StreamRingFourRowsPerWarpMatchesTwoBitForBit) {
 }
 
 // The 8-warp ring kernels of Q4_0 (tiled) and Q4_K with registers sized for 2 or 3 CTAs per SM
-// (DECODEBENCH_GEMV_RING_CTAS; by default 3 for Q4_0, 2 for Q4_K, as measured in round 34). The
+// (DECODEBENCH_GEMV_RING_CTAS; by default 3 for Q4_0, 2 for Q4_K, as measured in round 34; or
+// per matrix, `rounds`). The
 // register budget changes no sum and no order, so both forms' output is equal bit for bit: checked
 // on the whole-row form (a partial last group, a last pass of 16 tiles, refills: 24,000 rows) and
 // the split form (the down projection's 18,944 columns, with refills at 3,584 rows), and against
@@ -1563,6 +1564,46 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     EXPECT_EQ(q40[1].ring_ctas, 2);
     EXPECT_EQ(q40[2].ring_ctas, 3);
     EXPECT_GE(q40[2].grid, 3 * sms);
+    // `rounds` picks per matrix: 3 where a grid of 3 CTAs per SM streams the row groups in
+    // fewer CTA-rounds (⌈groups / grid⌉ · grid, each form's grid as planned with 2 and with 3),
+    // else 2. On 132 SMs (H100, H200): Q4_K's 7B QKV (288 groups) takes 3; o (224), gate/up
+    // (2,368: 9 · 264 = 6 · 396, a tie keeps 2) and the down projection's split form (1,792
+    // pairs: 7 · 264 < 5 · 396, with 3 CTAs per SM) keep 2.
+    const auto by_rounds = [&](WeightType t, int64_t rows, int64_t cols, bool tiled,
+                               int64_t groups) {
+      GemvParams p = bufs.params(t);
+      p.rows = rows;
+      p.cols = cols;
+      p.tiled = tiled;
+      ctas.set("2");
+      const GemvLaunchInfo two = gemv_launch_info(p);
+      ctas.set("3");
+      const GemvLaunchInfo three = gemv_launch_info(p);
+      ctas.set("rounds");
+      const GemvLaunchInfo got = gemv_launch_info(p);
+      ctas.set(nullptr);
+      EXPECT_EQ(got.tasks, groups) << describe(t, rows, cols, got);
+      const auto cost = [&](const GemvLaunchInfo& i) {
+        return (groups + i.grid - 1) / i.grid * i.grid;
+      };
+      const int want = cost(three) < cost(two) ? 3 : 2;
+      EXPECT_EQ(got.ring_ctas, want) << describe(t, rows, cols, got);
+      EXPECT_EQ(got.grid, want == 3 ? three.grid : two.grid) << describe(t, rows, cols, got);
+      return got.ring_ctas;
+    };
+    const int qkv = by_rounds(WeightType::kQ4_K, 4608, 3584, false, 288);
+    const int o_proj = by_rounds(WeightType::kQ4_K, 3584, 3584, false, 224);
+    const int gate_up = by_rounds(WeightType::kQ4_K, 37888, 3584, false, 2368);
+    const int down = by_rounds(WeightType::kQ4_K, 3584, 18944, false, 1792);
+    const int q40_qkv = by_rounds(WeightType::kQ4_0, 4608, 3584, true, 288);
+    if (sms == 132) {
+      EXPECT_EQ(qkv, 3);
+      EXPECT_EQ(o_proj, 2);
+      EXPECT_EQ(gate_up, 2);
+      EXPECT_EQ(down, 2);
+      // Q4_0's whole-row form fits 3 CTAs per SM with either budget: no fewer rounds, so 2.
+      EXPECT_EQ(q40_qkv, 2);
+    }
     // Forms and types without that budget keep 2 whatever the variable says.
     const auto q8 = plans(WeightType::kQ8_0, 37888, 3584, true, "ring");  // 4 warps of 4 rows
     for (const GemvLaunchInfo& i : q8) EXPECT_EQ(i.ring_ctas, 2);
@@ -1579,7 +1620,8 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     GemvParams p = bufs.params(WeightType::kQ4_K);
     p.rows = 1031;
     p.cols = 3584;
-    expect_values_refused("DECODEBENCH_GEMV_RING_CTAS", {"4", "1", "0", "3 ", "three"}, p);
+    expect_values_refused("DECODEBENCH_GEMV_RING_CTAS", {"4", "1", "0", "3 ", "three", "Rounds"},
+                          p);
     p = bufs.params(WeightType::kQ8_0);  // refused on every plan, also where it changes nothing
     p.rows = 1031;
     p.cols = 3584;
