@@ -84,9 +84,11 @@ enum class SplitTrigger {
 SplitTrigger split_trigger_request();
 
 /// Whether the split kernel ahead of a GEMV of `type` triggers after its PDL wait under
-/// `request`. The default (kDefault) triggers at entry for every type: round 18 measured the
-/// trigger after the wait 1.1–1.4% faster on 7B Q4_K_M steps and 0.4% slower on Q8_0
-/// (docs/performance.md).
+/// `request`. The default (kDefault) triggers at entry for every type: the GEMV that reads the
+/// split then fills the SMs as the producer of x drains. Round 35 (docs/performance.md, an
+/// H100) measured the trigger after the wait 7.5% slower on 7B Q4_0 steps, 3.1% on Q8_0, 0.1–0.3%
+/// on Q4_K_M and no change on the SmolLM2 shape's Q4_1 (round 18's gain of 1.1–1.4% on Q4_K_M,
+/// before the ring GEMVs, is gone).
 bool split_trigger_after_wait(SplitTrigger request, WeightType type);
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
