@@ -126,8 +126,9 @@ SplitTrigger split_trigger_request() {
                       "launch); leave it unset for the per-type default");
 }
 
-bool split_trigger_after_wait(SplitTrigger request, WeightType /*type*/) {
-  return request == SplitTrigger::kAfterWait;
+bool split_trigger_after_wait(SplitTrigger request, WeightType type) {
+  if (request != SplitTrigger::kDefault) return request == SplitTrigger::kAfterWait;
+  return type == WeightType::kQ4_K || type == WeightType::kQ6_K;
 }
 
 int64_t CudaBackend::device_bytes_needed(const Model& model, int64_t max_positions,

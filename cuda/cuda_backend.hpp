@@ -84,11 +84,14 @@ enum class SplitTrigger {
 SplitTrigger split_trigger_request();
 
 /// Whether the split kernel ahead of a GEMV of `type` triggers after its PDL wait under
-/// `request`. The default (kDefault) triggers at entry for every type: the GEMV that reads the
-/// split then fills the SMs as the producer of x drains. Round 35 (docs/performance.md, an
-/// H100) measured the trigger after the wait 7.5% slower on 7B Q4_0 steps, 3.1% on Q8_0, 0.1–0.3%
-/// on Q4_K_M and no change on the SmolLM2 shape's Q4_1 (round 18's gain of 1.1–1.4% on Q4_K_M,
-/// before the ring GEMVs, is gone).
+/// `request`. The default (kDefault): after the wait before Q4_K and Q6_K GEMVs (the types of
+/// the Q4_K_M mix), at entry before all others. At entry the GEMV that reads the split fills the
+/// SMs as the producer of x drains, and its weight copies overlap the producer's end; the split
+/// itself then runs among those copies (its work took 3.4 µs instead of 1.9 in a 7B Q4_0 step).
+/// Measured on the H200 (docs/performance.md, round 35): after the wait the 7B Q4_K_M step ran
+/// 2.3–2.5% faster (round 18: 1.1–1.4%), Q4_0 5.2% and Q8_0 4.2% slower. On an H100 Q4_K_M moved
+/// +0.1–0.3% (Q4_0 +7.5%, Q8_0 +3.1%, the SmolLM2 shape's Q4_1 not at all). Pure Q4_K or Q6_K
+/// models take the same rule unmeasured.
 bool split_trigger_after_wait(SplitTrigger request, WeightType type);
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).

@@ -715,8 +715,8 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
 }
 
 // DECODEBENCH_SPLIT_TRIGGER's values (host code: runs without a GPU too): unset or empty is the
-// per-type default, "entry" and "wait" the same place for every type, anything else exit 1
-// naming the variable.
+// per-type default (after the wait before Q4_K and Q6_K GEMVs), "entry" and "wait" the same
+// place for every type, anything else exit 1 naming the variable.
 TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
   {
@@ -738,6 +738,13 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
     EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kEntry, t));
     EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kAfterWait, t));
+  }
+  // The default: after the wait before the Q4_K_M mix's types (round 35, H200), else at entry.
+  EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ4_K));
+  EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ6_K));
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0,
+                             WeightType::kQ5_K, WeightType::kF16}) {
+    EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kDefault, t)) << weight_traits(t).name;
   }
   const ScopedVariable bad("DECODEBENCH_SPLIT_TRIGGER", "after");
   try {
