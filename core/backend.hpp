@@ -55,6 +55,9 @@ struct KernelMix {
   /// Pre-split x' of the same step: standalone split kernels launched, and splits the attention
   /// kernel wrote with its output for the o projection (no kernel of their own).
   int64_t x_split_kernels = 0;
+  /// Of those, the kernels that let the next kernel launch after their PDL wait, not at entry
+  /// (cuda::split_trigger_after_wait; 0 without PDL).
+  int64_t x_split_kernels_after_wait = 0;
   int64_t x_splits_in_attention = 0;
   /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2", "merge 4",
   /// "block", "split-kv 4"); empty when not told.

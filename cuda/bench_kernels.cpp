@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/model/config.hpp"
 #include "cuda/check.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/kernels/argmax.cuh"
@@ -282,7 +283,7 @@ class GemvSection {
     if (quant && c.cols % 32 == 0) {
       split = DeviceBuffer(gemv_x_split_bytes(c.cols));
       launch_gemv_prepare_x(GemvInput::kPlain, x.data<float>(), nullptr, nullptr, 0.0f, c.cols,
-                            split.get(), false, timer_.stream());
+                            split.get(), false, timer_.stream(), false);
       DB_CUDA_CHECK(cudaStreamSynchronize(timer_.stream()));
       GemvParams q = p;
       q.x_split = split.get();
@@ -552,12 +553,13 @@ class OpsSection {
       measure(m, "gemv_prepare_x", "rmsnorm " + std::to_string(m.hidden), 8.0 * m.hidden, kLaunches,
               [&](cudaStream_t s) {
                 launch_gemv_prepare_x(GemvInput::kRmsNorm, x.data<float>(), nullptr,
-                                      w.data<float>(), m.eps, m.hidden, split.get(), false, s);
+                                      w.data<float>(), m.eps, m.hidden, split.get(), false, s,
+                                      false);
               });
       measure(m, "gemv_prepare_x", "swiglu " + std::to_string(m.ffn), 8.0 * m.ffn, kLaunches,
               [&](cudaStream_t s) {
                 launch_gemv_prepare_x(GemvInput::kSwiGlu, g.data<float>(), u.data<float>(), nullptr,
-                                      0.0f, m.ffn, split.get(), false, s);
+                                      0.0f, m.ffn, split.get(), false, s, false);
               });
     }
     attention(m, {128, 1024, 8192}, d_inv.data<double>());
@@ -683,7 +685,11 @@ class OpsSection {
 class StepModel {
  public:
   StepModel(const ModelShape& m, WeightType type, WeightType head_type, int64_t capacity)
-      : m_(m), type_(type), head_type_(head_type), capacity_(capacity) {
+      : m_(m),
+        type_(type),
+        head_type_(head_type),
+        capacity_(capacity),
+        trigger_(split_trigger_request()) {
     const int64_t qkv_rows = m.q_dim() + 2 * m.kv_dim();
     // Per layer: [Wq;Wk;Wv] and [Wgate;Wup] stacked, so fused launchers can use them as one
     // matrix; the separate launches use row ranges of them.
@@ -936,8 +942,9 @@ class StepModel {
       dn.x2 = up;
       dn.input = GemvInput::kSwiGlu;
       if (presplit) {
+        // Where the decode step's split kernel triggers (CudaBackend::enqueue_gemv).
         launch_gemv_prepare_x(GemvInput::kSwiGlu, gate, up, nullptr, 0.0f, m_.ffn, split_.get(),
-                              pdl, s);
+                              pdl, s, pdl && split_trigger_after_wait(trigger_, type_, false));
         dn.x_split = split_.get();
       }
       launch_gemv(dn, s);
@@ -992,6 +999,7 @@ class StepModel {
   const ModelShape& m_;
   WeightType type_, head_type_;
   int64_t capacity_;
+  SplitTrigger trigger_;  ///< DECODEBENCH_SPLIT_TRIGGER, read once as the backend does
   size_t qkv_bytes_ = 0, o_bytes_ = 0, gu_bytes_ = 0, down_bytes_ = 0, layer_bytes_ = 0,
          head_bytes_ = 0;
   DeviceBuffer weights_, vectors_;

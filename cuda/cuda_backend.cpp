@@ -121,13 +121,23 @@ SplitTrigger split_trigger_request() {
   const std::string_view v(e);
   if (v == "entry") return SplitTrigger::kEntry;
   if (v == "wait") return SplitTrigger::kAfterWait;
+  if (v == "head") return SplitTrigger::kLmHead;
   throw runtime_error("DECODEBENCH_SPLIT_TRIGGER: '" + std::string(v) +
-                      "' is neither entry nor wait (where the x' split kernels let the next kernel "
-                      "launch); leave it unset for the per-type default");
+                      "' is not entry, wait or head (where the x' split kernels let the next "
+                      "kernel launch); leave it unset for the per-type default");
 }
 
-bool split_trigger_after_wait(SplitTrigger request, WeightType type) {
-  if (request != SplitTrigger::kDefault) return request == SplitTrigger::kAfterWait;
+bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head) {
+  switch (request) {
+    case SplitTrigger::kEntry:
+      return false;
+    case SplitTrigger::kAfterWait:
+      return true;
+    case SplitTrigger::kLmHead:
+      return lm_head;
+    case SplitTrigger::kDefault:
+      break;
+  }
   return type == WeightType::kQ4_K || type == WeightType::kQ6_K;
 }
 
@@ -486,10 +496,15 @@ bool CudaBackend::presplit(const GemvParams& p) const {
 const void* CudaBackend::enqueue_gemv(GemvParams p) {
   p.pdl = options_.pdl;
   if (p.x_split == nullptr && !p.swiglu_out && presplit(p)) {
+    // Without PDL neither place means anything: no kernel launches early.
+    // The LM head is the one GEMV that writes the batch-1 logits.
+    const bool late =
+        p.pdl && split_trigger_after_wait(split_trigger_, p.type, p.y == logits_.data<float>());
     launch_gemv_prepare_x(p.input, p.x, p.x2, p.norm_w, p.eps, p.cols, x_split_.data(), p.pdl,
-                          stream_.get(), split_trigger_after_wait(split_trigger_, p.type));
+                          stream_.get(), late);
     p.x_split = x_split_.data();
     ++step_split_kernels_;
+    if (late) ++step_late_splits_;
   }
   GemvLaunchInfo info;
   const int variant = launch_gemv(p, stream_.get(), &info);
@@ -562,6 +577,7 @@ KernelMix CudaBackend::kernel_mix() const {
   }
   m.tiled_matrices = tiled_matrices_;
   m.x_split_kernels = step_split_kernels_;
+  m.x_split_kernels_after_wait = step_late_splits_;
   m.x_splits_in_attention = step_attention_splits_;
   m.attention = step_attention_form_;
   return m;
@@ -571,6 +587,7 @@ void CudaBackend::enqueue_forward() {
   step_gemv_counts_.fill(0);
   step_gemv_forms_.clear();
   step_split_kernels_ = 0;
+  step_late_splits_ = 0;
   step_attention_splits_ = 0;
   cudaStream_t s = stream_.get();
   const bool pdl = options_.pdl;

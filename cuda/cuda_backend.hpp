@@ -77,22 +77,27 @@ enum class SplitTrigger {
   kDefault,    ///< unset or empty: split_trigger_after_wait's per-type choice
   kEntry,      ///< "entry": at entry, for every type
   kAfterWait,  ///< "wait": after the wait, for every type
+  kLmHead,     ///< "head": after the wait before the LM head only, else at entry
 };
 
 /// Reads DECODEBENCH_SPLIT_TRIGGER: unset or empty → kDefault, "entry" → kEntry, "wait" →
-/// kAfterWait. Throws decodebench::Error (exit 1) naming the variable for any other value.
+/// kAfterWait, "head" → kLmHead. Throws decodebench::Error (exit 1) naming the variable for any
+/// other value.
 SplitTrigger split_trigger_request();
 
-/// Whether the split kernel ahead of a GEMV of `type` triggers after its PDL wait under
-/// `request`. The default (kDefault): after the wait before Q4_K and Q6_K GEMVs (the types of
-/// the Q4_K_M mix), at entry before all others. At entry the GEMV that reads the split fills the
-/// SMs as the producer of x drains, and its weight copies overlap the producer's end; the split
-/// itself then runs among those copies (its work took 3.4 µs instead of 1.9 in a 7B Q4_0 step).
-/// Measured on the H200 (docs/performance.md, round 35): after the wait the 7B Q4_K_M step ran
-/// 2.3–2.5% faster (round 18: 1.1–1.4%), Q4_0 5.2% and Q8_0 4.2% slower. On an H100 Q4_K_M moved
-/// +0.1–0.3% (Q4_0 +7.5%, Q8_0 +3.1%, the SmolLM2 shape's Q4_1 not at all). Pure Q4_K or Q6_K
-/// models take the same rule unmeasured.
-bool split_trigger_after_wait(SplitTrigger request, WeightType type);
+/// Whether the split kernel ahead of a GEMV of `type` (`lm_head`: the LM head's GEMV) triggers
+/// after its PDL wait under `request`. The default (kDefault): after the wait before Q4_K and
+/// Q6_K GEMVs (the types of the Q4_K_M mix), at entry before all others, on every GPU. At entry
+/// the GEMV that reads the split fills the SMs as the producer of x drains, and its weight copies
+/// overlap the producer's end; the split itself then runs among those copies (its work took 3.4
+/// µs instead of 1.9 in a 7B Q4_0 step on an H200). Measured in 7B steps (docs/performance.md,
+/// round 35): on the H200, after the wait Q4_K_M ran 2.3–2.5% faster (round 18: 1.1–1.4%), Q4_0
+/// 5.2% and Q8_0 4.2% slower; on an H100, Q4_K_M 0.1–0.3% slower, Q4_0 7.4–7.5% and Q8_0
+/// 3.1–3.2% slower, the SmolLM2 shape's Q4_1 unchanged. Unmeasured: pure Q4_K or Q6_K models,
+/// and GGUFs of other types whose LM head is Q6_K (llama.cpp's usual output.weight), whose LM
+/// head's split then triggers after its wait. kLmHead is a measurement: the Q4_0 timeline on the
+/// H200 had the LM head 34 µs faster with every split after its wait.
+bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head);
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
 ///
@@ -214,6 +219,7 @@ class CudaBackend final : public Backend {
   } resident_;
   int64_t input_copies_ = 0;
   int64_t step_split_kernels_ = 0;     ///< standalone x' splits of the last enqueue_forward
+  int64_t step_late_splits_ = 0;       ///< those that let the next kernel launch after their wait
   int64_t step_attention_splits_ = 0;  ///< x' splits the attention kernel wrote in it
   std::string step_attention_form_;    ///< attention_form_name of its attention launches
   int64_t max_positions_;

@@ -96,6 +96,27 @@ void print_gpu_clocks(const RunReport& r, FILE* out) {
 
 }  // namespace
 
+std::string kernels_line(const KernelMix& k) {
+  // By form where the backend names them (the stream kernels' ring, split or per-warp form).
+  const auto& counts = k.gemv_forms_per_step.empty() ? k.gemv_per_step : k.gemv_forms_per_step;
+  std::string mix;
+  for (const auto& [name, n] : counts) {
+    mix += (mix.empty() ? "" : " · ") + fmt::format("{} {}", name, n);
+  }
+  const std::string late =
+      k.x_split_kernels_after_wait == 0
+          ? ""
+          : fmt::format(" ({} after their wait)", k.x_split_kernels_after_wait);
+  const std::string splits =
+      k.x_split_kernels + k.x_splits_in_attention == 0
+          ? ""
+          : fmt::format(" · x' splits: {} kernel{}{}, {} in attention", k.x_split_kernels,
+                        k.x_split_kernels == 1 ? "" : "s", late, k.x_splits_in_attention);
+  const std::string attention = k.attention.empty() ? "" : " · attention: " + k.attention;
+  return fmt::format("kernels  GEMVs per step: {} · {} matri{} in the tiled layout{}{}", mix,
+                     k.tiled_matrices, k.tiled_matrices == 1 ? "x" : "ces", splits, attention);
+}
+
 void print_run_report(const RunReport& r, FILE* out, bool color) {
   (void)color;
   const ModelConfig& c = r.model_config;
@@ -117,24 +138,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
              c.n_layers, c.n_layers == 1 ? "layer" : "layers", c.hidden, c.n_heads, c.n_kv_heads,
              c.head_dim, c.ffn, c.vocab, count_text(m.parameters), bytes_text(m.weight_bytes),
              per_step);
-  if (!r.kernels.gemv_per_step.empty()) {
-    // By form where the backend names them (the stream kernels' ring, split or per-warp form).
-    const auto& counts = r.kernels.gemv_forms_per_step.empty() ? r.kernels.gemv_per_step
-                                                               : r.kernels.gemv_forms_per_step;
-    std::string mix;
-    for (const auto& [name, n] : counts) {
-      mix += (mix.empty() ? "" : " · ") + fmt::format("{} {}", name, n);
-    }
-    const KernelMix& k = r.kernels;
-    const std::string splits =
-        k.x_split_kernels + k.x_splits_in_attention == 0
-            ? ""
-            : fmt::format(" · x' splits: {} kernel{}, {} in attention", k.x_split_kernels,
-                          k.x_split_kernels == 1 ? "" : "s", k.x_splits_in_attention);
-    const std::string attention = k.attention.empty() ? "" : " · attention: " + k.attention;
-    fmt::print(out, "kernels  GEMVs per step: {} · {} matri{} in the tiled layout{}{}\n", mix,
-               k.tiled_matrices, k.tiled_matrices == 1 ? "x" : "ces", splits, attention);
-  }
+  if (!r.kernels.gemv_per_step.empty()) fmt::print(out, "{}\n", kernels_line(r.kernels));
   fmt::print(out, "prompt   {} token{} · load {:.2f} s · setup {:.2f} s · prefill {:.1f} ms\n",
              r.prompt_ids.size(), r.prompt_ids.size() == 1 ? "" : "s", r.load_ns / 1e9,
              r.setup_ns / 1e9, r.prefill_ns / 1e6);

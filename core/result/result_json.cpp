@@ -125,6 +125,7 @@ nlohmann::json kernels_json(const RunReport& r) {
                       {"gemv_forms_per_step", forms},
                       {"tiled_matrices", r.kernels.tiled_matrices},
                       {"x_split_kernels", r.kernels.x_split_kernels},
+                      {"x_split_kernels_after_wait", r.kernels.x_split_kernels_after_wait},
                       {"x_splits_in_attention", r.kernels.x_splits_in_attention}};
   if (!r.kernels.attention.empty()) k["attention"] = r.kernels.attention;
   return k;

@@ -201,6 +201,6 @@ size_t gemv_x_split_bytes(int64_t cols);
 /// launch.
 void launch_gemv_prepare_x(GemvInput input, const float* x, const float* x2, const float* norm_w,
                            float eps, int64_t cols, void* split, bool pdl, cudaStream_t stream,
-                           bool trigger_after_wait = false);
+                           bool trigger_after_wait);
 
 }  // namespace decodebench::cuda

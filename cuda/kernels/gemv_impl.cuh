@@ -175,9 +175,11 @@ Plan tiled_mma_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 /// the row's steps; CUDA launch errors as CudaError.
 void tiled_mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
-/// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned).
+/// Writes the split form of x' (x_split_bytes(cols) bytes at `out`, 16-byte aligned). With PDL
+/// (`pdl` != 0) its CTAs let the next kernel launch at their entry, or once past their wait for
+/// the producer of x when `trigger_after_wait` != 0 (launch_gemv_prepare_x).
 void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaStream_t stream,
-                      int trigger_after_wait = 0);
+                      int trigger_after_wait);
 
 /// A column split for the row-group kernels (direct, tiled: 8 warps per CTA, 2 rows per warp).
 struct SplitPlan {

@@ -607,11 +607,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_mma_kernel(const KernelArgs 
   kernels::cp_async_wait<0>();  // no copy may be in flight when the CTA exits
 }
 
-/// The standalone split: CTA b handles columns [1024b, 1024b + 1024). `late` != 0: the next
-/// kernel may launch once this CTA is past its PDL wait, not at its entry (prepare_x_launch).
+/// The standalone split: CTA b handles columns [1024b, 1024b + 1024). `trigger_after_wait` != 0:
+/// the next kernel may launch once this CTA is past its PDL wait, not at its entry
+/// (prepare_x_launch).
 __global__ void __launch_bounds__(kThreads)
     prepare_x_kernel(const XSource s, int64_t cols, int8_t* dig, int4* meta, StreamOut so,
-                     int late) {
+                     int trigger_after_wait) {
   __shared__ float red[32];
   const int t = static_cast<int>(threadIdx.x);
   const int warp = t >> 5;
@@ -622,9 +623,9 @@ __global__ void __launch_bounds__(kThreads)
   // The RMSNorm weights of this thread's columns do not depend on earlier kernels.
   const float4 w = rms && c < cols ? __ldg(reinterpret_cast<const float4*>(s.norm_w + c))
                                    : make_float4(0.f, 0.f, 0.f, 0.f);
-  if (late == 0) kernels::grid_dependency_trigger();
+  if (trigger_after_wait == 0) kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  if (late != 0) kernels::grid_dependency_trigger();
+  if (trigger_after_wait != 0) kernels::grid_dependency_trigger();
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   if (rms) {
     // One pass over x for the sum of squares keeps this thread's own columns (float4 index
@@ -749,7 +750,7 @@ void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaSt
   int8_t* dig = o.dig;
   int4* meta = o.meta;
   StreamOut so = o.so;
-  int late = trigger_after_wait;
+  int late = trigger_after_wait;  // the kernel's int argument
   void* params[] = {&s, &c, &dig, &meta, &so, &late};
   const int64_t grid = ceil_div<int64_t>(cols, 128 * kWarps);
   launch_with_attrs(reinterpret_cast<const void*>(&prepare_x_kernel), params,

@@ -1103,21 +1103,23 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// CTAs per SM the registers of the default 8-warp ring kernels (the whole-row form of 2 rows per
 /// warp and the split form of 1 pair) are sized for, where the type has a choice (Q4_0 in the
 /// tiled layout, Q4_K in GGUF blocks): 2 lets them use up to 128 registers, 3 caps them at 80.
-/// Measured on H100s, not yet on the H200 (docs/performance.md, rounds 34 and 35): Q4_0 takes 3
-/// (7B steps 0.4–1.7% faster in four sessions; its split form then fits 4 CTAs per SM instead of
-/// 2), Q4_K 2 (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower). DECODEBENCH_GEMV_RING_CTAS = 2 or
-/// 3 overrides it for both types, for measurements; `rounds` (returned as kRingCtasByRounds)
-/// picks per matrix (ring_ctas_by_rounds; round 35: 7B Q4_K_M 0.4–0.6% slower than the default,
-/// so not a default); any other value throws decodebench::Error (exit 1). Other
+/// docs/performance.md, rounds 34 and 35: Q4_0 takes 3 (7B steps 0.4–1.7% faster on H100s in four
+/// sessions, 1.7–2.3% on the H200; its split form then fits 4 CTAs per SM instead of 2), Q4_K 2
+/// (with 3 the 7B Q4_K_M steps ran 2.4–3.0% slower on H100s). DECODEBENCH_GEMV_RING_CTAS = 2 or 3
+/// overrides it for both types, for measurements; `rounds` (returned as kRingCtasByRounds) picks
+/// per matrix for Q4_K (ring_ctas_by_rounds; round 35: 7B Q4_K_M 0.4–0.6% slower than the
+/// default on an H100, so not a default) and leaves Q4_0 at 3 (the rule would take 2 for its down
+/// projections, which measured slower in the step); any other value throws decodebench::Error
+/// (exit 1). Other
 /// forms and types keep their budget whatever it says (has_ring_budget; the plan's ring_ctas says
 /// what ran).
-constexpr int kRingCtasByRounds = 0;
+constexpr int kRingCtasByRounds = -1;  // not a budget: ring_ctas == 0 means "not a ring plan"
 int ring_ctas(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
   if (e == nullptr || *e == '\0') return t == WeightType::kQ4_0 ? 3 : 2;
   const std::string v(e);
   if (v == "2" || v == "3") return v[0] - '0';
-  if (v == "rounds") return kRingCtasByRounds;
+  if (v == "rounds") return t == WeightType::kQ4_0 ? 3 : kRingCtasByRounds;
   throw runtime_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
                       "' is neither 2, 3 nor rounds (the CTAs per SM the ring kernels' registers "
                       "are sized for)");
@@ -1131,7 +1133,8 @@ int ring_ctas(WeightType t) {
 /// else 2. Example, 132 SMs: Q4_K's 7B QKV (288 groups of 16 rows) takes 3 (one round of 288
 /// against two of 264); its gate/up (2,368 groups: 9 · 264 = 6 · 396) and o (224) keep 2.
 /// A question asked in round 34 (docs/performance.md: Q4_K's QKV ran 16% faster alone with 3,
-/// its gate/up slower) and answered in round 35: in the step it was slower.
+/// its gate/up slower) and answered in round 35: in the 7B Q4_K_M step it was 0.4–0.6% slower
+/// (H100).
 int ring_ctas_by_rounds(int64_t ntasks, int sms, int ctas2, int ctas3) {
   const auto cost = [&](int ctas) {
     const int64_t grid = std::min<int64_t>(ntasks, static_cast<int64_t>(sms) * std::max(1, ctas));

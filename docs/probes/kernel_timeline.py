@@ -4,7 +4,7 @@ step, medians over the layers of the CTA count, first CTA start to last CTA end 
 PDL release to last end ("rel->end"), previous kernel's end to first release ("dep"), previous
 kernel's end to this one's end ("e-e"), spread of CTA starts and ends (µs). Then, against the
 kernel's producer (the last kernel before it that is not a split, prepare_x: for a GEMV on a
-pre-split x' the kernel that wrote x): how long before the producer's end its first CTA started
+pre-split x' the kernel that wrote x; for V on the [Wq; Wk] GEMV's split, that GEMV): how long before the producer's end its first CTA started
 ("pre", negative: after), how many of its CTAs started before that end ("early"), and the
 producer's end to this kernel's first PDL release ("p-rel": the boundary's chain, the split
 included).

@@ -44,7 +44,7 @@
 #   trig   round 35: the x' split kernels' PDL trigger after their wait (DECODEBENCH_SPLIT_TRIGGER
 #          =wait) against at entry, and the ring register budget per matrix
 #          (DECODEBENCH_GEMV_RING_CTAS=rounds): the ring and split-trigger GPU tests, the kernels
-#          line with `rounds`, --verify 4 per setting, then 7B Q4_K_M (entry, wait, rounds with
+#          line with `rounds`, --verify 4 with wait (Q4_K_M also with rounds, Q4_0, Q8_0), then 7B Q4_K_M (entry, wait, rounds with
 #          each), Q4_0 (entry, wait, entry with RING_CTAS=2: round 34's A/B), Q8_0 and
 #          SmolLM2-shape Q4_1 (entry, wait) steps, alternated, two repetitions; about 8 minutes.
 #          Round 35 ran it with the defaults of then (entry for every type) in place of "entry".
@@ -257,6 +257,8 @@ case $mode in
           words=()
           [ "$v" != - ] && IFS=, read -r -a words <<< "$v"
           (
+            # Only the setting's own words: nothing the caller exported.
+            unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
             for w in "${words[@]}"; do export "$w"; done
             switch_step "$base" DECODEBENCH_PROBE_UNUSED "" "$preset" "$d"
           )

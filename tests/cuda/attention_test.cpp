@@ -447,7 +447,7 @@ void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
     poke(rig.d_seq.get(), seq_len);
     launch_attention(p, nullptr);
     launch_gemv_prepare_x(GemvInput::kPlain, rig.d_out.data<float>(), nullptr, nullptr, 0.0f, cols,
-                          by_kernel.get(), false, nullptr);
+                          by_kernel.get(), false, nullptr, false);
     testing::sync();
     const std::vector<uint8_t> got = download<uint8_t>(by_attention.get(), bytes);
     const std::vector<uint8_t> want = download<uint8_t>(by_kernel.get(), bytes);

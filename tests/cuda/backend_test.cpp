@@ -61,6 +61,14 @@ std::vector<int32_t> prompt_for(const Backend& b) {
   return p;
 }
 
+/// A backend built while environment variable `name` has `value` (nullopt: unset), for switches
+/// read once per backend (DECODEBENCH_TOKEN_D2H, DECODEBENCH_SPLIT_TRIGGER).
+std::unique_ptr<CudaBackend> backend_with(const Model& m, const CudaBackendOptions& o,
+                                          const char* name, std::optional<std::string> value) {
+  const decodebench::testing::ScopedVariable v(name, std::move(value));
+  return std::make_unique<CudaBackend>(m, o);
+}
+
 // Greedy decode of `steps` tokens after the prompt.
 std::vector<int32_t> decode(Backend& b, int steps, ExecMode mode = ExecMode::kEager,
                             ExecReport* report = nullptr) {
@@ -185,6 +193,7 @@ void expect_same_tokens_as_cpu(const Model& m, int steps, const std::string& wha
 // stream-tiled kernel with --weight-layout auto). Tokens as the CPU's in every form.
 TEST(Backend, MixedTypeVReadsTheInputOfTheStackedQK) {
   DB_REQUIRE_CUDA();
+  const decodebench::testing::ScopedVariable trigger("DECODEBENCH_SPLIT_TRIGGER", std::nullopt);
   cpu::ThreadPool pool(4);
   const Model m = make_synthetic_model(test_config(), WeightScheme::q4_k_m(), 42, pool);
   int64_t mixed = 0;
@@ -214,6 +223,9 @@ TEST(Backend, MixedTypeVReadsTheInputOfTheStackedQK) {
       // planner keeps these small GEMVs.
       const int64_t own = major >= 9 ? 0 : mixed;
       EXPECT_EQ(mix.x_split_kernels, presplit == 1 ? 4 * layers + 1 + own : 0) << what;
+      // Each split precedes a Q4_K or Q6_K GEMV, so by default each lets it launch after its
+      // wait (split_trigger_after_wait; DECODEBENCH_SPLIT_TRIGGER is unset here).
+      EXPECT_EQ(mix.x_split_kernels_after_wait, mix.x_split_kernels) << what;
     }
   }
 }
@@ -629,8 +641,10 @@ TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
     gpu.begin_idle_series();
     EXPECT_TRUE(gpu.idle_series_ns().empty()) << what;
     // Host clock before each step's call and after its return: the GPU's idle time between steps
-    // i and i + 1 lies within [called(i), returned(i + 1)], whatever the host's scheduler added to
-    // a pause (a fixed bound of pause + 1 ms failed once on an H100, 3.06 ms, in round 35).
+    // i and i + 1 lies within [called(i), returned(i + 1)], and exceeds the host's own time
+    // between them (returned(i) to called(i + 1)) only by a wake-up and a launch. A fixed bound of
+    // pause + 1 ms failed once on an H100 (3.06 ms, round 35): the host's scheduler can stretch
+    // a pause; these bounds move with it.
     std::array<std::chrono::steady_clock::time_point, 11> called{}, returned{};
     called[0] = std::chrono::steady_clock::now();
     t = gpu.step(t, pos++, nullptr);
@@ -653,6 +667,9 @@ TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
       const double host_ns =
           std::chrono::duration<double, std::nano>(returned[j + 1] - called[j]).count();
       EXPECT_LT(g, host_ns) << what << " gap " << j << ": longer than the host's interval";
+      const double between_ns =
+          std::chrono::duration<double, std::nano>(called[j + 1] - returned[j]).count();
+      EXPECT_LT(g, between_ns + 1e6) << what << " gap " << j << ": much more than the host's";
       if (paused) {
         EXPECT_GE(g, pause_ns) << what << " gap " << j;
       } else {
@@ -716,35 +733,39 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
 
 // DECODEBENCH_SPLIT_TRIGGER's values (host code: runs without a GPU too): unset or empty is the
 // per-type default (after the wait before Q4_K and Q6_K GEMVs), "entry" and "wait" the same
-// place for every type, anything else exit 1 naming the variable.
+// place for every GEMV, "head" after the wait before the LM head only, anything else exit 1
+// naming the variable.
 TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
-  {
-    const ScopedVariable unset("DECODEBENCH_SPLIT_TRIGGER", std::nullopt);
-    EXPECT_EQ(split_trigger_request(), SplitTrigger::kDefault);
-  }
-  {
-    const ScopedVariable empty("DECODEBENCH_SPLIT_TRIGGER", "");
-    EXPECT_EQ(split_trigger_request(), SplitTrigger::kDefault);
-  }
-  {
-    const ScopedVariable entry("DECODEBENCH_SPLIT_TRIGGER", "entry");
-    EXPECT_EQ(split_trigger_request(), SplitTrigger::kEntry);
-  }
-  {
-    const ScopedVariable wait("DECODEBENCH_SPLIT_TRIGGER", "wait");
-    EXPECT_EQ(split_trigger_request(), SplitTrigger::kAfterWait);
+  const struct {
+    std::optional<std::string> value;
+    SplitTrigger want;
+  } cases[] = {{std::nullopt, SplitTrigger::kDefault},
+               {"", SplitTrigger::kDefault},
+               {"entry", SplitTrigger::kEntry},
+               {"wait", SplitTrigger::kAfterWait},
+               {"head", SplitTrigger::kLmHead}};
+  for (const auto& c : cases) {
+    const ScopedVariable v("DECODEBENCH_SPLIT_TRIGGER", c.value);
+    EXPECT_EQ(split_trigger_request(), c.want) << c.value.value_or("(unset)");
   }
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
-    EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kEntry, t));
-    EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kAfterWait, t));
+    for (const bool lm_head : {false, true}) {
+      EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kEntry, t, lm_head));
+      EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kAfterWait, t, lm_head));
+      EXPECT_EQ(split_trigger_after_wait(SplitTrigger::kLmHead, t, lm_head), lm_head);
+    }
   }
-  // The default: after the wait before the Q4_K_M mix's types (round 35, H200), else at entry.
-  EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ4_K));
-  EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ6_K));
-  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0,
-                             WeightType::kQ5_K, WeightType::kF16}) {
-    EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kDefault, t)) << weight_traits(t).name;
+  // The default: after the wait before the Q4_K_M mix's types (round 35, H200), else at entry,
+  // the LM head included.
+  for (const bool lm_head : {false, true}) {
+    EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ4_K, lm_head));
+    EXPECT_TRUE(split_trigger_after_wait(SplitTrigger::kDefault, WeightType::kQ6_K, lm_head));
+    for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ8_0,
+                               WeightType::kQ5_K, WeightType::kF16}) {
+      EXPECT_FALSE(split_trigger_after_wait(SplitTrigger::kDefault, t, lm_head))
+          << weight_traits(t).name;
+    }
   }
   const ScopedVariable bad("DECODEBENCH_SPLIT_TRIGGER", "after");
   try {
@@ -753,7 +774,7 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kRuntime);
     EXPECT_EQ(std::string(e.what()).rfind(
-                  "DECODEBENCH_SPLIT_TRIGGER: 'after' is neither entry nor wait", 0),
+                  "DECODEBENCH_SPLIT_TRIGGER: 'after' is not entry, wait or head", 0),
               0u)
         << e.what();
   }
@@ -761,7 +782,8 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
 
 // The x' split kernels triggering PDL at entry and after their wait: the same tokens and logits
 // bit for bit, eagerly and replayed (where the next kernel may launch changes no value it reads:
-// it waits for the split either way).
+// it waits for the split either way), and the run record counts the splits of each kind (the
+// default for these types: at entry).
 TEST(Backend, SplitTriggerPlaceChangesNoLogit) {
   DB_REQUIRE_CUDA();
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ8_0}) {
@@ -770,12 +792,8 @@ TEST(Backend, SplitTriggerPlaceChangesNoLogit) {
     o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
     o.gemv_presplit = 1;  // every quantized GEMV reads a split x': the small model has splits
     ASSERT_TRUE(o.pdl);
-    auto make = [&](const char* value) {
-      const decodebench::testing::ScopedVariable v("DECODEBENCH_SPLIT_TRIGGER", value);
-      return std::make_unique<CudaBackend>(m, o);
-    };
-    const auto entry_ptr = make("entry");
-    const auto wait_ptr = make("wait");
+    const auto entry_ptr = backend_with(m, o, "DECODEBENCH_SPLIT_TRIGGER", "entry");
+    const auto wait_ptr = backend_with(m, o, "DECODEBENCH_SPLIT_TRIGGER", "wait");
     CudaBackend& entry = *entry_ptr;
     CudaBackend& wait = *wait_ptr;
     int32_t a = entry.prefill(prompt_for(entry));
@@ -797,8 +815,22 @@ TEST(Backend, SplitTriggerPlaceChangesNoLogit) {
         wait.logits(lb);
         ASSERT_TRUE(testing::all_bits_equal(la, lb, what + " step " + std::to_string(i)));
       }
-      EXPECT_GT(wait.kernel_mix().x_split_kernels, 0) << what << ": no split kernel ran";
+      // The run record counts where each split triggered: every one after its wait with
+      // "wait", none with "entry" and, for these types, none by default.
+      const KernelMix w = wait.kernel_mix();
+      EXPECT_GT(w.x_split_kernels, 0) << what << ": no split kernel ran";
+      EXPECT_EQ(w.x_split_kernels_after_wait, w.x_split_kernels) << what;
+      EXPECT_EQ(entry.kernel_mix().x_split_kernels, w.x_split_kernels) << what;
+      EXPECT_EQ(entry.kernel_mix().x_split_kernels_after_wait, 0) << what;
     }
+    const auto plain = backend_with(m, o, "DECODEBENCH_SPLIT_TRIGGER", std::nullopt);
+    plain->prefill(prompt_for(*plain));
+    EXPECT_GT(plain->kernel_mix().x_split_kernels, 0);
+    EXPECT_EQ(plain->kernel_mix().x_split_kernels_after_wait, 0) << weight_traits(t).name;
+    // "head": only the LM head's split (every GEMV is pre-split here, the LM head too).
+    const auto head = backend_with(m, o, "DECODEBENCH_SPLIT_TRIGGER", "head");
+    head->prefill(prompt_for(*head));
+    EXPECT_EQ(head->kernel_mix().x_split_kernels_after_wait, 1) << weight_traits(t).name;
   }
 }
 
@@ -810,12 +842,8 @@ TEST(Backend, TokenStoredByTheKernelEqualsTheCopiedToken) {
   const Model m = make_model(WeightType::kQ4_0);
   CudaBackendOptions o;
   o.max_positions = static_cast<int64_t>(kPrompt.size()) + 24;
-  auto make = [&](std::optional<std::string> value) {
-    const decodebench::testing::ScopedVariable v("DECODEBENCH_TOKEN_D2H", std::move(value));
-    return std::make_unique<CudaBackend>(m, o);
-  };
-  const auto stored_ptr = make(std::nullopt);
-  const auto copied_ptr = make("copy");
+  const auto stored_ptr = backend_with(m, o, "DECODEBENCH_TOKEN_D2H", std::nullopt);
+  const auto copied_ptr = backend_with(m, o, "DECODEBENCH_TOKEN_D2H", "copy");
   CudaBackend& stored = *stored_ptr;
   CudaBackend& copied = *copied_ptr;
   int32_t a = stored.prefill(prompt_for(stored));

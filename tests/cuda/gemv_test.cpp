@@ -237,7 +237,7 @@ void check_gemv(WeightType t, int64_t rows, int64_t cols, bool with_bias, bool w
   DeviceBuffer d_split(split ? gemv_x_split_bytes(cols) : 16);
   if (split) {
     launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
-                          false, nullptr);
+                          false, nullptr, false);
     p.x_split = d_split.get();
   }
   const GemvLaunchInfo info = gemv_launch_info(p);
@@ -446,7 +446,7 @@ void check_fused(WeightType t, int64_t rows, int64_t cols, Form form, bool pdl, 
     launch_gemv_prepare_x(input, d_x.data<float>(),
                           input == GemvInput::kSwiGlu ? d_x2.data<float>() : nullptr,
                           input == GemvInput::kRmsNorm ? d_nw.data<float>() : nullptr, eps, cols,
-                          d_split.get(), pdl, nullptr);
+                          d_split.get(), pdl, nullptr, (seed & 1u) != 0);  // both trigger places
   }
   GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
   p.bias = d_b.data<float>();
@@ -527,7 +527,7 @@ TEST(Gemv, PreSplitMatchesCpuOnPeakyAndTinyInputs) {
       p.tiled = tiled;
       if (variant >= 4) {
         launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
-                              false, nullptr);
+                              false, nullptr, false);
         p.x_split = d_split.get();
       }
       const GemvLaunchInfo info = gemv_launch_info(p);
@@ -582,7 +582,7 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
         DeviceBuffer d_split(variant >= 4 ? gemv_x_split_bytes(cols) : 16);
         if (variant >= 4) {  // the stream and tiled kernels read x pre-split
           launch_gemv_prepare_x(GemvInput::kPlain, p.x, nullptr, nullptr, 0.0f, cols, d_split.get(),
-                                false, nullptr);
+                                false, nullptr, false);
           p.x_split = d_split.get();
         }
         const GemvLaunchInfo info = gemv_launch_info(p);
@@ -747,7 +747,9 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
         p.eps = 1e-6f;
         p.pdl = true;
         if (tiled) {
-          launch_gemv_prepare_x(p.input, p.x, nullptr, p.norm_w, p.eps, n, d_split.get(), true, s);
+          // Both places of the split's PDL trigger, in turn (round 35).
+          launch_gemv_prepare_x(p.input, p.x, nullptr, p.norm_w, p.eps, n, d_split.get(), true, s,
+                                (i / 2) % 2 == 1);
           p.x_split = d_split.get();
           p.tiled = true;
           p.variant = variant;
@@ -951,7 +953,7 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     DeviceBuffer d_split(presplit ? gemv_x_split_bytes(c.cols) : 16);
     if (presplit) {
       launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, c.cols,
-                            d_split.get(), false, nullptr);
+                            d_split.get(), false, nullptr, false);
       testing::sync();
     }
     GemvParams p = plain_params(c.t, c.rows, c.cols, d_w, d_x, d_y);
@@ -1034,7 +1036,7 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   DeviceBuffer d_x = upload(x);
   DeviceBuffer d_split(gemv_x_split_bytes(cols));
   launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
-                        d_split.get(), false, nullptr);
+                        d_split.get(), false, nullptr, false);
   testing::sync();
   const std::vector<int8_t> all = download<int8_t>(d_split.get(), gemv_x_split_bytes(cols));
   const int8_t* stream = all.data() + 4 * (cols + 16) + tiles * 48;
@@ -1138,7 +1140,7 @@ struct PresplitGemv {
     d_y = DeviceBuffer(static_cast<size_t>(rows) * 4);
     d_split = DeviceBuffer(gemv_x_split_bytes(cols));
     launch_gemv_prepare_x(GemvInput::kPlain, d_x.data<float>(), nullptr, nullptr, 0.0f, cols,
-                          d_split.get(), false, nullptr);
+                          d_split.get(), false, nullptr, false);
     params.type = t;
     params.w = d_w.data<uint8_t>();
     params.rows = rows;
@@ -1530,15 +1532,15 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   {
     PlanningBuffers bufs(18944);
-    // The plan's register budget (ring_ctas) and grid by default, with 2 and with 3.
+    // The plan's register budget (ring_ctas) and grid by default, with 2, 3 and `rounds`.
     const auto plans = [&](WeightType t, int64_t rows, int64_t cols, bool tiled, const char* form) {
       GemvParams p = bufs.params(t);
       p.rows = rows;
       p.cols = cols;
       p.tiled = tiled;
-      std::array<GemvLaunchInfo, 3> out{};
-      const char* envs[] = {nullptr, "2", "3"};
-      for (int i = 0; i < 3; ++i) {
+      std::array<GemvLaunchInfo, 4> out{};
+      const char* envs[] = {nullptr, "2", "3", "rounds"};
+      for (int i = 0; i < 4; ++i) {
         ctas.set(envs[i]);
         out[i] = gemv_launch_info(p);
         EXPECT_STREQ(out[i].form, form) << describe(t, rows, cols, out[i]);
@@ -1555,8 +1557,10 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     EXPECT_EQ(q4k[1].ring_ctas, 2);
     EXPECT_EQ(q4k[2].ring_ctas, 3);
     EXPECT_GE(q4k[2].grid, 3 * sms);
+    EXPECT_EQ(q4k[3].ring_ctas, 2) << "gate/up by rounds: a tie";
     const auto q40 = plans(WeightType::kQ4_0, 3584, 18944, true, "split");
     EXPECT_EQ(q40[0].ring_ctas, 3) << "Q4_0's default";
+    EXPECT_EQ(q40[3].ring_ctas, 3) << "Q4_0 by rounds";
     // The kernels line names a budget other than the default.
     EXPECT_EQ(gemv_form_name(q40[0]), "stream-tiled split 1x2 (registers for 3 CTAs/SM)");
     EXPECT_EQ(gemv_form_name(q40[1]), "stream-tiled split 1x2");
@@ -1564,13 +1568,13 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     EXPECT_EQ(q40[1].ring_ctas, 2);
     EXPECT_EQ(q40[2].ring_ctas, 3);
     EXPECT_GE(q40[2].grid, 3 * sms);
-    // `rounds` picks per matrix: 3 where a grid of 3 CTAs per SM streams the row groups in
-    // fewer CTA-rounds (⌈groups / grid⌉ · grid, each form's grid as planned with 2 and with 3),
-    // else 2. On 132 SMs (H100, H200): Q4_K's 7B QKV (288 groups) takes 3; o (224), gate/up
-    // (2,368: 9 · 264 = 6 · 396, a tie keeps 2) and the down projection's split form (1,792
-    // pairs: 7 · 264 < 5 · 396, with 3 CTAs per SM) keep 2.
-    const auto by_rounds = [&](WeightType t, int64_t rows, int64_t cols, bool tiled,
-                               int64_t groups) {
+    // `rounds` picks per matrix for Q4_K: 3 where a grid of 3 CTAs per SM streams the row groups
+    // in fewer CTA-rounds (⌈groups / grid⌉ · grid, each form's grid as planned with 2 and with
+    // 3), else 2. On 132 SMs (H100, H200), where the budget of 2 fits 2 CTAs per SM: the 7B QKV
+    // (288 groups) takes 3; o (224), gate/up (2,368: 9 · 264 = 6 · 396, a tie keeps 2) and the
+    // down projection's split form (1,792 pairs: 7 · 264 < 5 · 396) keep 2. Q4_0 keeps 3.
+    const auto by_rounds = [&](WeightType t, int64_t rows, int64_t cols, bool tiled, int64_t groups,
+                               int want_on_132) {
       GemvParams p = bufs.params(t);
       p.rows = rows;
       p.cols = cols;
@@ -1582,28 +1586,31 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
       ctas.set("rounds");
       const GemvLaunchInfo got = gemv_launch_info(p);
       ctas.set(nullptr);
-      EXPECT_EQ(got.tasks, groups) << describe(t, rows, cols, got);
+      const std::string what = describe(t, rows, cols, got);
+      EXPECT_EQ(got.tasks, groups) << what;
+      if (t == WeightType::kQ4_0) {
+        EXPECT_EQ(got.ring_ctas, 3) << what;
+        EXPECT_EQ(got.grid, three.grid) << what;
+        return;
+      }
       const auto cost = [&](const GemvLaunchInfo& i) {
         return (groups + i.grid - 1) / i.grid * i.grid;
       };
       const int want = cost(three) < cost(two) ? 3 : 2;
-      EXPECT_EQ(got.ring_ctas, want) << describe(t, rows, cols, got);
-      EXPECT_EQ(got.grid, want == 3 ? three.grid : two.grid) << describe(t, rows, cols, got);
-      return got.ring_ctas;
+      EXPECT_EQ(got.ring_ctas, want) << what;
+      EXPECT_EQ(got.grid, want == 3 ? three.grid : two.grid) << what;
+      // The choices above hold where the default budget fits 2 CTAs per SM (the register
+      // allocation decides; not asserted elsewhere either).
+      if (sms == 132 && two.grid == std::min<int64_t>(groups, 2 * sms)) {
+        EXPECT_EQ(got.ring_ctas, want_on_132) << what;
+      }
     };
-    const int qkv = by_rounds(WeightType::kQ4_K, 4608, 3584, false, 288);
-    const int o_proj = by_rounds(WeightType::kQ4_K, 3584, 3584, false, 224);
-    const int gate_up = by_rounds(WeightType::kQ4_K, 37888, 3584, false, 2368);
-    const int down = by_rounds(WeightType::kQ4_K, 3584, 18944, false, 1792);
-    const int q40_qkv = by_rounds(WeightType::kQ4_0, 4608, 3584, true, 288);
-    if (sms == 132) {
-      EXPECT_EQ(qkv, 3);
-      EXPECT_EQ(o_proj, 2);
-      EXPECT_EQ(gate_up, 2);
-      EXPECT_EQ(down, 2);
-      // Q4_0's whole-row form fits 3 CTAs per SM with either budget: no fewer rounds, so 2.
-      EXPECT_EQ(q40_qkv, 2);
-    }
+    by_rounds(WeightType::kQ4_K, 4608, 3584, false, 288, 3);
+    by_rounds(WeightType::kQ4_K, 3584, 3584, false, 224, 2);
+    by_rounds(WeightType::kQ4_K, 37888, 3584, false, 2368, 2);
+    by_rounds(WeightType::kQ4_K, 3584, 18944, false, 1792, 2);
+    by_rounds(WeightType::kQ4_0, 4608, 3584, true, 288, 3);
+    by_rounds(WeightType::kQ4_0, 3584, 18944, true, 1792, 3);
     // Forms and types without that budget keep 2 whatever the variable says.
     const auto q8 = plans(WeightType::kQ8_0, 37888, 3584, true, "ring");  // 4 warps of 4 rows
     for (const GemvLaunchInfo& i : q8) EXPECT_EQ(i.ring_ctas, 2);
