@@ -96,7 +96,8 @@ SplitTrigger split_trigger_request();
 /// 3.1–3.2% slower, the SmolLM2 shape's Q4_1 unchanged. Unmeasured: pure Q4_K or Q6_K models,
 /// and GGUFs of other types whose LM head is Q6_K (llama.cpp's usual output.weight), whose LM
 /// head's split then triggers after its wait. kLmHead is a measurement: the Q4_0 timeline on the
-/// H200 had the LM head 34 µs faster with every split after its wait.
+/// H200 had the LM head 32 µs per step faster with every split after its wait (not measured
+/// alone yet).
 bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head);
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).

@@ -45,8 +45,9 @@
 #          =wait) against at entry, and the ring register budget per matrix
 #          (DECODEBENCH_GEMV_RING_CTAS=rounds): the ring and split-trigger GPU tests, the kernels
 #          line with `rounds`, --verify 4 with wait (Q4_K_M also with rounds, Q4_0, Q8_0), then 7B Q4_K_M (entry, wait, rounds with
-#          each), Q4_0 (entry, wait, entry with RING_CTAS=2: round 34's A/B), Q8_0 and
-#          SmolLM2-shape Q4_1 (entry, wait) steps, alternated, two repetitions; about 8 minutes.
+#          each), Q4_0 (entry, wait, head, entry with RING_CTAS=2: round 34's A/B), Q8_0 (entry,
+#          wait, head) and SmolLM2-shape Q4_1 (entry, wait) steps, alternated, two repetitions;
+#          about 9 minutes.
 #          Round 35 ran it with the defaults of then (entry for every type) in place of "entry".
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
@@ -244,8 +245,9 @@ case $mode in
     local_wait=DECODEBENCH_SPLIT_TRIGGER=wait
     local_entry=DECODEBENCH_SPLIT_TRIGGER=entry
     for pd in "qwen2.5-7b q4_k_m $local_entry $local_wait $local_ctas,$local_entry $local_ctas,$local_wait" \
-      "qwen2.5-7b q4_0 $local_entry $local_wait $local_entry,DECODEBENCH_GEMV_RING_CTAS=2" \
-      "qwen2.5-7b q8_0 $local_entry $local_wait" "smollm2-135m q4_1 $local_entry $local_wait"; do
+      "qwen2.5-7b q4_0 $local_entry $local_wait DECODEBENCH_SPLIT_TRIGGER=head $local_entry,DECODEBENCH_GEMV_RING_CTAS=2" \
+      "qwen2.5-7b q8_0 $local_entry $local_wait DECODEBENCH_SPLIT_TRIGGER=head" \
+      "smollm2-135m q4_1 $local_entry $local_wait"; do
       set -- $pd
       preset=$1 d=$2
       shift 2
