@@ -623,6 +623,7 @@ std::string slow_steps_warning(const std::string& label, const std::vector<int64
 }
 
 const PassReport& headline_pass(const RunReport& r) {
+  if (r.passes.empty()) throw runtime_error("run report: no pass to summarise");
   const PassReport* best = &r.passes.front();
   for (const auto& p : r.passes) {
     if (p.pass.spec.phase_timing) continue;  // phase timing adds synchronisation: not the figure

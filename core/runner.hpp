@@ -125,7 +125,8 @@ uint64_t sequence_prompt_seed(uint64_t seed, int64_t sequence);
 RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks = {});
 
 /// The pass a run is summarised by: the fastest pass without phase timing (phase timing adds
-/// synchronisation), or the first pass when every pass had it.
+/// synchronisation), or the first pass when every pass had it. Throws decodebench::Error (exit
+/// 1) for a report without passes.
 const PassReport& headline_pass(const RunReport& report);
 
 /// One line that says what the run found: the fastest pass's tokens/s and TPOT, its share of the

@@ -267,8 +267,9 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
                    ? fmt::format("; ± {:.1f} µs: within the noise", spread / 1000.0)
                    : fmt::format("; ± {:.1f} µs", spread / 1000.0));
   }
-  const PassReport& main_pass = headline_pass(r);
   print_gpu_clocks(r, out);
+  if (r.passes.empty()) return;  // nothing below without a pass (the runner always has one)
+  const PassReport& main_pass = headline_pass(r);
   if (r.measured_bandwidth_gbps > 0) {
     fmt::print(out,
                "\nroofline {} per token · {:.0f} GB/s achieved ({}) · {:.0f} GB/s measured "

@@ -2,6 +2,7 @@
 // kernel mixes.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "app/report/terminal.hpp"
@@ -40,6 +41,29 @@ TEST(TerminalReport, KernelsLineCountsTheSplitsTriggeredAfterTheirWait) {
   EXPECT_EQ(kernels_line(k),
             "kernels  GEMVs per step: stream ring 8x2x2 6 · stream split 1x2 3 · 1 matrix in the "
             "tiled layout");
+}
+
+// The whole report prints the same line; a report without passes (never the runner's) prints its
+// header and table heading and stops instead of reading a pass that is not there.
+TEST(TerminalReport, ReportWithoutPassesPrintsItsKernelsLine) {
+  RunReport r;
+  r.kernels.gemv_per_step = {{"stream", 9}};
+  r.kernels.x_split_kernels = 3;
+  r.kernels.x_split_kernels_after_wait = 2;
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  print_run_report(r, f, false);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  EXPECT_NE(text.find(kernels_line(r.kernels) + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("x' splits: 3 kernels (2 after their wait), 0 in attention"),
+            std::string::npos)
+      << text;
+  EXPECT_THROW(headline_pass(r), Error);
 }
 
 }  // namespace
