@@ -155,11 +155,21 @@ nlohmann::json run_variables() {
 
 std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda) {
   std::vector<std::string> out;
-  if (!cuda || !variables.is_object()) return out;
+  if (!variables.is_object()) return out;
   const auto value = [&](const char* name) -> std::string {
     const auto it = variables.find(name);
     return it != variables.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  if (!cuda) {
+    // Only the CUDA backend reads (and checks) decodebench's switches: say so, as a set switch
+    // is recorded with the result.
+    for (const auto& [name, v] : variables.items()) {
+      if (name.rfind("DECODEBENCH_", 0) != 0) continue;
+      out.push_back(name + "=" + value(name.c_str()) +
+                    ": read only by the cuda backend; this run ignores it");
+    }
+    return out;
+  }
   const std::string blocking = value("CUDA_LAUNCH_BLOCKING");
   if (!blocking.empty() && blocking != "0") {
     out.push_back("CUDA_LAUNCH_BLOCKING=" + blocking +

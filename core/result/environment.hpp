@@ -35,8 +35,8 @@ nlohmann::json run_variables();
 
 /// Warnings for the run_variables() `variables` that make GPU timings unlike a default run:
 /// CUDA_LAUNCH_BLOCKING other than 0 (each launch waits for its kernel), each DECODEBENCH_*
-/// switch (another GEMV kernel form) and an MPS client's thread limit. Empty unless `cuda` (the
-/// backend that reads them) runs.
+/// switch (another GEMV kernel form) and an MPS client's thread limit. Without `cuda` (the backend
+/// that reads them) only one per DECODEBENCH_* switch: the run ignores it (a bad value included).
 std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda);
 
 /// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.
