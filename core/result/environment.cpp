@@ -160,31 +160,23 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
     const auto it = variables.find(name);
     return it != variables.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  if (!cuda) {
-    // Only the CUDA backend reads (and checks) decodebench's switches: say so, as a set switch
-    // is recorded with the result.
-    for (const auto& [name, v] : variables.items()) {
-      if (name.rfind("DECODEBENCH_", 0) != 0) continue;
-      out.push_back(name + "=" + value(name.c_str()) +
-                    ": read only by the cuda backend; this run ignores it");
-    }
-    return out;
-  }
   const std::string blocking = value("CUDA_LAUNCH_BLOCKING");
-  if (!blocking.empty() && blocking != "0") {
+  if (cuda && !blocking.empty() && blocking != "0") {
     out.push_back("CUDA_LAUNCH_BLOCKING=" + blocking +
                   ": every launch waits for the GPU to finish it (CUDA's debugging switch), so "
                   "the launch phase and eager step times are not those of a default run");
   }
-  // decodebench's own switches (DECODEBENCH_GEMV_RING) pick kernel forms for measurements.
+  // decodebench's own switches (DECODEBENCH_GEMV_RING) pick kernel forms for measurements; only
+  // the CUDA backend reads (and checks) them, so a CPU run says it ignores one that is recorded.
   for (const auto& [name, v] : variables.items()) {
     if (name.rfind("DECODEBENCH_", 0) != 0) continue;
     out.push_back(name + "=" + value(name.c_str()) +
-                  ": a measurement switch picks a kernel form or a step's data path; compare "
-                  "this result only with runs of the same setting");
+                  (cuda ? ": a measurement switch picks a kernel form or a step's data path; "
+                          "compare this result only with runs of the same setting"
+                        : ": read only by the cuda backend; this run ignores it"));
   }
   const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-  if (!share.empty()) {
+  if (cuda && !share.empty()) {
     out.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + share +
                   ": this MPS client may use only that share of the GPU's SMs");
   }

@@ -750,8 +750,7 @@ void prepare_x_launch(const XSource& x, int64_t cols, void* out, int pdl, cudaSt
   int8_t* dig = o.dig;
   int4* meta = o.meta;
   StreamOut so = o.so;
-  int late = trigger_after_wait;  // the kernel's int argument
-  void* params[] = {&s, &c, &dig, &meta, &so, &late};
+  void* params[] = {&s, &c, &dig, &meta, &so, &trigger_after_wait};
   const int64_t grid = ceil_div<int64_t>(cols, 128 * kWarps);
   launch_with_attrs(reinterpret_cast<const void*>(&prepare_x_kernel), params,
                     dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, pdl != 0, stream);

@@ -1110,9 +1110,8 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// per matrix for Q4_K (ring_ctas_by_rounds; round 35: 7B Q4_K_M 0.4–0.6% slower than the
 /// default on an H100, so not a default) and leaves Q4_0 at 3 (the rule would take 2 for its down
 /// projections, which measured slower in the step); any other value throws decodebench::Error
-/// (exit 1). Other
-/// forms and types keep their budget whatever it says (has_ring_budget; the plan's ring_ctas says
-/// what ran).
+/// (exit 1). Other forms and types keep their budget whatever it says (has_ring_budget; the plan's
+/// ring_ctas says what ran).
 constexpr int kRingCtasByRounds = -1;  // not a budget: ring_ctas == 0 means "not a ring plan"
 int ring_ctas(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_CTAS");
@@ -1141,6 +1140,16 @@ int ring_ctas_by_rounds(int64_t ntasks, int sms, int ctas2, int ctas3) {
     return ceil_div<int64_t>(ntasks, grid) * grid;
   };
   return cost(ctas3) < cost(ctas2) ? 3 : 2;
+}
+
+/// A ring plan's register budget: 2 for a form without the choice (`has_budget` false), else
+/// `budget` (ring_ctas), or by ring_ctas_by_rounds for `rounds`, with ctas_for(b) = CTAs per SM
+/// of the kernel whose registers are sized for b.
+template <typename CtasFor>
+int plan_ring_ctas(bool has_budget, int budget, int64_t ntasks, int sms, const CtasFor& ctas_for) {
+  if (!has_budget) return 2;
+  if (budget != kRingCtasByRounds) return budget;
+  return ring_ctas_by_rounds(ntasks, sms, ctas_for(2), ctas_for(3));
 }
 
 /// The types (and layouts) whose ring kernels have a register budget for 3 CTAs per SM
@@ -1259,10 +1268,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
           return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
                              p.block, p.smem);
         };
-        p.ring_ctas = !has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows) ? 2
-                      : budget != kRingCtasByRounds
-                          ? budget
-                          : ring_ctas_by_rounds(p.ntasks, sms, ctas_for(2), ctas_for(3));
+        p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows),
+                                     budget, p.ntasks, sms, ctas_for);
         const int ctas = std::max(1, ctas_for(p.ring_ctas));
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 1;
@@ -1287,10 +1294,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         const auto ctas_for = [&](int budget_ctas) {
           return ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, budget_ctas), p.block, p.smem);
         };
-        p.ring_ctas = !has_ring_budget<T, kTiled>(8, pairs, kRows) ? 2
-                      : budget != kRingCtasByRounds
-                          ? budget
-                          : ring_ctas_by_rounds(p.ntasks, sms, ctas_for(2), ctas_for(3));
+        p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(8, pairs, kRows), budget, p.ntasks,
+                                     sms, ctas_for);
         const int ctas = std::max(1, ctas_for(p.ring_ctas));
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 8 / pairs;
