@@ -49,6 +49,11 @@
 #          wait, head) and SmolLM2-shape Q4_1 (entry, wait) steps, alternated, two repetitions;
 #          about 9 minutes.
 #          Round 35 ran it with the defaults of then (entry for every type) in place of "entry".
+#   head   round 36: every GPU test binary (test_gemv, test_backend, test_attention, test_argmax:
+#          round 35's review fixes had not run on a GPU), --verify 4 with the LM head's split
+#          after its wait (DECODEBENCH_SPLIT_TRIGGER=head) on Q4_0 and Q8_0, then 7B Q4_0 and Q8_0
+#          steps with the build's default (entry for those types) against head, alternated, two
+#          repetitions; about 7 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -58,11 +63,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite or trig}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig or head}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -270,6 +275,36 @@ case $mode in
       done
     done
     tar czf "$out/trig-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  head)
+    # Round 36: every GPU test, then the LM head's split after its wait against the defaults.
+    gpu_tests
+    for t in attention argmax; do
+      "$bin/test_$t" > "$out/$t.log" 2>&1
+      echo "$t rc=$? $((SECONDS - start))s $(tail -1 "$out/$t.log")"
+      grep -E "^\[  FAILED  \] [A-Za-z]" "$out/$t.log" | sort -u | head -20
+    done
+    for d in q4_0 q8_0; do
+      DECODEBENCH_SPLIT_TRIGGER=head "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+        --dtype $d 2>&1 | grep -E "max abs|^kernels" | sed "s/^/verify 7b $d head: /"
+    done
+    mkdir -p "$out/runs"
+    for d in q4_0 q8_0; do
+      for rep in 1 2; do
+        line="7b $d"
+        for v in "" head; do
+          base="$out/runs/head-$d-${v:-default}-$rep"
+          (
+            unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
+            switch_step "$base" DECODEBENCH_SPLIT_TRIGGER "$v" qwen2.5-7b "$d"
+          )
+          line="$line · ${v:-default} $(tpot_of "$base")"
+        done
+        echo "$line"
+      done
+    done
+    tar czf "$out/head-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   occsuite)
     # Round 34 on the suite's machine: 7B Q4_0 steps with the ring registers sized for 2 and 3
