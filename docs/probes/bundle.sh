@@ -5,10 +5,14 @@
 # backend tests' GGUF fixtures (the GPU host has no gguf package), the cluster_pdl probe, ring-ab.sh
 # itself and unpack.sh. On the GPU host:
 #   bash FOLDER/unpack.sh /tmp/b && OUT=$OUT bash FOLDER/ring-ab.sh /tmp/b split|rows4|q6k
-# Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER]
+# With TRACE_BUILD, a build of docs/probes/kernel-timeline.patch (README.md there), its decodebench
+# goes in too (about 10 MB more), as decodebench-trace, with kernel_timeline.py: ring-ab.sh timeline
+# runs them.
+# Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER] [TRACE_BUILD]
 set -euo pipefail
 build=${1:-build/cuda}
 dir=${2:-.devbin}
+trace=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$dir/fx"
@@ -23,7 +27,13 @@ done
 for arch in llama qwen2 qwen3; do
   python3 "$root/tests/fixtures/write_arch_gguf.py" --arch "$arch" "$dir/fx/$arch.gguf" > /dev/null
 done
-cp "$here/ring-ab.sh" "$dir/"
+cp "$here/ring-ab.sh" "$here/kernel_timeline.py" "$dir/"
+rm -f "$dir/decodebench-trace.gz"
+if [ -n "$trace" ]; then
+  [ -x "$trace/app/decodebench" ] ||
+    { echo "bundle.sh: $trace/app/decodebench is missing: build the probe first" >&2; exit 1; }
+  gzip -9 -c "$trace/app/decodebench" > "$dir/decodebench-trace.gz"
+fi
 # The cluster-under-PDL probe (round 31), when nvcc is here: ring-ab.sh attn runs it.
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$nvcc" ]; then
@@ -42,6 +52,11 @@ for b in decodebench test_gemv test_backend test_attention test_argmax; do
   chmod +x "$1/$b"
 done
 cp "$here"/fx/*.gguf "$1/fx/"
+if [ -f "$here/decodebench-trace.gz" ]; then
+  gunzip -c "$here/decodebench-trace.gz" > "$1/decodebench-trace"
+  chmod +x "$1/decodebench-trace"
+fi
+cp "$here/kernel_timeline.py" "$1/"
 if [ -f "$here/cluster_pdl.bin.gz" ]; then
   gunzip -c "$here/cluster_pdl.bin.gz" > "$1/cluster_pdl"
   chmod +x "$1/cluster_pdl"

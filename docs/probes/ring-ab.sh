@@ -13,7 +13,7 @@
 #   kernels  the GEMVs alone (bench-kernels) under those forms: the 7B down projection per
 #          DECODEBENCH_GEMV_RING_LONG, gate/up per DECODEBENCH_GEMV_RING, the Q6_K LM head in both
 #          layouts; a few minutes.
-#   shapes ring shapes not measured yet (16x1, 8x3, 16x2; Q8_0 8x1) against the round-27
+#   shapes  ring shapes not measured yet (16x1, 8x3, 16x2; Q8_0 8x1) against the round-27
 #          defaults in 7B steps; about 6 minutes.
 #   qk     Q4_K_M's mixed-type layers as [Wq; Wk] + V on its x' against the build before
 #          (OLD_BIN=its decodebench), 7B Q4_K_M steps alternated, --verify 4; about 3 minutes.
@@ -54,6 +54,11 @@
 #          after its wait (DECODEBENCH_SPLIT_TRIGGER=head) on Q4_0 and Q8_0, then 7B Q4_0 and Q8_0
 #          steps with the build's default (entry for those types) against head, alternated, two
 #          repetitions; about 7 minutes.
+#   timeline  round 36: per-CTA timelines (docs/probes/README.md) of 7B Q4_K_M, Q4_0 and Q8_0 steps
+#          with each DECODEBENCH_SPLIT_TRIGGER (entry, wait, head), by the probe build that
+#          bundle.sh packs with a TRACE_BUILD; kernel_timeline.py's summaries and the raw files in
+#          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
+#          split and LM-head lines printed; about 3 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -63,11 +68,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig or head}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head or timeline}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -305,6 +310,25 @@ case $mode in
       done
     done
     tar czf "$out/head-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  timeline)
+    # Round 36: where the step's time goes per split trigger, on this GPU.
+    [ -x "$bin/decodebench-trace" ] ||
+      { echo "timeline: no $bin/decodebench-trace (bundle.sh BUILD FOLDER TRACE_BUILD)"; exit 1; }
+    mkdir -p "$out/tl"
+    for d in q4_k_m q4_0 q8_0; do
+      for v in entry wait head; do
+        base="$out/tl/$d-$v"
+        DECODEBENCH_SPLIT_TRIGGER=$v DECODEBENCH_TRACE="$base.bin" "$bin/decodebench-trace" \
+          --preset qwen2.5-7b --layers 28 --vocab 152064 --backend cuda --graph on \
+          --prompt-tokens 128 --tokens 32 --warmup 4 --dtype $d -q --json "$base.json" \
+          > "$base.log" 2>&1
+        python3 "$bin/kernel_timeline.py" "$base.bin" > "$base.txt" 2>&1
+        echo "== $d $v: $(tpot_of "$base") µs median TPOT (instrumented)"
+        grep -E "^step|^prepare_x| 152064x" "$base.txt" | tail -8
+      done
+    done
+    tar czf "$out/timeline.tgz" -C "$out" tl && rm -rf "$out/tl"
     ;;
   occsuite)
     # Round 34 on the suite's machine: 7B Q4_0 steps with the ring registers sized for 2 and 3
