@@ -59,11 +59,20 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
     lo = lo < 0 ? v : std::min(lo, v);
     hi = std::max(hi, v);
   };
+  double energy_wall_s = 0;
   for (const RoundTelemetry& r : rounds) {
     s.wall_s += r.wall_s;
-    tokens += r.steps * sequences;
-    energy_known = energy_known && r.energy_j >= 0;
-    energy += r.energy_j;
+    // A verified round's wall time holds CPU reference steps and logits downloads (seconds on a
+    // 7B model, with the GPU idle): its energy is not the timed steps'.
+    if (!r.verified) {
+      tokens += r.steps * sequences;
+      energy_known = energy_known && r.energy_j >= 0;
+      energy += r.energy_j;
+      energy_wall_s += r.wall_s;
+      ++s.energy_rounds;
+    } else {
+      ++s.verified_rounds;
+    }
     power_known = power_known && r.power_throttled_ms >= 0;
     power_ms += r.power_throttled_ms;
     thermal_known = thermal_known && r.thermal_throttled_ms >= 0;
@@ -73,10 +82,12 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
     range(r.temperature_c, s.temperature_min_c, s.temperature_max_c);
     reasons.insert(r.throttle_reasons.begin(), r.throttle_reasons.end());
   }
-  if (energy_known) {
+  if (energy_known && s.energy_rounds > 0) {
     s.energy_j = energy;
-    if (s.wall_s > 0) s.mean_power_w = energy / s.wall_s;
+    if (energy_wall_s > 0) s.mean_power_w = energy / energy_wall_s;
     if (tokens > 0) s.joules_per_token = energy / static_cast<double>(tokens);
+  } else {
+    s.energy_rounds = 0;
   }
   if (power_known) s.power_throttled_ms = power_ms;
   if (thermal_known) s.thermal_throttled_ms = thermal_ms;

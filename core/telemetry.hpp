@@ -54,15 +54,22 @@ struct RoundTelemetry {
   double thermal_throttled_ms = -1;           ///< ... by temperature, ms
   std::vector<std::string> throttle_reasons;  ///< active at the round's end (gpu_idle left out)
   bool reasons_known = false;
+  /// The round checked steps between its timed steps (--verify, --verify-argmax: logits
+  /// downloads and CPU reference steps), so its wall time and energy hold that work too.
+  bool verified = false;
 };
 
 /// A pass's telemetry over all its rounds. -1: not reported (for energy: by any round).
 struct TelemetrySummary {
   int64_t rounds = 0;
-  double wall_s = 0;             ///< Σ round wall times, s
-  double energy_j = -1;          ///< Σ round energies, J
-  double mean_power_w = -1;      ///< energy_j / wall_s, W
-  double joules_per_token = -1;  ///< energy_j / tokens decoded in the rounds (all sequences), J
+  double wall_s = 0;  ///< Σ round wall times, s
+  /// Σ energies of the rounds without verification (RoundTelemetry::verified), J; -1 when every
+  /// round verified (one round of a --verify pass) or one of them has no energy reading
+  double energy_j = -1;
+  double mean_power_w = -1;      ///< energy_j / those rounds' wall time, W
+  double joules_per_token = -1;  ///< energy_j / tokens decoded in those rounds (all sequences), J
+  int64_t energy_rounds = 0;     ///< rounds the energy figures cover
+  int64_t verified_rounds = 0;   ///< rounds left out of them as verified
   int64_t sm_clock_min_mhz = -1, sm_clock_max_mhz = -1;  ///< over the rounds' end readings
   int64_t mem_clock_min_mhz = -1, mem_clock_max_mhz = -1;
   int64_t temperature_min_c = -1, temperature_max_c = -1;

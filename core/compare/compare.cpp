@@ -132,6 +132,15 @@ void check_stored_median(const nlohmann::json& results, const std::vector<double
   }
 }
 
+// Whether model.shape's field `name` is part of the configuration key's shape (run_key in
+// core/result/result_json.cpp: layers, hidden, heads, kv_heads, ffn, vocab).
+bool key_shape_field(const std::string& name) {
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}) {
+    if (name == k) return true;
+  }
+  return false;
+}
+
 void add_result_runs(const nlohmann::json& doc, const std::string& where, LoadedRuns& out,
                      std::map<std::string, int>& seen) {
   if (!doc.is_object()) throw usage_error(where + ": not a JSON object");
@@ -211,6 +220,22 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
       const bool on = ahead != results.end() && ahead->is_object() && ahead->contains("on") &&
                       (*ahead)["on"] == true;
       r.settings["launch_ahead"] = on ? "on" : "off";
+    }
+    // The model's fields outside the key (model.shape; the key holds layers, hidden, heads,
+    // kv_heads, ffn and vocab) and its bytes per token, as settings "model.<name>": another
+    // head_dim, Q/K/V bias or GGUF file under the same key is another model, so it pairs last and
+    // is named in the settings note.
+    if (doc.contains("model") && doc["model"].is_object()) {
+      const auto& model = doc["model"];
+      if (!r.settings.is_object()) r.settings = nlohmann::json::object();
+      const auto shape = model.find("shape");
+      if (shape != model.end() && shape->is_object()) {
+        for (const auto& [name, value] : shape->items()) {
+          if (!key_shape_field(name)) r.settings["model." + name] = value;
+        }
+      }
+      const auto bytes = model.find("bytes_per_token");
+      if (bytes != model.end() && bytes->is_number()) r.settings["model.bytes_per_token"] = *bytes;
     }
     if (doc.contains("environment") && doc["environment"].is_object() &&
         doc["environment"].contains("variables") && doc["environment"]["variables"].is_object()) {

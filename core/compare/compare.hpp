@@ -67,8 +67,10 @@ struct LoadedRun {
   /// The run settings outside the key that change what is timed, from the document's config:
   /// {tokens, seed, fusion, pdl, weight_layout, capture_mode, stateless, ignore_eos,
   /// inject_capture_fault} (those present), and launch_ahead "on" or "off" from the run's own
-  /// results.launch_ahead.on (absent: "off", as older writers ran one step at a time); null where
-  /// the document has no config
+  /// results.launch_ahead.on (absent: "off", as older writers ran one step at a time); and from
+  /// the document's model, "model.<field>" for each model.shape field the key leaves out
+  /// (head_dim, qkv_bias, tied_embeddings, rope_theta, ...) and "model.bytes_per_token"; null
+  /// where the document has neither config nor model
   nlohmann::json settings;
 };
 

@@ -123,8 +123,9 @@ class RoundMeter {
   }
   // Call when a round begins: its first step will be r.samples_ns[first].
   void start_round(size_t first) { first_ = first; }
-  // Call when round `round` ends (before round_finishes_pass).
-  void end_round(PassResult& r, int64_t round) {
+  // Call when round `round` ends (before round_finishes_pass); `verified`: it checked steps
+  // between its timed steps (RoundTelemetry::verified).
+  void end_round(PassResult& r, int64_t round, bool verified) {
     if (source_ == nullptr) return;
     const GpuReading now = source_->read();
     const auto t = std::chrono::steady_clock::now();
@@ -132,6 +133,7 @@ class RoundMeter {
                                      r.samples_ns.end());
     r.telemetry.push_back(
         round_telemetry(round, steps, static_cast<double>(ns_between(t_, t)) * 1e-9, begin_, now));
+    r.telemetry.back().verified = verified;
     begin_ = now;
     t_ = t;
   }
@@ -289,6 +291,7 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
 
   std::vector<float> logits, ref_logits;
   const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
+  const bool verifies = spec.verify_argmax || check_reference;  // in the first round only
   r.sequence_ids.assign(n, {});
   for (auto& ids : r.sequence_ids) ids.reserve(static_cast<size_t>(spec.tokens + 1));
   r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
@@ -334,7 +337,7 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
       }
       tokens.swap(next);
     }
-    meter.end_round(r, round);
+    meter.end_round(r, round, first_round && verifies);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }
   r.ids = r.sequence_ids.front();
@@ -360,6 +363,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
 
   std::vector<float> logits, ref_logits;
   const bool check_reference = spec.reference != nullptr && spec.verify_tokens > 0;
+  const bool verifies = spec.verify_argmax || check_reference;  // in the first round only
   r.ids.reserve(static_cast<size_t>(spec.tokens + 1));
   r.samples_ns.reserve(static_cast<size_t>(spec.tokens));
   RoundMeter meter(spec.telemetry);  // its first reading, before the timed steps
@@ -386,7 +390,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
     if (r.launched_ahead) {
       run_launched_ahead_round(backend, spec, r, timed_ns, first_round, counts);
       if (measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
-      meter.end_round(r, round);
+      meter.end_round(r, round, first_round && verifies);
       if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
       continue;
     }
@@ -424,7 +428,7 @@ PassResult run_pass(Backend& backend, const PassSpec& spec) {
       }
     }
     if (measure_idle) append_counted_idle(r.idle_ns, backend.idle_series_ns(), counts);
-    meter.end_round(r, round);
+    meter.end_round(r, round, first_round && verifies);
     if (round_finishes_pass(r, spec, round, timed_ns, repeat_wall_ns(round, rep0))) break;
   }
   r.sequence_ids = {r.ids};

@@ -206,7 +206,8 @@ nlohmann::json telemetry_json(const RunReport& r, const PassResult& p) {
                       {"power_throttled_ms", known(t.power_throttled_ms)},
                       {"thermal_throttled_ms", known(t.thermal_throttled_ms)},
                       {"throttle_reasons", t.reasons_known ? nlohmann::json(t.throttle_reasons)
-                                                           : nlohmann::json(nullptr)}});
+                                                           : nlohmann::json(nullptr)},
+                      {"verified", t.verified}});
   }
   const TelemetrySummary s = summarize_telemetry(p.telemetry, p.spec.batch);
   return {{"available", true},
@@ -214,6 +215,7 @@ nlohmann::json telemetry_json(const RunReport& r, const PassResult& p) {
           {"energy_j", known(s.energy_j)},
           {"mean_power_w", known(s.mean_power_w)},
           {"joules_per_token", known(s.joules_per_token)},
+          {"energy_rounds", s.energy_rounds},
           {"power_throttled_ms", known(s.power_throttled_ms)},
           {"thermal_throttled_ms", known(s.thermal_throttled_ms)}};
 }

@@ -443,6 +443,51 @@ TEST(Compare, RunsPairBySettingsFirstAndDifferencesAreNoted) {
   EXPECT_TRUE(compare_runs(load_runs(one, "a.json"), load_runs(old, "b.json"), {}).notes.empty());
 }
 
+// The key's shape holds layers, hidden, heads, kv_heads, ffn and vocab; the model's other fields
+// (head_dim, Q/K/V bias, ...) and its bytes per token count as settings: another model under the
+// same key pairs last and is named in a note (a newcomer's run of --head-dim 128 against the
+// default was compared as the same workload, silently, and called a regression).
+TEST(Compare, ModelFieldsOutsideTheKeyAreNotedAndPairFirstByEquality) {
+  const auto result = [](int head_dim, bool bias, double scale) {
+    auto d = make_doc({make_run(scaled(ramp(), scale))});
+    d["model"] = {{"bytes_per_token", 1000 * head_dim + (bias ? 1 : 0)},
+                  {"shape",
+                   {{"layers", 2},
+                    {"hidden", 576},
+                    {"head_dim", head_dim},
+                    {"qkv_bias", bias},
+                    {"rope_theta", 10000.0}}}};
+    return d;
+  };
+  // One model against itself: no note.
+  CompareReport r = compare_runs(load_runs(result(64, false, 1.0), "a.json"),
+                                 load_runs(result(64, false, 1.0), "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  // head_dim 64 against 128: compared (a use of compare), and the note names both fields.
+  r = compare_runs(load_runs(result(64, false, 1.0), "a.json"),
+                   load_runs(result(128, false, 1.3), "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_EQ(r.runs[0].metrics[0].verdict, Verdict::kSlower);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "settings differ in 1 of 1 matched run(s): model.bytes_per_token '64000' in a.json, "
+            "'128000' in b.json; model.head_dim '64' in a.json, '128' in b.json (not the same "
+            "workload; pair them on purpose, or compare files of the same settings)");
+  // Two models under one key in each file, in the other order: each pairs with its own.
+  const auto base = make_suite({result(64, false, 1.0), result(64, true, 2.0)});
+  const auto cand = make_suite({result(64, true, 2.0), result(64, false, 1.0)});
+  r = compare_runs(load_runs(base, "a.json"), load_runs(cand, "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 2u);
+  for (const auto& c : r.runs) EXPECT_EQ(c.metrics[0].verdict, Verdict::kSame) << c.id;
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  // A document without the model (hand-made or trimmed) is compared as before, without a note.
+  r = compare_runs(load_runs(make_doc({make_run(ramp())}), "old.json"),
+                   load_runs(result(128, false, 1.0), "b.json"), {});
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+}
+
 // Pairing at known start positions: a setting that differs across a whole file (--tokens 4 against
 // 5) still lets a sweep's other axis pair point by point (seed with seed), a setting one file does
 // not record (an older writer) is not compared, and repeats of identical runs pair in order.

@@ -102,6 +102,27 @@ TEST(Telemetry, PassTotalsRangesAndWarning) {
   EXPECT_NE(w.find("reported sw_power_cap at a round's end"), std::string::npos) << w;
   EXPECT_NE(w.find("SM clock at 1782–1980 MHz"), std::string::npos) << w;
 
+  // A verified first round (--verify: CPU reference steps between its timed steps) is left out
+  // of the energy figures, not of the clocks or the time held back: 3 J over round 1's 1 s and
+  // its 2 steps.
+  rounds[0].verified = true;
+  s = summarize_telemetry(rounds, 1);
+  EXPECT_DOUBLE_EQ(s.energy_j, 3.0);
+  EXPECT_DOUBLE_EQ(s.mean_power_w, 3.0);
+  EXPECT_DOUBLE_EQ(s.joules_per_token, 1.5);
+  EXPECT_EQ(s.energy_rounds, 1);
+  EXPECT_EQ(s.verified_rounds, 1);
+  EXPECT_DOUBLE_EQ(s.wall_s, 2.0);
+  EXPECT_DOUBLE_EQ(s.power_throttled_ms, 3.5);
+  // Its only round verified: no energy figure at all.
+  s = summarize_telemetry({rounds[0]}, 1);
+  EXPECT_DOUBLE_EQ(s.energy_j, -1);
+  EXPECT_DOUBLE_EQ(s.mean_power_w, -1);
+  EXPECT_DOUBLE_EQ(s.joules_per_token, -1);
+  EXPECT_EQ(s.energy_rounds, 0);
+  EXPECT_EQ(s.verified_rounds, 1);
+  rounds[0].verified = false;
+
   // One round without an energy reading: no energy total.
   rounds[0].energy_j = -1;
   EXPECT_DOUBLE_EQ(summarize_telemetry(rounds, 1).energy_j, -1);
@@ -158,6 +179,17 @@ TEST(Telemetry, DecodeLoopReadsBeforeAndAfterEveryRound) {
       steps += t.steps;
     }
     EXPECT_EQ(steps, static_cast<int64_t>(r.samples_ns.size())) << what;
+    for (const RoundTelemetry& t : r.telemetry) EXPECT_FALSE(t.verified) << what;
+
+    // With the argmax checked (in the first round only), that round is marked verified.
+    spec.verify_argmax = true;
+    spec.min_time_s = 5e-3;  // rounds of 3 steps of a 2-layer model: several
+    const PassResult v = run_pass(b, spec);
+    ASSERT_GE(v.telemetry.size(), 2u) << what;
+    EXPECT_TRUE(v.telemetry[0].verified) << what;
+    for (size_t i = 1; i < v.telemetry.size(); ++i) EXPECT_FALSE(v.telemetry[i].verified) << what;
+    spec.verify_argmax = false;
+    spec.min_time_s = 1e-3;
 
     spec.telemetry = nullptr;  // no source, no records
     EXPECT_TRUE(run_pass(b, spec).telemetry.empty()) << what;
@@ -204,6 +236,17 @@ TEST(Telemetry, ResultJsonTelemetryObject) {
   EXPECT_DOUBLE_EQ(t["joules_per_token"].get<double>(), 0.75);
   EXPECT_DOUBLE_EQ(t["power_throttled_ms"].get<double>(), 0.0);
   EXPECT_TRUE(t["thermal_throttled_ms"].is_null());
+  EXPECT_EQ(round["verified"], false);
+  EXPECT_EQ(t["energy_rounds"], 1);
+  // The same round verified: the round keeps its own energy, the pass has no energy figure.
+  r.passes[0].pass.telemetry[0].verified = true;
+  t = result_json(r)["runs"][0]["results"]["telemetry"];
+  EXPECT_EQ(t["rounds"][0]["verified"], true);
+  EXPECT_DOUBLE_EQ(t["rounds"][0]["energy_j"].get<double>(), 1.5);
+  EXPECT_TRUE(t["energy_j"].is_null());
+  EXPECT_TRUE(t["joules_per_token"].is_null());
+  EXPECT_TRUE(t["mean_power_w"].is_null());
+  EXPECT_EQ(t["energy_rounds"], 0);
 }
 
 }  // namespace

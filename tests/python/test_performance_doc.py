@@ -172,6 +172,26 @@ class PerformanceDoc(unittest.TestCase):
                          ["92.2%", "≥ 90% (≈ 296 tok/s) ✓"])
         self.assertEqual(len(rows), 2)
 
+    def test_a_figure_just_short_of_its_target_does_not_read_as_met(self):
+        # Efficiency 0.89996 and 4,999.97 tok/s: one decimal would print "90.0%" and "5,000.0"
+        # beside "≥ 90%" and "≥ 5,000 tok/s" without the ✓; more digits show the shortfall.
+        per_token, measured = 14 * 10**9, 4600.0
+        near = result(QWEN7B, "F16", [run_doc("graph", 290.0, per_token / (measured * 0.89996),
+                                              per_token, measured)])
+        smol = result(SMOLLM2, "MOSTLY_Q4_1",
+                      [run_doc("graph", 4999.97, 200_001, 96_577_380, 4500.0)],
+                      source="gguf", name="Smollm2 135M")
+        rows = table_rows(self.generate(near, smol))
+        self.assertEqual(rows["Qwen2.5-7B shape, F16"][5:7],
+                         ["89.996%", "≥ 90% (≈ 296 tok/s)"])
+        self.assertEqual(rows["SmolLM2-135M, Q4_1 GGUF"][0], "4,999.97")
+        self.assertEqual(rows["SmolLM2-135M, Q4_1 GGUF"][6], "≥ 5,000 tok/s")
+        # Met, or clearly short: one decimal as before.
+        met = result(QWEN7B, "F16", [run_doc("graph", 290.0, per_token / (measured * 0.90004),
+                                             per_token, measured)])
+        rows = table_rows(self.generate(met))
+        self.assertEqual(rows["Qwen2.5-7B shape, F16"][5:7], ["90.0%", "≥ 90% (≈ 296 tok/s) ✓"])
+
     def test_splice_keeps_everything_outside_the_markers(self):
         before = "# Title\n\nProse before, with | pipes |.\n\n"
         after = "\n\nProse after.\n<!-- other -->\n"
