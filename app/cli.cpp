@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -186,6 +187,10 @@ int run_entry(int argc, char** argv) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
+  // A reader that closes the pipe early (`decodebench ... | head -1`) must not kill the run by
+  // SIGPIPE before its --json file is written: a failed write to stdout is reported at the end
+  // instead, with its errno and a non-zero exit code.
+  std::signal(SIGPIPE, SIG_IGN);
   // A file or pipe gets one large buffer, so that a failed write (a full disk) shows at the final
   // flush below with its errno; a terminal keeps its line buffering.
   static char stdout_buffer[size_t{1} << 20];  // glibc ignores the size without a buffer

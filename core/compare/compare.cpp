@@ -110,25 +110,43 @@ std::string short_label(const nlohmann::json& key) {
   return model + " " + str(key, "shape") + " " + str(key, "dtype") + " " + str(key, "graph");
 }
 
-// Appends the runs of one result document to `out`; `where` names it in messages.
-
-// The stored median step time must be the median of the stored samples: compare reports the
-// change from the former and tests it on the latter, so a file whose two disagree (edited or
-// merged by hand) has no single answer. `runs` written by decodebench always agree (summarize()).
-void check_stored_median(const nlohmann::json& results, const std::vector<double>& samples,
-                         const std::string& at) {
+// The stored median step time (and mean, p90, p99 and tokens/s, where stored) must be what the
+// stored samples give: compare reports the change from the former and tests it on the latter, so
+// a file whose two disagree (edited or merged by hand; tokens/s −1 was reported as −100% before
+// round 36) has no single answer. `runs` written by decodebench always agree (summarize()).
+void check_stored_stats(const nlohmann::json& results, const std::vector<double>& samples,
+                        const std::string& at) {
   if (!results.contains("stats") || !results["stats"].is_object()) return;
   const auto& stats = results["stats"];
   if (!stats.contains("tpot_ns") || !stats["tpot_ns"].is_object() ||
       !stats["tpot_ns"].contains("median") || !stats["tpot_ns"]["median"].is_number()) {
     return;
   }
-  const double stored = stats["tpot_ns"]["median"].get<double>();
-  const double median = summarize(samples).median;
-  if (!(std::fabs(stored - median) <= 1e-9 * std::fabs(median) + 1e-6)) {
-    throw usage_error(at + ": results.stats.tpot_ns.median (" + fmt::format("{}", stored) +
-                      " ns) is not the median of results.samples_ns (" + fmt::format("{}", median) +
-                      " ns); the file was changed after decodebench wrote it");
+  const Summary s = summarize(samples);
+  const auto check = [&](const std::string& field, double stored, double computed,
+                         const std::string& what) {
+    const std::string unit = field == "tokens_per_s" ? "" : " ns";
+    if (!(std::fabs(stored - computed) <= 1e-9 * std::fabs(computed) + 1e-6)) {
+      throw usage_error(at + ": results.stats." + field + " (" + fmt::format("{}", stored) + unit +
+                        ") is not " + what + " of results.samples_ns (" +
+                        fmt::format("{}", computed) + unit +
+                        "); the file was changed after decodebench wrote it");
+    }
+  };
+  check("tpot_ns.median", stats["tpot_ns"]["median"].get<double>(), s.median, "the median");
+  // The other figures compare may report, where stored: each is what the writer computed from the
+  // same samples (summarize; tokens/s = steps ÷ their summed time).
+  for (const auto& [field, value] : {std::pair{"mean", s.mean}, {"p90", s.p90}, {"p99", s.p99}}) {
+    if (stats["tpot_ns"].contains(field) && stats["tpot_ns"][field].is_number()) {
+      check(std::string("tpot_ns.") + field, stats["tpot_ns"][field].get<double>(), value,
+            std::string("the ") + field);
+    }
+  }
+  if (stats.contains("tokens_per_s") && stats["tokens_per_s"].is_number()) {
+    double total = 0;
+    for (const double v : samples) total += v;
+    check("tokens_per_s", stats["tokens_per_s"].get<double>(),
+          static_cast<double>(samples.size()) * 1e9 / total, "the steps per second");
   }
 }
 
@@ -165,6 +183,15 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
       throw usage_error(at + " has no key.id (the configuration key runs are matched by)");
     }
     const std::string id = run["key"]["id"].get<std::string>();
+    // The key's fields are read as text (labels, the cpu backend's rule) and the batch as a count.
+    for (const char* k : {"model", "shape", "dtype", "backend", "graph", "device"}) {
+      if (run["key"].contains(k) && !run["key"][k].is_string()) {
+        throw usage_error(at + ": key." + k + " is not a string");
+      }
+    }
+    if (run["key"].contains("batch") && !run["key"]["batch"].is_number_integer()) {
+      throw usage_error(at + ": key.batch is not an integer");
+    }
     const auto* samples = run.contains("results") && run["results"].is_object() &&
                                   run["results"].contains("samples_ns")
                               ? &run["results"]["samples_ns"]
@@ -184,7 +211,7 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
                           " (a step time is a positive number of nanoseconds)");
       }
     }
-    check_stored_median(run["results"], values, at);
+    check_stored_stats(run["results"], values, at);
     LoadedRun r;
     r.key_id = id;
     const auto& results = run["results"];
@@ -408,7 +435,12 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
   }
   name_start_positions(out);
   if (doc.contains("configurations") && doc["configurations"].is_array()) {
-    for (const auto& c : doc["configurations"]) {
+    for (size_t i = 0; i < doc["configurations"].size(); ++i) {
+      const auto& c = doc["configurations"][i];
+      if (c.is_object() && c.contains("status") && !c["status"].is_string()) {
+        throw usage_error(name + ": configurations[" + std::to_string(i) +
+                          "].status is not a string (\"ok\" or the failure's kind)");
+      }
       if (c.is_object() && c.value("status", std::string()) != "ok") {
         out.failures.push_back(str(c, "label") + ": " + str(c, "status") + " (" + str(c, "error") +
                                ")");

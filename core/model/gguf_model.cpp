@@ -58,10 +58,19 @@ std::string file_type_name(int64_t t) {
 
 namespace {
 
+/// The alignment the CPU kernels may assume of a tensor's bytes: what GGUF's default alignment
+/// (32) gives in a page-aligned mapping.
+constexpr size_t kTensorAlignment = 32;
+struct alignas(kTensorAlignment) AlignedChunk {
+  uint8_t bytes[kTensorAlignment];
+};
+
 // Keeps the mapping and the F32 copies of small tensors alive as long as the Model.
 struct GgufStorage {
   std::shared_ptr<gguf::Reader> reader;
   std::vector<std::vector<float>> f32_copies;
+  /// Copies of tensors whose bytes sit off kTensorAlignment in the mapping (aligned_data).
+  std::vector<std::vector<AlignedChunk>> aligned_copies;
 };
 
 class Binder {
@@ -85,7 +94,7 @@ class Binder {
     TensorView v;
     v.name = name;
     v.type = static_cast<WeightType>(t->type_id);
-    v.data = r_.tensor_data(*t);
+    v.data = aligned_data(*t);
     v.rows = rows;
     v.cols = cols;
     return v;
@@ -110,7 +119,7 @@ class Binder {
     v.cols = n;
     const auto type = static_cast<WeightType>(t->type_id);
     if (type == WeightType::kF32) {
-      v.data = r_.tensor_data(*t);
+      v.data = aligned_data(*t);
     } else {
       std::vector<float> copy(static_cast<size_t>(n));
       quant::dequantize_row(type, r_.tensor_data(*t), copy.data(), n);
@@ -121,6 +130,19 @@ class Binder {
   }
 
  private:
+  // The tensor's bytes in the mapping, or a copy where they sit off kTensorAlignment: a file may
+  // set general.alignment as low as 1 (ggml accepts any power of two), and the CPU kernels read
+  // F32 and F16 values in place (unaligned loads are undefined behaviour).
+  const uint8_t* aligned_data(const gguf::TensorInfo& t) {
+    const uint8_t* p = r_.tensor_data(t);
+    if (reinterpret_cast<uintptr_t>(p) % kTensorAlignment == 0) return p;
+    const size_t bytes = static_cast<size_t>(t.bytes);
+    std::vector<AlignedChunk> copy((bytes + kTensorAlignment - 1) / kTensorAlignment);
+    std::memcpy(copy.data(), p, bytes);
+    storage_.aligned_copies.push_back(std::move(copy));
+    return storage_.aligned_copies.back().front().bytes;
+  }
+
   void check_type(const gguf::TensorInfo& t) const {
     if (!is_supported_weight_type(t.type_id)) {
       throw unsupported_error(
@@ -146,14 +168,24 @@ uint64_t require_uint64(const gguf::Reader& r, const std::string& key) {
   return *v;
 }
 
-int64_t require_uint(const gguf::Reader& r, const std::string& key) {
-  const uint64_t v = require_uint64(r, key);
-  // A uint64 past INT64_MAX would turn negative and be reported as "must be > 0".
+// `v`, the value of metadata key `key`, as a model dimension: a uint64 past INT64_MAX would turn
+// negative and be reported as "must be > 0 (got -1)".
+int64_t dimension(const gguf::Reader& r, const std::string& key, uint64_t v) {
   if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     throw usage_error(r.path() + ": metadata key '" + key + "' is " + std::to_string(v) +
                       ", too large for a model dimension");
   }
   return static_cast<int64_t>(v);
+}
+
+int64_t require_uint(const gguf::Reader& r, const std::string& key) {
+  return dimension(r, key, require_uint64(r, key));
+}
+
+// The optional key `key` as a model dimension, or `fallback` when absent.
+int64_t uint_or(const gguf::Reader& r, const std::string& key, int64_t fallback) {
+  const auto v = r.get_uint(key);
+  return v ? dimension(r, key, *v) : fallback;
 }
 
 // A per-layer array must be uniform for decodebench's fixed-shape kernels.
@@ -171,7 +203,7 @@ int64_t uint_or_uniform_array(const gguf::Reader& r, const std::string& key,
     }
     return values[0];
   }
-  if (kv) return static_cast<int64_t>(*r.get_uint(key));
+  if (kv) return dimension(r, key, *r.get_uint(key));
   if (fallback) return *fallback;
   throw usage_error(r.path() + ": missing metadata key '" + key + "'");
 }
@@ -265,16 +297,14 @@ Model load_gguf_model(const std::string& path) {
   c.n_heads = uint_or_uniform_array(r, a + "attention.head_count", std::nullopt);
   c.n_kv_heads = uint_or_uniform_array(r, a + "attention.head_count_kv", c.n_heads);
   if (c.n_heads <= 0) throw usage_error(path + ": attention.head_count must be > 0");
-  c.head_dim = static_cast<int64_t>(
-      r.get_uint(a + "attention.key_length").value_or(static_cast<uint64_t>(c.hidden / c.n_heads)));
-  const auto value_length = r.get_uint(a + "attention.value_length");
-  if (value_length && static_cast<int64_t>(*value_length) != c.head_dim) {
-    throw unsupported_error(path + ": attention.value_length (" + std::to_string(*value_length) +
+  c.head_dim = uint_or(r, a + "attention.key_length", c.hidden / c.n_heads);
+  const int64_t value_length = uint_or(r, a + "attention.value_length", c.head_dim);
+  if (value_length != c.head_dim) {
+    throw unsupported_error(path + ": attention.value_length (" + std::to_string(value_length) +
                             ") differs from key_length (" + std::to_string(c.head_dim) +
                             "), which decodebench does not support");
   }
-  c.rope_dim = static_cast<int64_t>(
-      r.get_uint(a + "rope.dimension_count").value_or(static_cast<uint64_t>(c.head_dim)));
+  c.rope_dim = uint_or(r, a + "rope.dimension_count", c.head_dim);
   c.rope_theta = r.get_float(a + "rope.freq_base").value_or(10000.0);
   const auto eps = r.get_float(a + "attention.layer_norm_rms_epsilon");
   if (!eps)

@@ -109,6 +109,13 @@ std::string read_input_file(const std::string& path, const std::string& what) {
     const ssize_t n = ::read(f.fd, buf, sizeof buf);
     if (n > 0) {
       text.append(buf, static_cast<size_t>(n));
+      // An endless source (/dev/zero, a runaway pipe) would read until memory runs out.
+      if (text.size() > kMaxInputFileBytes) {
+        throw usage_error(path + ": more than " + std::to_string(kMaxInputFileBytes >> 20) +
+                          " MiB read, too large for a " + what +
+                          " (an endless input such as "
+                          "/dev/zero?)");
+      }
     } else if (n == 0) {
       return text;
     } else if (errno != EINTR) {

@@ -2,6 +2,7 @@
 // input files safely.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,10 +41,14 @@ void check_not_an_input(const std::string& path, const std::string& flag,
 /// (preset_names_a_file; an embedded preset's name is no file).
 std::vector<std::string> run_input_files(const std::string& model_path, const std::string& preset);
 
+/// Largest input file read_input_file accepts: 1 GiB, far above a suite's result document.
+inline constexpr size_t kMaxInputFileBytes = size_t{1} << 30;
+
 /// The whole content of the input file `path`: a regular file, or a pipe such as a process
 /// substitution (`<(cmd)`) or /dev/stdin; `what` names it in messages ("suite file"). A FIFO
 /// without a writer reads as empty instead of blocking.
-/// Throws decodebench::Error (exit 2) when it is missing, unreadable or a folder.
+/// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder or longer than
+/// kMaxInputFileBytes.
 std::string read_input_file(const std::string& path, const std::string& what);
 
 }  // namespace decodebench

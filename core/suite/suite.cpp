@@ -120,6 +120,18 @@ std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
     }
   }
   if (axes.empty()) return unchanged;
+  size_t runs = 1;
+  std::string sizes;
+  for (const Axis& axis : axes) {
+    runs =
+        axis.values.size() > kMaxSweepRuns / runs ? kMaxSweepRuns + 1 : runs * axis.values.size();
+    sizes +=
+        (sizes.empty() ? "" : " × ") + std::to_string(axis.values.size()) + " (" + axis.flag + ")";
+  }
+  if (runs > kMaxSweepRuns) {
+    throw usage_error("the sweep's lists make " + sizes + " runs, more than " +
+                      std::to_string(kMaxSweepRuns) + ": sweep fewer values at a time");
+  }
   // Odometer over the axes: the last axis varies fastest, so the first flag is the outer loop.
   std::vector<size_t> digit(axes.size(), 0);
   std::vector<SweepPoint> points;
@@ -205,6 +217,14 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
       }
       const std::string flag = "--" + k.name;
       const auto add = [&](const nlohmann::ordered_json& v) {
+        // true adds the flag alone: a flag that takes a value would take the next flag as it
+        // ("--layers --hidden 64": "'--hidden' is not an integer").
+        if (v.is_boolean() && is_sweep_flag(flag)) {
+          throw usage_error(where + ": key '" + raw_key + "' is " +
+                            (v.get<bool>() ? "true" : "false") + ", but " + flag +
+                            " takes a value (true and false are for flags " +
+                            "without one, such as phase_timing)");
+        }
         if (v.is_boolean()) {
           k.alternatives.push_back(v.get<bool>() ? std::vector<std::string>{flag}
                                                  : std::vector<std::string>{});
@@ -227,7 +247,20 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
       }
       keys.push_back(std::move(k));
     }
-    // Cartesian product in key order, the last key varying fastest.
+    // Cartesian product in key order, the last key varying fastest; its size first, so that a
+    // runaway product is refused before it is built.
+    size_t product = 1;  // saturates at kMaxSweepRuns + 1
+    for (const Key& k : keys) {
+      product = k.alternatives.size() > kMaxSweepRuns / product ? kMaxSweepRuns + 1
+                                                                : product * k.alternatives.size();
+    }
+    if (def.configurations.size() + product > kMaxSweepRuns) {
+      throw usage_error(where + ": its lists make " +
+                        (product > kMaxSweepRuns ? "more than " + std::to_string(kMaxSweepRuns)
+                                                 : std::to_string(product)) +
+                        " runs, and the suite may expand to at most " +
+                        std::to_string(kMaxSweepRuns) + ": sweep fewer values at a time");
+    }
     std::vector<size_t> digit(keys.size(), 0);
     while (true) {
       SuiteConfiguration sc;

@@ -32,6 +32,11 @@ struct SuiteDefinition {
 
 // ---- Comma sweeps on the command line -------------------------------------------------------
 
+/// Most runs a sweep or a suite file may expand to: far more than any benchmark session runs
+/// (each run takes seconds), and few enough to list. A product of lists beyond it (four lists of
+/// 100 values: 10^8 command lines) is refused before it is built.
+inline constexpr size_t kMaxSweepRuns = 10000;
+
 /// True for the run flags whose values are split on commas by expand_sweep(): --preset, the shape
 /// flags (--layers --hidden --heads --kv-heads --head-dim --ffn --vocab --context --rope-theta
 /// --rms-eps --dtype --seed), --prompt-tokens --tokens --warmup --warmup-time --batch --backend
@@ -57,7 +62,7 @@ struct SweepPoint {
 /// present.
 /// Throws decodebench::Error (exit 2) naming the flag when a list has an empty element, or when a
 /// swept flag is also given elsewhere on the line (a run would take the last value, not the
-/// label's).
+/// label's), or when the product passes kMaxSweepRuns.
 std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args);
 
 /// "layers=2 dtype=f16" from a point's values ("" when nothing was swept).

@@ -326,6 +326,23 @@ TEST(RunCli, FailedRunLeavesAnExistingResultUntouched) {
   EXPECT_NE(read_file(out).find("schema_version"), std::string::npos);
 }
 
+// A reader that closes the pipe before the run ends (`decodebench ... | head -1`): no death by
+// SIGPIPE (exit 141, --json never written, before round 36), but the result file written and the
+// failed stdout named, with a non-zero exit.
+TEST(RunCli, ClosedStdoutPipeStillWritesTheResultFile) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  std::string cmd = "'" + decodebench_bin().string() + "'";
+  for (const std::string& a : tiny({"--json", out.string()})) cmd += " '" + a + "'";
+  // `exec 0<&-` closes the pipe's read end at once; PIPESTATUS keeps decodebench's exit status.
+  const auto r =
+      run_command({"bash", "-c", cmd + " | (exec 0<&-; sleep 1); exit ${PIPESTATUS[0]}"});
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("writing to stdout failed: Broken pipe"), std::string::npos) << r.err;
+  EXPECT_NE(read_file(out).find("schema_version"), std::string::npos);
+}
+
 TEST(RunCli, CudaBackendWithoutDeviceExitsThree) {
   const auto r = run_decodebench(tiny({"--backend", "cuda"}));
   if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present";

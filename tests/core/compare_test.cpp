@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/stats/statistics.hpp"
@@ -293,6 +294,17 @@ TEST(Compare, SamplesThatContradictTheirStatsAreExit2) {
   off["runs"][0]["results"]["stats"]["tpot_ns"]["median"] = 4146486.0;
   expect_usage_error([&] { (void)load_runs(off, "o.json"); },
                      {"median (4146486 ns) is not the median of results.samples_ns (4146485 ns)"});
+  // The other stored figures compare reports: tokens/s −1 was reported as a −100% change, a p99
+  // of 0 taken as is.
+  for (const auto& [path, value, text] :
+       {std::tuple{"/tokens_per_s", -1.0, "tokens_per_s (-1) is not the steps per second"},
+        std::tuple{"/tpot_ns/p99", 0.0, "tpot_ns.p99 (0 ns) is not the p99"},
+        std::tuple{"/tpot_ns/mean", 1e308, "tpot_ns.mean (1e+308 ns) is not the mean"}}) {
+    auto doc = make_doc({make_run(ramp())});
+    doc["runs"][0]["results"]["stats"][nlohmann::json::json_pointer(path)] = value;
+    expect_usage_error([&] { (void)load_runs(doc, "s.json"); },
+                       {"s.json: runs[0]", text, "changed after decodebench wrote it"});
+  }
   for (const double bad : {-5.0, 0.0}) {
     auto doc = make_doc({make_run(ramp())});
     doc["runs"][0]["results"]["samples_ns"][3] = bad;

@@ -18,8 +18,8 @@
 #include "core/model/gguf_model.hpp"
 #include "core/model/synthetic.hpp"
 #include "core/quant/dequant.hpp"
-#include "tests/support/support.hpp"
 #include "tests/support/model_configs.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench {
 namespace {
@@ -103,6 +103,39 @@ ExitCode code_of(const std::function<void()>& f, std::string* message = nullptr)
     return e.code();
   }
   return ExitCode::kOk;
+}
+
+// A uint64 dimension past INT64_MAX is named with its value, whichever key holds it (before round
+// 36 only block_count and embedding_length were: the others read "ffn must be > 0 (got -1)").
+TEST(GgufModelConfig, Uint64DimensionsPastInt64AreNamed) {
+  TempDir dir;
+  const std::string path = (dir / "m.gguf").string();
+  const uint64_t huge = ~uint64_t{0};
+  for (const char* key : {"llama.feed_forward_length", "llama.attention.head_count",
+                          "llama.attention.head_count_kv", "llama.attention.key_length",
+                          "llama.attention.value_length", "llama.rope.dimension_count"}) {
+    gguf::Writer w;
+    w.add_string("general.architecture", "llama");
+    w.add_uint32("llama.block_count", 1);
+    w.add_uint32("llama.embedding_length", 64);
+    for (const auto& [k, v] :
+         {std::pair{"llama.feed_forward_length", 96}, {"llama.attention.head_count", 4}}) {
+      if (std::string(k) != key) w.add_uint32(k, v);
+    }
+    w.add_uint64(key, huge);
+    w.write(path);
+    std::string message;
+    try {
+      (void)load_gguf_model(path);
+    } catch (const Error& e) {
+      message = e.what();
+      EXPECT_EQ(e.code(), ExitCode::kUsage) << key;
+    }
+    EXPECT_NE(message.find(std::string("metadata key '") + key +
+                           "' is 18446744073709551615, too large for a model dimension"),
+              std::string::npos)
+        << key << ": " << message;
+  }
 }
 
 TEST(GgufWriter, RulesAreErrors) {

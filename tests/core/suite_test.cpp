@@ -119,6 +119,18 @@ TEST(Sweep, EmptyElementIsAUsageError) {
                      {"--dtype", "ends with a comma"});
 }
 
+// A product of lists beyond kMaxSweepRuns is refused before it is built, with the list sizes.
+TEST(Sweep, TooManyRunsIsAUsageError) {
+  std::string hundred = "0";
+  for (int i = 1; i < 100; ++i) hundred += "," + std::to_string(i);
+  expect_usage_error(
+      [&] {
+        (void)expand_sweep({"--seed", hundred, "--tokens", hundred, "--warmup", "0,1"});
+      },
+      {"100 (--seed) × 100 (--tokens) × 2 (--warmup)", "more than 10000"});
+  EXPECT_EQ(expand_sweep({"--seed", hundred, "--tokens", hundred}).size(), 10000u);
+}
+
 TEST(Sweep, FlagSet) {
   EXPECT_TRUE(is_sweep_flag("--layers"));
   EXPECT_TRUE(is_sweep_flag("--preset"));
@@ -208,6 +220,25 @@ TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
   bad(R"({"name": "x", "configurations": [{"tokens": 4, "--tokens": [5, 6]}]})",
       {"key '--tokens' names the flag --tokens a second time"});
   bad(R"([1, 2])", {"JSON object"});
+  // true on a flag that takes a value would hand it the next flag as its value.
+  bad(R"({"name": "x", "configurations": [{"layers": true, "hidden": 64}]})",
+      {"configurations[0]", "key 'layers' is true, but --layers takes a value"});
+  // Lists whose product passes kMaxSweepRuns are refused before they are built (100^4 runs grew
+  // to 10 GB before round 36).
+  std::string big = "[0";
+  for (int i = 1; i < 100; ++i) big += "," + std::to_string(i);
+  big += "]";
+  const std::string explode = R"({"name": "x", "configurations": [{"seed": )" + big +
+                              R"(, "tokens": )" + big + R"(, "warmup": )" + big + "}]}";
+  bad(explode.c_str(), {"configurations[0]", "more than 10000 runs"});
+  // 100 × 100 is 10,000, the limit itself; one more configuration passes it.
+  const std::string at_limit =
+      R"({"name": "x", "configurations": [{"seed": )" + big + R"(, "tokens": )" + big + "}]}";
+  EXPECT_EQ(parse_suite(nlohmann::ordered_json::parse(at_limit), "s.json").configurations.size(),
+            10000u);
+  const std::string past = R"({"name": "x", "configurations": [{"tokens": 8}, {"seed": )" + big +
+                           R"(, "tokens": )" + big + "}]}";
+  bad(past.c_str(), {"configurations[1]", "its lists make 10000 runs"});
 }
 
 // A key twice in one object is refused (JSON keeps the last value silently); the same key in two
