@@ -165,6 +165,12 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
   if (!doc.contains("schema_version")) {
     throw usage_error(where + ": no schema_version (not a decodebench result document)");
   }
+  // The string "1.0", not the number 1.0 (which str() would print alike).
+  if (!doc["schema_version"].is_string()) {
+    throw usage_error(where + ": result schema_version is " + doc["schema_version"].dump() +
+                      ", not a string (this decodebench reads version \"" + kResultSchemaVersion +
+                      "\")");
+  }
   const std::string version = str(doc, "schema_version");
   if (version != kResultSchemaVersion) {
     throw usage_error(where + ": result schema_version '" + version +
@@ -423,6 +429,12 @@ LoadedRuns load_runs(const nlohmann::json& doc, const std::string& name) {
     return out;
   }
   out.kind = "suite";
+  if (!doc.contains("schema_version") || !doc["schema_version"].is_string()) {
+    throw usage_error(name + ": suite schema_version is " +
+                      (doc.contains("schema_version") ? doc["schema_version"].dump() : "missing") +
+                      ", not a string (this decodebench reads version \"" + kSuiteSchemaVersion +
+                      "\")");
+  }
   const std::string version = str(doc, "schema_version");
   if (version != kSuiteSchemaVersion) {
     throw usage_error(name + ": suite schema_version '" + version +

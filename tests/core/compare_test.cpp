@@ -259,6 +259,15 @@ TEST(Compare, SchemaVersionMismatchIsExit2) {
   // A result inside a suite with another version.
   nlohmann::json mixed = {{"schema_version", "1.0"}, {"suite", {}}, {"results", {v2}}};
   expect_usage_error([&] { (void)load_runs(mixed, "m.json"); }, {"m.json: results[0]", "2.0"});
+  // The number 1.0 is not the string "1.0" the schema names.
+  auto number = make_doc({make_run(ramp())});
+  number["schema_version"] = 1.0;
+  expect_usage_error([&] { (void)load_runs(number, "n.json"); },
+                     {"n.json", "result schema_version is 1.0, not a string"});
+  nlohmann::json number_suite = {
+      {"schema_version", 1.0}, {"suite", {}}, {"results", nlohmann::json::array()}};
+  expect_usage_error([&] { (void)load_runs(number_suite, "ns.json"); },
+                     {"ns.json", "suite schema_version is 1.0, not a string"});
 }
 
 TEST(Compare, UnknownFormatAndMissingSamplesAreExit2) {
