@@ -71,20 +71,18 @@ void run_compare(const CompareFlags& f, int* exit_code) {
     check_destination(f.output, "--output");
     check_not_an_input(f.output, "--output", {f.baseline, f.candidate});
   }
-  // Everything compare reads comes from the two files, so a JSON type error left unchecked by the
-  // loaders is a malformed file (exit 2), not an internal error (exit 1: compare's "regression").
-  const auto malformed = [&](const nlohmann::json::exception& e) {
-    return usage_error(f.baseline + " or " + f.candidate + ": a field of the wrong type (" +
-                       e.what() + ")");
+  // A JSON type error the loader did not check for is a malformed file (exit 2), not an internal
+  // error (exit 1: compare's "regression").
+  const auto load = [](const std::string& path) {
+    try {
+      return load_runs_file(path);
+    } catch (const nlohmann::json::exception& e) {
+      throw usage_error(path + ": a field of the wrong type (" + std::string(e.what()) + ")");
+    }
   };
-  CompareReport report;
-  try {
-    const LoadedRuns baseline = load_runs_file(f.baseline);
-    const LoadedRuns candidate = load_runs_file(f.candidate);
-    report = compare_runs(baseline, candidate, options);
-  } catch (const nlohmann::json::exception& e) {
-    throw malformed(e);
-  }
+  const LoadedRuns baseline = load(f.baseline);
+  const LoadedRuns candidate = load(f.candidate);
+  const CompareReport report = compare_runs(baseline, candidate, options);
   std::string rendered;
   if (f.format == "json") {
     rendered = compare_json(report).dump(2) + "\n";

@@ -53,7 +53,7 @@ std::string telemetry_text(const TelemetrySummary& t) {
   }
   if (t.mean_power_w >= 0) parts.push_back(fmt::format("{:.0f} W mean", t.mean_power_w));
   if (t.joules_per_token >= 0) parts.push_back(fmt::format("{:.3g} J/token", t.joules_per_token));
-  if (t.energy_rounds == 0 && t.verified_rounds > 0) {
+  if (t.verified_rounds > 0 && t.verified_rounds == t.rounds) {
     parts.push_back("no energy figure (verified steps: their rounds' energy is not the steps')");
   }
   if (t.temperature_max_c >= 0) {

@@ -7,8 +7,10 @@
 // (the x86-64 baseline this project builds for has no FMA instructions).
 #include "core/quant/dequant.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/quant/blocks.hpp"
@@ -237,6 +239,16 @@ Error unsupported_type_error(uint32_t id) {
 
 void dequantize_row(WeightType t, const void* src, float* dst, int64_t n) {
   const int64_t nb = block_count(t, n);
+  // The decoders read 16- and 32-bit fields in place; a GGUF file of general.alignment 1 or 2
+  // can put a row at any address, where those loads are undefined behaviour. Such a row is
+  // decoded from an aligned copy.
+  if (reinterpret_cast<uintptr_t>(src) % alignof(uint64_t) != 0 && t != WeightType::kF32) {
+    thread_local std::vector<uint64_t> aligned;
+    const auto bytes = static_cast<size_t>(row_bytes(t, n));
+    aligned.resize((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(aligned.data(), src, bytes);
+    return dequantize_row(t, aligned.data(), dst, n);
+  }
   switch (t) {
     case WeightType::kF32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));

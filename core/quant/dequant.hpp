@@ -14,7 +14,8 @@ namespace decodebench::quant {
 /// Uses the f32 operations of gguf-facts.md §2.3 in the order written there (e.g. Q4_1: d·q + m,
 /// Q4_K: (d·sc)·q − dmin·mn), so results equal the gguf Python package's bit for bit.
 /// Throws decodebench::Error (exit 2) for an unsupported type ("unsupported tensor type Q2_K") or
-/// when `n` is negative or not a multiple of the type's block size.
+/// when `n` is negative or not a multiple of the type's block size. `src` may sit at any address
+/// (a row of a GGUF file with general.alignment 1): a misaligned row is copied first.
 void dequantize_row(WeightType t, const void* src, float* dst, int64_t n);
 
 /// Returns Σ row[i]·x[i] over `n` values, `row` stored as type `t` (row_bytes(t, n) bytes), `x`

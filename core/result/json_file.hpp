@@ -41,14 +41,15 @@ void check_not_an_input(const std::string& path, const std::string& flag,
 /// (preset_names_a_file; an embedded preset's name is no file).
 std::vector<std::string> run_input_files(const std::string& model_path, const std::string& preset);
 
-/// Largest input file read_input_file accepts: 1 GiB, far above a suite's result document.
-inline constexpr size_t kMaxInputFileBytes = size_t{1} << 30;
+/// Most bytes read_input_file reads from a source that is not a regular file (a pipe, a device):
+/// 256 MiB, so that /dev/zero or a runaway pipe ends with an error, not out of memory.
+inline constexpr size_t kMaxInputFileBytes = size_t{256} << 20;
 
 /// The whole content of the input file `path`: a regular file, or a pipe such as a process
 /// substitution (`<(cmd)`) or /dev/stdin; `what` names it in messages ("suite file"). A FIFO
 /// without a writer reads as empty instead of blocking.
-/// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder or longer than
-/// kMaxInputFileBytes.
+/// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder, or not a regular
+/// file and longer than kMaxInputFileBytes.
 std::string read_input_file(const std::string& path, const std::string& what);
 
 }  // namespace decodebench

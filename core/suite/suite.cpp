@@ -81,6 +81,12 @@ std::string sweep_label(const std::vector<std::pair<std::string, std::string>>& 
   return label;
 }
 
+// Whether run flag `flag` takes a value: the sweep flags, and those whose values may hold a comma.
+bool takes_value(const std::string& flag) {
+  return is_sweep_flag(flag) || flag == "--model" || flag == "--prompt" || flag == "--prompt-ids" ||
+         flag == "--inject-capture-fault";
+}
+
 std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
   const std::vector<SweepPoint> unchanged = {SweepPoint{args, {}}};
   if (!args.empty() && !args[0].empty() && args[0][0] != '-' && args[0] != "run") return unchanged;
@@ -219,7 +225,7 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
       const auto add = [&](const nlohmann::ordered_json& v) {
         // true adds the flag alone: a flag that takes a value would take the next flag as it
         // ("--layers --hidden 64": "'--hidden' is not an integer").
-        if (v.is_boolean() && is_sweep_flag(flag)) {
+        if (v.is_boolean() && takes_value(flag)) {
           throw usage_error(where + ": key '" + raw_key + "' is " +
                             (v.get<bool>() ? "true" : "false") + ", but " + flag +
                             " takes a value (true and false are for flags " +
@@ -258,7 +264,8 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
       throw usage_error(where + ": its lists make " +
                         (product > kMaxSweepRuns ? "more than " + std::to_string(kMaxSweepRuns)
                                                  : std::to_string(product)) +
-                        " runs, and the suite may expand to at most " +
+                        " runs, after " + std::to_string(def.configurations.size()) +
+                        " from the configurations before it; a suite may expand to at most " +
                         std::to_string(kMaxSweepRuns) + ": sweep fewer values at a time");
     }
     std::vector<size_t> digit(keys.size(), 0);

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Packs what ring-ab.sh needs on the GPU host into FOLDER (default .devbin, which git ignores), so
-# one `run` of the device tool can carry it (about 33 MB): the gzipped decodebench, test_gemv,
+# one `run` of the device tool can carry it (about 38 MB): the gzipped decodebench, test_gemv,
 # test_backend, test_attention and test_argmax of BUILD (default build/cuda, built for sm_90), the
 # backend tests' GGUF fixtures (the GPU host has no gguf package), the cluster_pdl probe, ring-ab.sh
 # itself and unpack.sh. On the GPU host:
 #   bash FOLDER/unpack.sh /tmp/b && OUT=$OUT bash FOLDER/ring-ab.sh /tmp/b split|rows4|q6k
 # With TRACE_BUILD, a build of docs/probes/kernel-timeline.patch (README.md there), its decodebench
-# goes in too (about 10 MB more), as decodebench-trace, with kernel_timeline.py: ring-ab.sh timeline
-# runs them.
+# goes in too (about 10 MB more: 48 MB in all), as decodebench-trace, with kernel_timeline.py:
+# ring-ab.sh timeline runs them.
 # Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER] [TRACE_BUILD]
 set -euo pipefail
 build=${1:-build/cuda}

@@ -290,9 +290,14 @@ case $mode in
       grep -E "^\[  FAILED  \] [A-Za-z]" "$out/$t.log" | sort -u | head -20
     done
     for d in q4_0 q8_0; do
-      DECODEBENCH_SPLIT_TRIGGER=head "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
-        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
-        --dtype $d 2>&1 | grep -E "max abs|^kernels" | sed "s/^/verify 7b $d head: /"
+      (
+        unset DECODEBENCH_GEMV_RING_CTAS
+        DECODEBENCH_SPLIT_TRIGGER=head "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+          --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+          --dtype $d > "$out/verify-$d-head.log" 2>&1
+        echo "verify 7b $d head: rc=$? $(grep -E "max abs|^kernels" "$out/verify-$d-head.log" |
+          tr '\n' ' ')"
+      )
     done
     mkdir -p "$out/runs"
     for d in q4_0 q8_0; do
@@ -319,7 +324,8 @@ case $mode in
     for d in q4_k_m q4_0 q8_0; do
       for v in entry wait head; do
         base="$out/tl/$d-$v"
-        DECODEBENCH_SPLIT_TRIGGER=$v DECODEBENCH_TRACE="$base.bin" "$bin/decodebench-trace" \
+        env -u DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_SPLIT_TRIGGER=$v DECODEBENCH_TRACE="$base.bin" \
+          "$bin/decodebench-trace" \
           --preset qwen2.5-7b --layers 28 --vocab 152064 --backend cuda --graph on \
           --prompt-tokens 128 --tokens 32 --warmup 4 --dtype $d -q --json "$base.json" \
           > "$base.log" 2>&1

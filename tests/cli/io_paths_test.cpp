@@ -131,10 +131,10 @@ TEST_F(IoPaths, FoldersFifosAndPipes) {
   }
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_NE(piped.out.find("no regression"), std::string::npos) << piped.out;
-  // An endless input stops at 1 GiB read instead of filling memory (before round 36: 5–10 GB in
-  // 10 s, then out of memory).
+  // An endless input stops at 256 MiB read instead of filling memory (before round 36: 5–10 GB
+  // in 10 s, then out of memory).
   expect_usage_error(run_decodebench({"compare", "/dev/zero", result_.string()}, kTimeout),
-                     "more than 1024 MiB read, too large for a result file", "compare /dev/zero");
+                     "more than 256 MiB read, too large for a result file", "compare /dev/zero");
   expect_usage_error(run_decodebench({"suite", "/dev/zero", "--list"}, kTimeout),
                      "too large for a suite file", "suite /dev/zero");
 }

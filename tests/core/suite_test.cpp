@@ -223,6 +223,8 @@ TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
   // true on a flag that takes a value would hand it the next flag as its value.
   bad(R"({"name": "x", "configurations": [{"layers": true, "hidden": 64}]})",
       {"configurations[0]", "key 'layers' is true, but --layers takes a value"});
+  bad(R"({"name": "x", "configurations": [{"prompt": true, "phase_timing": true}]})",
+      {"key 'prompt' is true, but --prompt takes a value"});
   // Lists whose product passes kMaxSweepRuns are refused before they are built (100^4 runs grew
   // to 10 GB before round 36).
   std::string big = "[0";
@@ -238,7 +240,7 @@ TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
             10000u);
   const std::string past = R"({"name": "x", "configurations": [{"tokens": 8}, {"seed": )" + big +
                            R"(, "tokens": )" + big + "}]}";
-  bad(past.c_str(), {"configurations[1]", "its lists make 10000 runs"});
+  bad(past.c_str(), {"configurations[1]", "its lists make 10000 runs, after 1 from the"});
 }
 
 // A key twice in one object is refused (JSON keeps the last value silently); the same key in two
