@@ -113,8 +113,7 @@ std::string read_input_file(const std::string& path, const std::string& what) {
       if (!S_ISREG(st.st_mode) && text.size() + static_cast<size_t>(n) > kMaxInputFileBytes) {
         throw usage_error(path + ": more than " + std::to_string(kMaxInputFileBytes >> 20) +
                           " MiB read, too large for a " + what +
-                          " (an endless input such as "
-                          "/dev/zero?)");
+                          " (an endless input such as /dev/zero?)");
       }
       text.append(buf, static_cast<size_t>(n));
     } else if (n == 0) {

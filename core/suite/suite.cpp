@@ -81,11 +81,20 @@ std::string sweep_label(const std::vector<std::pair<std::string, std::string>>& 
   return label;
 }
 
+namespace {
+
 // Whether run flag `flag` takes a value: the sweep flags, and those whose values may hold a comma.
 bool takes_value(const std::string& flag) {
   return is_sweep_flag(flag) || flag == "--model" || flag == "--prompt" || flag == "--prompt-ids" ||
          flag == "--inject-capture-fault";
 }
+
+// product · n, saturating at kMaxSweepRuns + 1 (a cartesian product of lists can overflow).
+size_t runs_times(size_t product, size_t n) {
+  return n > kMaxSweepRuns / std::max<size_t>(product, 1) ? kMaxSweepRuns + 1 : product * n;
+}
+
+}  // namespace
 
 std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
   const std::vector<SweepPoint> unchanged = {SweepPoint{args, {}}};
@@ -129,8 +138,7 @@ std::vector<SweepPoint> expand_sweep(const std::vector<std::string>& args) {
   size_t runs = 1;
   std::string sizes;
   for (const Axis& axis : axes) {
-    runs =
-        axis.values.size() > kMaxSweepRuns / runs ? kMaxSweepRuns + 1 : runs * axis.values.size();
+    runs = runs_times(runs, axis.values.size());
     sizes +=
         (sizes.empty() ? "" : " × ") + std::to_string(axis.values.size()) + " (" + axis.flag + ")";
   }
@@ -257,8 +265,7 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
     // runaway product is refused before it is built.
     size_t product = 1;  // saturates at kMaxSweepRuns + 1
     for (const Key& k : keys) {
-      product = k.alternatives.size() > kMaxSweepRuns / product ? kMaxSweepRuns + 1
-                                                                : product * k.alternatives.size();
+      product = runs_times(product, k.alternatives.size());
     }
     if (def.configurations.size() + product > kMaxSweepRuns) {
       throw usage_error(where + ": its lists make " +
