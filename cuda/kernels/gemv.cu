@@ -581,6 +581,10 @@ Choice choose(const GemvParams& p) {
     c.info.ring_slots = c.plan.ring_slots;
     c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
     c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
+    c.info.ring_prefill =
+        ring && c.plan.ring_prefill >= 0 && c.plan.ring_prefill < c.plan.ring_slots
+            ? c.plan.ring_prefill
+            : -1;
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
   }
@@ -838,8 +842,11 @@ std::string gemv_form_name(const GemvLaunchInfo& info) {
   const std::string form = info.form;
   // A register budget other than the default (2 CTAs per SM) is part of the form: the kernel
   // differs, so the step's form counts keep it apart and a result names it.
-  const std::string budget =
+  std::string budget =
       info.ring_ctas > 2 ? " (registers for " + std::to_string(info.ring_ctas) + " CTAs/SM)" : "";
+  if (info.ring_prefill >= 0) {  // likewise a measurement's prefill (DECODEBENCH_GEMV_RING_PREFILL)
+    budget += " (" + std::to_string(info.ring_prefill) + " before the PDL wait)";
+  }
   if (form == "ring") {
     return kernel + " ring " + std::to_string(info.block / 32) + "x" +
            std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp) + budget;

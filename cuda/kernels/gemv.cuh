@@ -124,6 +124,9 @@ struct GemvLaunchInfo {
   /// "ring" and "split": CTAs per SM the kernel's registers are sized for (2, or 3 where the type
   /// and form have that budget: gemv_stream.cu, ring_ctas); else 0
   int ring_ctas = 0;
+  /// "ring" and "split": the slots asked for before the PDL wait where fewer than ring_slots
+  /// (DECODEBENCH_GEMV_RING_PREFILL); else -1 (every slot, the default)
+  int ring_prefill = -1;
 };
 
 /// A GEMV's kernel and form in one name, as the run record counts them: the variant's name
@@ -131,7 +134,8 @@ struct GemvLaunchInfo {
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
 /// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
-/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
+/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)";
+/// one that asks for fewer slots before its PDL wait (ring_prefill) adds "(1 before the PDL wait)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

@@ -59,6 +59,11 @@
 #          bundle.sh packs with a TRACE_BUILD; kernel_timeline.py's summaries and the raw files in
 #          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
 #          split and LM-head lines printed; about 3 minutes.
+#   prefill  round 37: the ring kernels asking for 1 or 0 of their slots before the PDL wait
+#          (DECODEBENCH_GEMV_RING_PREFILL) against all of them (the default): the ring GEMV tests,
+#          --verify 4 with 1 (Q4_0, Q4_K_M) and 0 (Q8_0), then 7B Q4_0, Q4_K_M and Q8_0 steps with
+#          the default, 1 and 0, alternated, two repetitions (Q8_0's ring has one slot, so 1 is
+#          its control); about 8 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -68,11 +73,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|prefill
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head or timeline}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline or prefill}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -315,6 +320,39 @@ case $mode in
       done
     done
     tar czf "$out/head-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
+  prefill)
+    # Round 37: fewer ring slots asked for before the PDL wait, against all of them.
+    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
+    echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    for dv in "q4_0 1" "q4_k_m 1" "q8_0 0"; do
+      set -- $dv
+      (
+        unset DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_SPLIT_TRIGGER
+        DECODEBENCH_GEMV_RING_PREFILL=$2 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+          --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+          --dtype $1 > "$out/verify-$1-prefill$2.log" 2>&1
+        echo "verify 7b $1 prefill $2: rc=$? $(grep -E "max abs|^kernels" \
+          "$out/verify-$1-prefill$2.log" | tr '\n' ' ')"
+      )
+    done
+    mkdir -p "$out/runs"
+    for d in q4_0 q4_k_m q8_0; do
+      for rep in 1 2; do
+        line="7b $d"
+        for v in "" 1 0; do
+          base="$out/runs/prefill-$d-${v:-default}-$rep"
+          (
+            unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
+            switch_step "$base" DECODEBENCH_GEMV_RING_PREFILL "$v" qwen2.5-7b "$d"
+          )
+          line="$line · ${v:-default} $(tpot_of "$base")"
+        done
+        echo "$line"
+      done
+    done
+    tar czf "$out/prefill-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   timeline)
     # Round 36: where the step's time goes per split trigger, on this GPU.

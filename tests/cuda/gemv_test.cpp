@@ -1694,6 +1694,67 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
   }
 }
 
+// DECODEBENCH_GEMV_RING_PREFILL = N: the ring kernels ask for at most N slots before their PDL
+// wait and the rest right after it (a measurement of round 37). Which slot holds which group does
+// not change, so the output is the default's bit for bit: the whole-row form (a partial last
+// group, refills: 24,000 rows) and the split form (18,944 columns) of Q4_0 (tiled), Q4_K and Q8_0
+// (tiled; its default ring has 1 slot, so 0 is the only value that moves a slot), launched with
+// PDL. The form name says how many slots go before the wait where fewer than all; other values
+// are refused.
+TEST(Gemv, StreamRingPrefillMatchesBitForBit) {
+  DB_REQUIRE_STREAM_KERNEL();
+  ScopedEnv prefill("DECODEBENCH_GEMV_RING_PREFILL", nullptr);
+  const ScopedEnv ctas("DECODEBENCH_GEMV_RING_CTAS", nullptr);
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  const struct {
+    WeightType t;
+    int variant;
+    int64_t rows, cols;
+    const char* form;
+    const char* name_with_1;
+  } cases[] = {
+      {WeightType::kQ4_0, 7, 24000, 3584, "ring",
+       "stream-tiled ring 8x2x2 (registers for 3 CTAs/SM) (1 before the PDL wait)"},
+      {WeightType::kQ4_0, 7, 1031, 18944, "split",
+       "stream-tiled split 1x2 (registers for 3 CTAs/SM) (1 before the PDL wait)"},
+      {WeightType::kQ4_K, 4, 24000, 3584, "ring", "stream ring 8x2x2 (1 before the PDL wait)"},
+      {WeightType::kQ4_K, 4, 1031, 18944, "split", "stream split 1x2 (1 before the PDL wait)"},
+      {WeightType::kQ8_0, 7, 24000, 3584, "ring", "stream-tiled ring 4x1x4"},
+  };
+  for (const auto& c : cases) {
+    const bool tiled = c.variant >= 5;
+    PresplitGemv g(c.t, c.rows, c.cols, tiled,
+                   static_cast<uint32_t>(c.rows * 5 + c.cols + static_cast<int>(c.t)), true, true);
+    g.params.variant = c.variant;
+    g.params.pdl = true;
+    const std::string what = std::string(weight_traits(c.t).name) + " " + std::to_string(c.rows) +
+                             "x" + std::to_string(c.cols);
+    const GemvLaunchInfo all = gemv_launch_info(g.params);
+    ASSERT_STREQ(all.form, c.form) << what;
+    EXPECT_EQ(all.ring_prefill, -1) << what;
+    const std::vector<float> want = g.run();
+    for (const char* v : {"0", "1", "4"}) {
+      prefill.set(v);
+      const GemvLaunchInfo info = gemv_launch_info(g.params);
+      const int n = v[0] - '0';
+      EXPECT_EQ(info.ring_prefill, n < info.ring_slots ? n : -1) << what << " with " << v;
+      if (n == 1) {
+        EXPECT_EQ(gemv_form_name(info), c.name_with_1) << what;
+      }
+      const std::vector<float> got = g.run();
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << what << ": " << v << " slots before the wait differ from all of them";
+    }
+    prefill.set(nullptr);
+  }
+  PlanningBuffers bufs(3584);
+  GemvParams p = bufs.params(WeightType::kQ4_K);
+  p.rows = 1031;
+  p.cols = 3584;
+  expect_values_refused("DECODEBENCH_GEMV_RING_PREFILL", {"5", "-1", "1 ", "one", "01"}, p);
+}
+
 // The direct kernel's column split on the 7B F16 shapes, as measured fastest on the H200
 // (gemv_direct.cu, direct_plan): QKV 4608×3584 in 2 splits (4 took 10% longer), q/o, down and
 // the stacked gate/up (37888×3584) unsplit, the separate k/v projections (512 rows) in 8. The
