@@ -58,7 +58,8 @@
 #          with each DECODEBENCH_SPLIT_TRIGGER (entry, wait, head), by the probe build that
 #          bundle.sh packs with a TRACE_BUILD; kernel_timeline.py's summaries and the raw files in
 #          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
-#          split and LM-head lines printed; about 3 minutes.
+#          split and LM-head lines printed; about 3 minutes. TL_VAR, TL_VALUES and TL_TYPES
+#          pick another switch, its values and the types (round 37: the ring prefill).
 #   prefill  round 37: the ring kernels asking for 1 or 0 of their slots before the PDL wait
 #          (DECODEBENCH_GEMV_RING_PREFILL) against all of them (the default): the ring GEMV tests,
 #          --verify 4 with 1 (Q4_0, Q4_K_M) and 0 (Q8_0), then 7B Q4_0, Q4_K_M and Q8_0 steps with
@@ -358,17 +359,21 @@ case $mode in
     # Round 36: where the step's time goes per split trigger, on this GPU.
     [ -x "$bin/decodebench-trace" ] ||
       { echo "timeline: no $bin/decodebench-trace (bundle.sh BUILD FOLDER TRACE_BUILD)"; exit 1; }
+    # TL_VAR, TL_VALUES, TL_TYPES: another switch ("" in TL_VALUES: unset), e.g. round 37's
+    # TL_VAR=DECODEBENCH_GEMV_RING_PREFILL TL_VALUES="'' 1" TL_TYPES="q4_0 q4_k_m".
     mkdir -p "$out/tl"
-    for d in q4_k_m q4_0 q8_0; do
-      for v in entry wait head; do
-        base="$out/tl/$d-$v"
-        env -u DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_SPLIT_TRIGGER=$v DECODEBENCH_TRACE="$base.bin" \
+    tl_var=${TL_VAR:-DECODEBENCH_SPLIT_TRIGGER}
+    eval "tl_values=(${TL_VALUES:-entry wait head})"
+    for d in ${TL_TYPES:-q4_k_m q4_0 q8_0}; do
+      for v in "${tl_values[@]}"; do
+        base="$out/tl/$d-${v:-default}"
+        env -u DECODEBENCH_GEMV_RING_CTAS "$tl_var=$v" DECODEBENCH_TRACE="$base.bin" \
           "$bin/decodebench-trace" \
           --preset qwen2.5-7b --layers 28 --vocab 152064 --backend cuda --graph on \
           --prompt-tokens 128 --tokens 32 --warmup 4 --dtype $d -q --json "$base.json" \
           > "$base.log" 2>&1
         python3 "$bin/kernel_timeline.py" "$base.bin" > "$base.txt" 2>&1
-        echo "== $d $v: $(tpot_of "$base") µs median TPOT (instrumented)"
+        echo "== $d ${v:-default}: $(tpot_of "$base") µs median TPOT (instrumented)"
         grep -E "^step|^prepare_x| 152064x" "$base.txt" | tail -8
       done
     done
