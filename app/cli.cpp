@@ -27,6 +27,7 @@
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/suite/suite.hpp"
+#include "core/text.hpp"
 
 #ifdef DECODEBENCH_HAVE_CUDA
 #include "cuda/provider.hpp"
@@ -49,7 +50,7 @@ void check_raw_values(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
     if (a.empty()) {
-      throw usage_error((i > 0 ? args[i - 1] + ": empty value" : "empty argument") +
+      throw usage_error((i > 0 ? echo_value(args[i - 1]) + ": empty value" : "empty argument") +
                         " (give a value, or leave the option out)");
     }
     const size_t eq = a.find('=');
@@ -71,7 +72,7 @@ void check_raw_values(const std::vector<std::string>& args) {
       int64_t value = 0;
       const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
       if (result.ec == std::errc::result_out_of_range) {
-        throw usage_error(flag + ": " + std::string(item) + " is out of range (at most " +
+        throw usage_error(flag + ": " + echo_value(item) + " is out of range (at most " +
                           std::to_string(INT64_MAX) + ")");
       }
     }

@@ -45,7 +45,7 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
     note = " (comma lists sweep the main run only; " + name + " of '" + named->get_name() +
            "' takes one value)";
   }
-  return name + ": '" + value + "' is not " + kind + note;
+  return name + ": '" + echo_value(value) + "' is not " + kind + note;
 }
 
 // `word` without its leading dashes, in lower case: "--Layer" → "layer" (a shifted key is one
@@ -96,15 +96,16 @@ bool looks_like_flag(const std::string& a) {
 }
 
 // The first word `parser` did not take: the first flag-like one (with the nearest flag of
-// `flags`), else the first one (with the nearest command when `parser` is the root).
+// `flags`), else the first one (with the nearest command when `parser` is the root; that word,
+// whole, in `*word` where given: the message shortens a long one).
 std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::App& root,
-                      bool is_root) {
+                      bool is_root, std::string* word_out = nullptr) {
   const std::vector<std::string> extras = parser.remaining();
   if (extras.empty()) return "";
   const auto end = std::find(extras.begin(), extras.end(), std::string("--"));
   const auto flag = std::find_if(extras.begin(), end, looks_like_flag);
   if (flag != end) {
-    std::string msg = "unknown flag '" + *flag + "'";
+    std::string msg = "unknown flag '" + echo_value(*flag) + "'";
     const std::string near = flag_suggestion(flags, *flag);
     if (!near.empty()) msg += "; did you mean " + near + "?";
     return msg;
@@ -112,7 +113,8 @@ std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::
   const auto word =
       std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return a != "--"; });
   if (word == extras.end()) return "";
-  std::string msg = "unexpected argument '" + *word + "'";
+  if (word_out != nullptr) *word_out = *word;
+  std::string msg = "unexpected argument '" + echo_value(*word) + "'";
   if (is_root) {
     std::vector<std::string> commands;
     for (const CLI::App* s : root.get_subcommands([](const CLI::App*) { return true; })) {
@@ -131,14 +133,15 @@ std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::
 
 // Words before a subcommand belong to the root: its extras are the earlier mistake. With a
 // command named, a flag the root did not take was meant for the command (whose flags go after
-// it): suggested from the command's flags, as the command's --help lists them.
-std::string extras_message(const CLI::App& app, const CLI::App* named) {
+// it): suggested from the command's flags, as the command's --help lists them. An unexpected
+// word (not a flag) is also put whole in `*word`.
+std::string extras_message(const CLI::App& app, const CLI::App* named, std::string* word) {
   const CLI::App& flags = named != nullptr ? *named : app;
-  std::string msg = extras_of(app, flags, app, named == nullptr);
+  std::string msg = extras_of(app, flags, app, named == nullptr, word);
   if (!msg.empty() && named != nullptr && msg.starts_with("unknown flag")) {
     msg += " (the flags of '" + named->get_name() + "' go after it)";
   }
-  if (msg.empty() && named != nullptr) msg = extras_of(*named, *named, app, false);
+  if (msg.empty() && named != nullptr) msg = extras_of(*named, *named, app, false, word);
   return msg;
 }
 
@@ -219,7 +222,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
           choices += (choices.empty() ? "" : "|") + names.back();
           start = comma + 1;
         }
-        return what.substr(0, colon) + ": invalid value '" + value + "'" +
+        return what.substr(0, colon) + ": invalid value '" + echo_value(value) + "'" +
                choice_hint(value, names) + " (expected " + choices + ")";
       }
     }
@@ -235,12 +238,10 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
       }
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-      const std::string msg = extras_message(app, named);
+      std::string word;
+      const std::string msg = extras_message(app, named, &word);
       // "unexpected argument 'yes'" after a flag without a value: --phase-timing yes.
-      const std::string prefix = "unexpected argument '";
-      if (args != nullptr && msg.starts_with(prefix)) {
-        const std::string word =
-            msg.substr(prefix.size(), msg.find('\'', prefix.size()) - prefix.size());
+      if (args != nullptr && msg.starts_with("unexpected argument '")) {
         const CLI::App& flags = named != nullptr ? *named : app;
         // The word's last occurrence: an earlier one may be a command's argument taken as such
         // ("compare -q a.json b.json a.json": the third file is the extra).
@@ -248,7 +249,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
           if ((*args)[k] != word) continue;
           const CLI::Option* opt = flags.get_option_no_throw((*args)[k - 1]);
           if (opt != nullptr && opt->get_items_expected_max() == 0) {
-            return (*args)[k - 1] + " takes no value (got '" + word + "')";
+            return (*args)[k - 1] + " takes no value (got '" + echo_value(word) + "')";
           }
           break;
         }

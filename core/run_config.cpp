@@ -96,7 +96,7 @@ T parse_choice(const std::string& flag, const std::string& text, const char* con
     choices += (i ? "|" : "") + std::string(names[i]);
   }
   throw usage_error(
-      flag + ": invalid value '" + text + "'" +
+      flag + ": invalid value '" + echo_value(text) + "'" +
       choice_hint(text, std::vector<std::string>(std::begin(names), std::end(names))) +
       " (expected " + choices + ")");
 }
@@ -174,8 +174,8 @@ std::vector<int32_t> parse_id_list(const std::string& text, const std::string& f
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0 ||
         value > INT32_MAX) {
-      throw usage_error(flag + ": element " + std::to_string(ids.size() + 1) + " ('" + item +
-                        "') is not a token id (a non-negative integer)");
+      throw usage_error(flag + ": element " + std::to_string(ids.size() + 1) + " ('" +
+                        echo_value(item) + "') is not a token id (a non-negative integer)");
     }
     ids.push_back(static_cast<int32_t>(value));
     if (comma == std::string::npos) break;

@@ -253,5 +253,52 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
   EXPECT_EQ(choice_hint("q4_0x", {"q4_0", "q4_1"}), " (did you mean 'q4_0'?)");
 }
 
+// echo_value: short values whole; a long one as its first 64 bytes, cut back to the start of a
+// UTF-8 character, and its size. echo_path: whole up to PATH_MAX.
+TEST(EchoValue, LongValuesAreCutAtACharacterWithTheirSize) {
+  EXPECT_EQ(echo_value(""), "");
+  EXPECT_EQ(echo_value(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_EQ(echo_value(std::string(65, 'x')), std::string(64, 'x') + "… (65 bytes)");
+  EXPECT_EQ(echo_value(std::string(100000, 'x')), std::string(64, 'x') + "… (100000 bytes)");
+  // "é" is 2 bytes: 63 x's then "é" straddles the cut at 64, which moves back to byte 63.
+  EXPECT_EQ(echo_value(std::string(63, 'x') + "\xC3\xA9yz"), std::string(63, 'x') + "… (67 bytes)");
+  EXPECT_EQ(echo_value("abcdef", 3), "abc… (6 bytes)");
+  EXPECT_EQ(echo_path("/tmp/" + std::string(4091, 'p')), "/tmp/" + std::string(4091, 'p'));
+  EXPECT_EQ(echo_path("/tmp/" + std::string(4092, 'p')),
+            "/tmp/" + std::string(59, 'p') + "… (4097 bytes)");
+}
+
+// A 100 kB flag value (or argument, or path) was echoed whole in its error message: now at most
+// its first 64 bytes and its size, wherever a value is echoed.
+TEST(ParseErrorMessage, LongValuesAreEchoedShortened) {
+  const std::string big(100000, 'x');
+  const std::string shown = std::string(64, 'x') + "… (100000 bytes)";
+  const std::vector<Case> cases = {
+      {{"--dtype", big}, "--dtype: invalid value '" + shown + "' (expected "},
+      {{"--layers", big}, "--layers: '" + shown + "' is not an integer"},
+      {{"--preset", big}, "--preset: unknown preset '" + shown + "'; known presets: "},
+      {{"--backend", big}, "--backend: invalid value '" + shown + "' (expected auto|cpu|cuda)"},
+      {{"--prompt-ids", "1," + big}, "--prompt-ids: element 2 ('" + shown + "') is not a token id"},
+      {{"--" + big}, "unknown flag '--" + std::string(62, 'x') + "… (100002 bytes)'"},
+      {{big}, "unexpected argument '" + shown + "' (commands: "},
+      {{"--preset", "smollm2-135m", "--phase-timing", big},
+       "--phase-timing takes no value (got '" + shown + "')"},
+      {{"compare", "a.json", "b.json", "--threshold", big}, "--threshold: '" + shown + "' is not"},
+      {{"compare", "a.json", "b.json", "--format", big}, "--format: invalid value '" + shown + "'"},
+      {{"--max-noise", big}, "--max-noise: '" + shown + "' is not a number"},
+      {{"inspect", big}, shown + ": cannot open: File name too long"},
+      {{"--seed", std::string(100000, '9')},
+       "--seed: " + std::string(64, '9') + "… (100000 bytes) is out of range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message.substr(0, 30));
+    const auto r = testing::run_decodebench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+    EXPECT_NE(r.err.find("decodebench: error: " + c.message), std::string::npos)
+        << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 300);
+  }
+}
+
 }  // namespace
 }  // namespace decodebench::app
