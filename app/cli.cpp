@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -38,7 +37,8 @@ namespace decodebench::app {
 namespace {
 
 // Integer options: CLI11 reads a value beyond int64 as INT64_MAX (--seed 2^64-1 ran seed
-// 2^63-1), so their values, and the elements of their sweep lists, are range-checked here.
+// 2^63-1) and other notations than plain decimal (0x10), so the elements of their sweep lists are
+// checked here, before any run, as each value is when parsed (require_decimal_integers).
 constexpr std::string_view kIntegerOptions[] = {
     "--layers", "--hidden",        "--heads",   "--kv-heads", "--head-dim",
     "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
@@ -69,11 +69,9 @@ void check_raw_values(const std::vector<std::string>& args) {
       const size_t comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
       rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
-      int64_t value = 0;
-      const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
-      if (result.ec == std::errc::result_out_of_range) {
-        throw usage_error(flag + ": " + echo_value(item) + " is out of range (at most " +
-                          std::to_string(INT64_MAX) + ")");
+      std::string value(item);
+      if (const std::string problem = plain_decimal_integer(value); !problem.empty()) {
+        throw usage_error(flag + ": " + problem);
       }
     }
   }
@@ -118,6 +116,7 @@ int run_entry(int argc, char** argv) {
   setup_suite(app, &exit_code);
   setup_bench_kernels(app, &exit_code);
   setup_make_gguf(app);
+  require_decimal_integers(app);  // the root's run flags and every command's
   // Subcommands inherit the main help's footer; only the run sweeps.
   const std::string footer = sweeps_help() + "\n" + kExitCodes;
   for (CLI::App* sub : app.get_subcommands({})) {

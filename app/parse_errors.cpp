@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -267,6 +270,39 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
   } catch (...) {  // a message, never a second failure
   }
   return e.what();
+}
+
+std::string plain_decimal_integer(std::string& value) {
+  const std::string_view digits = std::string_view(value).substr(value.starts_with('-') ? 1 : 0);
+  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec == std::errc::result_out_of_range) {
+      return echo_value(value) + " is out of range (" +
+             (value.starts_with('-') ? "at least " + std::to_string(INT64_MIN)
+                                     : "at most " + std::to_string(INT64_MAX)) +
+             ")";
+    }
+    if (ec == std::errc() && end == value.data() + value.size()) value = std::to_string(v);
+    return "";
+  }
+  // What CLI11's base-0 strtoll reads whole is an integer in another notation: refused as such.
+  char* end = nullptr;
+  (void)std::strtoll(value.c_str(), &end, 0);
+  if (!value.empty() && end == value.c_str() + value.size()) {
+    return "'" + echo_value(value) +
+           "' is not a decimal integer (digits only, with an optional leading '-')";
+  }
+  return "";
+}
+
+void require_decimal_integers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_name() != "INT") continue;
+    opt->transform(CLI::Validator([](std::string& value) { return plain_decimal_integer(value); },
+                                  "", "decimal"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) require_decimal_integers(*sub);
 }
 
 std::string flags_before_command_message(const CLI::App& root, const CLI::App& command,
