@@ -1,5 +1,6 @@
 // `decodebench inspect FILE [--json PATH|-]` end to end: reports on fixture models and real
 // vocabulary files, JSON output, and exit 2 (never a signal) with the offset for malformed files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -222,6 +223,67 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
     EXPECT_EQ(doc["model_check"]["message"], path.string() + ": " + c.error);
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_TRUE(contains(run.err, path.string() + ": " + c.error)) << run.err;
+  }
+}
+
+// The float hyperparameters are FLOAT32 keys (FLOAT64 read too) in range: a UINT64 rms epsilon
+// of 1.8e19 ran. A run and inspect refuse (exit 2) an integer type, an rms epsilon outside (0, 1)
+// or not finite, a rope freq_base that is not finite and > 0, a rope scaling factor that is not
+// finite and >= 0; each message names the key and the value (or its type).
+TEST(InspectCli, FloatKeysAreCheckedForTypeAndRange) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const std::string eps = "llama.attention.layer_norm_rms_epsilon";
+  const std::string integer_type =
+      "' has type {}, expected FLOAT32 (as llama.cpp writes and reads it; decodebench refuses "
+      "integer types for float keys)";
+  const std::string eps_rule = ", which must be finite and in (0, 1) (models use 1e-6 to 1e-5)";
+  const struct {
+    std::string set;
+    std::string error;  // "" = runs
+  } cases[] = {
+      {eps + "=u64:18446744073709551615", "metadata key '" + eps + "' has type UINT64"},
+      {eps + "=f32:1.5", "metadata key '" + eps + "' is 1.5" + eps_rule},
+      {eps + "=f32:1", "metadata key '" + eps + "' is 1" + eps_rule},
+      {eps + "=f32:0", "metadata key '" + eps + "' is 0" + eps_rule},
+      {eps + "=f32:-1e-05", "metadata key '" + eps + "' is -1e-05" + eps_rule},
+      {eps + "=f32:nan", "metadata key '" + eps + "' is nan" + eps_rule},
+      {eps + "=f64:1e-05", ""},
+      {"llama.rope.freq_base=f32:-10000",
+       "metadata key 'llama.rope.freq_base' is -10000, which must be finite and > 0"},
+      {"llama.rope.freq_base=f32:inf",
+       "metadata key 'llama.rope.freq_base' is inf, which must be finite and > 0"},
+      {"llama.rope.freq_base=f32:0",
+       "metadata key 'llama.rope.freq_base' is 0, which must be finite and > 0"},
+      {"llama.rope.freq_base=u32:10000", "metadata key 'llama.rope.freq_base' has type UINT32"},
+      {"llama.rope.scaling.factor=f32:nan",
+       "metadata key 'llama.rope.scaling.factor' is nan, which must be finite and >= 0 (0 or 1: "
+       "no scaling)"},
+      {"llama.rope.scaling.factor=f32:1", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.set);
+    const auto path = dir / "m.gguf";
+    ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", c.set}));
+    const CommandResult run = run_decodebench(
+        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
+        60);
+    const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+    if (c.error.empty()) {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      continue;
+    }
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_TRUE(contains(run.err, path.string() + ": ")) << run.err;
+    EXPECT_TRUE(contains(run.err, c.error)) << run.err;
+    if (contains(c.error, "has type")) {
+      const std::string type = c.error.substr(c.error.rfind(' ') + 1);
+      EXPECT_TRUE(contains(run.err, fmt::format(fmt::runtime(integer_type), type))) << run.err;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "decodebench: error: cannot run this model: ")) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model_check"]["status"], "invalid");
   }
 }
 
