@@ -151,11 +151,11 @@ void check_stored_stats(const nlohmann::json& results, const std::vector<double>
   }
 }
 
-// Whether model.shape's field `name` is part of the configuration key's shape (run_key in
-// core/result/result_json.cpp: layers, hidden, heads, kv_heads, ffn, vocab).
+// Whether model.shape's field `name` is part of the configuration key's shape (kKeyShapeFields,
+// from which run_key builds it).
 bool key_shape_field(const std::string& name) {
-  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}) {
-    if (name == k) return true;
+  for (const KeyShapeField& f : kKeyShapeFields) {
+    if (name == f.name) return true;
   }
   return false;
 }
