@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/suite/suite.hpp"
+#include "core/text.hpp"
 
 #ifdef DECODEBENCH_HAVE_CUDA
 #include "cuda/provider.hpp"
@@ -37,7 +37,8 @@ namespace decodebench::app {
 namespace {
 
 // Integer options: CLI11 reads a value beyond int64 as INT64_MAX (--seed 2^64-1 ran seed
-// 2^63-1), so their values, and the elements of their sweep lists, are range-checked here.
+// 2^63-1) and other notations than plain decimal (0x10), so the elements of their sweep lists are
+// checked here, before any run, as each value is when parsed (require_decimal_integers).
 constexpr std::string_view kIntegerOptions[] = {
     "--layers", "--hidden",        "--heads",   "--kv-heads", "--head-dim",
     "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
@@ -49,7 +50,7 @@ void check_raw_values(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
     if (a.empty()) {
-      throw usage_error((i > 0 ? args[i - 1] + ": empty value" : "empty argument") +
+      throw usage_error((i > 0 ? echo_value(args[i - 1]) + ": empty value" : "empty argument") +
                         " (give a value, or leave the option out)");
     }
     const size_t eq = a.find('=');
@@ -68,11 +69,9 @@ void check_raw_values(const std::vector<std::string>& args) {
       const size_t comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
       rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
-      int64_t value = 0;
-      const auto result = std::from_chars(item.data(), item.data() + item.size(), value);
-      if (result.ec == std::errc::result_out_of_range) {
-        throw usage_error(flag + ": " + std::string(item) + " is out of range (at most " +
-                          std::to_string(INT64_MAX) + ")");
+      std::string value(item);
+      if (const std::string problem = plain_decimal_integer(value); !problem.empty()) {
+        throw usage_error(flag + ": " + problem);
       }
     }
   }
@@ -117,6 +116,7 @@ int run_entry(int argc, char** argv) {
   setup_suite(app, &exit_code);
   setup_bench_kernels(app, &exit_code);
   setup_make_gguf(app);
+  require_decimal_integers(app);  // the root's run flags and every command's
   // Subcommands inherit the main help's footer; only the run sweeps.
   const std::string footer = sweeps_help() + "\n" + kExitCodes;
   for (CLI::App* sub : app.get_subcommands({})) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -45,7 +48,7 @@ std::string conversion_message(const CLI::App& app, const CLI::App* named,
     note = " (comma lists sweep the main run only; " + name + " of '" + named->get_name() +
            "' takes one value)";
   }
-  return name + ": '" + value + "' is not " + kind + note;
+  return name + ": '" + echo_value(value) + "' is not " + kind + note;
 }
 
 // `word` without its leading dashes, in lower case: "--Layer" → "layer" (a shifted key is one
@@ -96,15 +99,16 @@ bool looks_like_flag(const std::string& a) {
 }
 
 // The first word `parser` did not take: the first flag-like one (with the nearest flag of
-// `flags`), else the first one (with the nearest command when `parser` is the root).
+// `flags`), else the first one (with the nearest command when `parser` is the root; that word,
+// whole, in `*word` where given: the message shortens a long one).
 std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::App& root,
-                      bool is_root) {
+                      bool is_root, std::string* word_out = nullptr) {
   const std::vector<std::string> extras = parser.remaining();
   if (extras.empty()) return "";
   const auto end = std::find(extras.begin(), extras.end(), std::string("--"));
   const auto flag = std::find_if(extras.begin(), end, looks_like_flag);
   if (flag != end) {
-    std::string msg = "unknown flag '" + *flag + "'";
+    std::string msg = "unknown flag '" + echo_value(*flag) + "'";
     const std::string near = flag_suggestion(flags, *flag);
     if (!near.empty()) msg += "; did you mean " + near + "?";
     return msg;
@@ -112,7 +116,8 @@ std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::
   const auto word =
       std::find_if(extras.begin(), extras.end(), [](const std::string& a) { return a != "--"; });
   if (word == extras.end()) return "";
-  std::string msg = "unexpected argument '" + *word + "'";
+  if (word_out != nullptr) *word_out = *word;
+  std::string msg = "unexpected argument '" + echo_value(*word) + "'";
   if (is_root) {
     std::vector<std::string> commands;
     for (const CLI::App* s : root.get_subcommands([](const CLI::App*) { return true; })) {
@@ -131,14 +136,15 @@ std::string extras_of(const CLI::App& parser, const CLI::App& flags, const CLI::
 
 // Words before a subcommand belong to the root: its extras are the earlier mistake. With a
 // command named, a flag the root did not take was meant for the command (whose flags go after
-// it): suggested from the command's flags, as the command's --help lists them.
-std::string extras_message(const CLI::App& app, const CLI::App* named) {
+// it): suggested from the command's flags, as the command's --help lists them. An unexpected
+// word (not a flag) is also put whole in `*word`.
+std::string extras_message(const CLI::App& app, const CLI::App* named, std::string* word) {
   const CLI::App& flags = named != nullptr ? *named : app;
-  std::string msg = extras_of(app, flags, app, named == nullptr);
+  std::string msg = extras_of(app, flags, app, named == nullptr, word);
   if (!msg.empty() && named != nullptr && msg.starts_with("unknown flag")) {
     msg += " (the flags of '" + named->get_name() + "' go after it)";
   }
-  if (msg.empty() && named != nullptr) msg = extras_of(*named, *named, app, false);
+  if (msg.empty() && named != nullptr) msg = extras_of(*named, *named, app, false, word);
   return msg;
 }
 
@@ -219,7 +225,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
           choices += (choices.empty() ? "" : "|") + names.back();
           start = comma + 1;
         }
-        return what.substr(0, colon) + ": invalid value '" + value + "'" +
+        return what.substr(0, colon) + ": invalid value '" + echo_value(value) + "'" +
                choice_hint(value, names) + " (expected " + choices + ")";
       }
     }
@@ -235,12 +241,10 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
       }
     }
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-      const std::string msg = extras_message(app, named);
+      std::string word;
+      const std::string msg = extras_message(app, named, &word);
       // "unexpected argument 'yes'" after a flag without a value: --phase-timing yes.
-      const std::string prefix = "unexpected argument '";
-      if (args != nullptr && msg.starts_with(prefix)) {
-        const std::string word =
-            msg.substr(prefix.size(), msg.find('\'', prefix.size()) - prefix.size());
+      if (args != nullptr && msg.starts_with("unexpected argument '")) {
         const CLI::App& flags = named != nullptr ? *named : app;
         // The word's last occurrence: an earlier one may be a command's argument taken as such
         // ("compare -q a.json b.json a.json": the third file is the extra).
@@ -248,7 +252,7 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
           if ((*args)[k] != word) continue;
           const CLI::Option* opt = flags.get_option_no_throw((*args)[k - 1]);
           if (opt != nullptr && opt->get_items_expected_max() == 0) {
-            return (*args)[k - 1] + " takes no value (got '" + word + "')";
+            return (*args)[k - 1] + " takes no value (got '" + echo_value(word) + "')";
           }
           break;
         }
@@ -266,6 +270,39 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
   } catch (...) {  // a message, never a second failure
   }
   return e.what();
+}
+
+std::string plain_decimal_integer(std::string& value) {
+  const std::string_view digits = std::string_view(value).substr(value.starts_with('-') ? 1 : 0);
+  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec == std::errc::result_out_of_range) {
+      return echo_value(value) + " is out of range (" +
+             (value.starts_with('-') ? "at least " + std::to_string(INT64_MIN)
+                                     : "at most " + std::to_string(INT64_MAX)) +
+             ")";
+    }
+    if (ec == std::errc() && end == value.data() + value.size()) value = std::to_string(v);
+    return "";
+  }
+  // What CLI11's base-0 strtoll reads whole is an integer in another notation: refused as such.
+  char* end = nullptr;
+  (void)std::strtoll(value.c_str(), &end, 0);
+  if (!value.empty() && end == value.c_str() + value.size()) {
+    return "'" + echo_value(value) +
+           "' is not a decimal integer (digits only, with an optional leading '-')";
+  }
+  return "";
+}
+
+void require_decimal_integers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_name() != "INT") continue;
+    opt->transform(CLI::Validator([](std::string& value) { return plain_decimal_integer(value); },
+                                  "", "decimal"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) require_decimal_integers(*sub);
 }
 
 std::string flags_before_command_message(const CLI::App& root, const CLI::App& command,

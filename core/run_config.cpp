@@ -96,7 +96,7 @@ T parse_choice(const std::string& flag, const std::string& text, const char* con
     choices += (i ? "|" : "") + std::string(names[i]);
   }
   throw usage_error(
-      flag + ": invalid value '" + text + "'" +
+      flag + ": invalid value '" + echo_value(text) + "'" +
       choice_hint(text, std::vector<std::string>(std::begin(names), std::end(names))) +
       " (expected " + choices + ")");
 }
@@ -127,11 +127,29 @@ class Resolver {
     return value;
   }
 
+  /// Where the value recorded last under `name` came from (kDefault when none was).
+  [[nodiscard]] Origin origin_of(const std::string& name) const {
+    for (auto p = params.rbegin(); p != params.rend(); ++p) {
+      if (p->name == name) return p->origin;
+    }
+    return Origin::kDefault;
+  }
+
   std::vector<ResolvedParam> params;
 
  private:
   const nlohmann::json* preset_;
 };
+
+// Error (exit 2) unless shape dimension `value` (resolved as `name`) is > 0, naming the flag, or
+// the preset key when the value came from the preset.
+void require_positive_dimension(const Resolver& r, const std::string& flag, const std::string& name,
+                                int64_t value) {
+  if (value > 0) return;
+  const std::string who = r.origin_of(name) == Origin::kPreset ? "preset key '" + name + "'" : flag;
+  throw usage_error("invalid model shape: " + who + " must be > 0 (got " + std::to_string(value) +
+                    ")");
+}
 
 }  // namespace
 
@@ -156,8 +174,8 @@ std::vector<int32_t> parse_id_list(const std::string& text, const std::string& f
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0 ||
         value > INT32_MAX) {
-      throw usage_error(flag + ": element " + std::to_string(ids.size() + 1) + " ('" + item +
-                        "') is not a token id (a non-negative integer)");
+      throw usage_error(flag + ": element " + std::to_string(ids.size() + 1) + " ('" +
+                        echo_value(item) + "') is not a token id (a non-negative integer)");
     }
     ids.push_back(static_cast<int32_t>(value));
     if (comma == std::string::npos) break;
@@ -210,13 +228,23 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     s.hidden = r.get<int64_t>("hidden", o.hidden, "hidden", 0);
     s.n_heads = r.get<int64_t>("heads", o.heads, "heads", 0);
     s.n_kv_heads = r.get<int64_t>("kv_heads", o.kv_heads, "kv_heads", s.n_heads);
+    s.ffn = r.get<int64_t>("ffn", o.ffn, "ffn", 0);
+    s.vocab = r.get<int64_t>("vocab", o.vocab, "vocab", 0);
+    s.context_length = r.get<int64_t>("context_length", o.context_length, "context_length", 4096);
+    // Every dimension is checked for > 0 before any rule divides by one or tests divisibility:
+    // --hidden -1 is "must be > 0", not "not divisible by heads".
+    require_positive_dimension(r, "--layers", "layers", s.n_layers);
+    require_positive_dimension(r, "--hidden", "hidden", s.hidden);
+    require_positive_dimension(r, "--heads", "heads", s.n_heads);
+    require_positive_dimension(r, "--kv-heads", "kv_heads", s.n_kv_heads);
+    if (o.head_dim) require_positive_dimension(r, "--head-dim", "head_dim", *o.head_dim);
+    require_positive_dimension(r, "--ffn", "ffn", s.ffn);
+    require_positive_dimension(r, "--context", "context_length", s.context_length);
     // head_dim follows hidden/heads unless given; a preset's head_dim is dropped when the user
     // changes hidden or heads without giving --head-dim.
     if (o.head_dim) {
       s.head_dim = r.record("head_dim", *o.head_dim, Origin::kFlag);
     } else {
-      if (s.n_heads <= 0)
-        throw usage_error("--heads must be > 0 (got " + std::to_string(s.n_heads) + ")");
       if (s.hidden % s.n_heads != 0) {
         throw usage_error("invalid model shape: hidden (" + std::to_string(s.hidden) +
                           ") must be divisible by heads (" + std::to_string(s.n_heads) +
@@ -225,11 +253,9 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
       const bool derived = o.hidden || o.heads || !preset_json.contains("head_dim");
       s.head_dim = derived ? r.record("head_dim", s.hidden / s.n_heads, Origin::kDefault)
                            : r.get<int64_t>("head_dim", std::nullopt, "head_dim", 0);
+      require_positive_dimension(r, "--head-dim", "head_dim", s.head_dim);
     }
     s.rope_dim = s.head_dim;
-    s.ffn = r.get<int64_t>("ffn", o.ffn, "ffn", 0);
-    s.vocab = r.get<int64_t>("vocab", o.vocab, "vocab", 0);
-    s.context_length = r.get<int64_t>("context_length", o.context_length, "context_length", 4096);
     s.rope_theta = r.get<double>("rope_theta", o.rope_theta, "rope_theta", 10000.0);
     s.rms_eps = r.get<double>("rms_eps", o.rms_eps, "rms_eps", 1e-6);
     s.tied_embeddings = r.get<bool>("tied_embeddings", o.tied_embeddings, "tied_embeddings", false);

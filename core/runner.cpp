@@ -121,10 +121,14 @@ std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
   }
   const int64_t needed = static_cast<int64_t>(ids.size()) + std::max(config.tokens, config.warmup);
   if (needed > model.config.context_length) {
-    throw usage_error("prompt (" + std::to_string(ids.size()) + " tokens) + " +
-                      std::to_string(std::max(config.tokens, config.warmup)) +
-                      " decode steps exceed the model's context limit of " +
-                      std::to_string(model.config.context_length) + " positions");
+    // Every term named: the warm-up steps count as much as the generated tokens do.
+    throw usage_error("prompt tokens (" + std::to_string(ids.size()) +
+                      ") + the larger of generated tokens (--tokens " +
+                      std::to_string(config.tokens) + ") and warm-up steps (--warmup " +
+                      std::to_string(config.warmup) + ") = " + std::to_string(needed) +
+                      " positions exceed the model's context limit of " +
+                      std::to_string(model.config.context_length) +
+                      " positions (warm-up and timed steps both start right after the prompt)");
   }
   (void)report;
   return ids;

@@ -149,6 +149,20 @@ nlohmann::json tool_json();
 /// The result document (docs/result.schema.json) of a run.
 nlohmann::json result_json(const RunReport& report);
 
+/// A model.shape field that a run's configuration key holds, with the text before its value in
+/// the key's shape ("28x3584/h28kv4/ffn18944/v152064": layers, hidden, heads, kv_heads, ffn,
+/// vocab). run_key builds the shape from this list and compare leaves these fields out of the
+/// settings it tells apart besides the key.
+struct KeyShapeField {
+  const char* name;    ///< the field of model.shape
+  const char* prefix;  ///< the text before its value in the key's shape
+};
+
+/// The fields of the configuration key's shape, in order.
+inline constexpr KeyShapeField kKeyShapeFields[] = {{"layers", ""},  {"hidden", "x"},
+                                                    {"heads", "/h"}, {"kv_heads", "kv"},
+                                                    {"ffn", "/ffn"}, {"vocab", "/v"}};
+
 /// Version of the result JSON layout; bump on incompatible changes.
 inline constexpr const char* kResultSchemaVersion = "1.0";
 

@@ -61,6 +61,18 @@ std::string choice_hint(const std::string& value, const std::vector<std::string>
   return " (did you mean '" + near.front() + "'?)";
 }
 
+std::string echo_value(std::string_view value, size_t max_bytes) {
+  if (value.size() <= max_bytes) return std::string(value);
+  size_t cut = max_bytes;
+  // A continuation byte (10xxxxxx) at the cut: back to the start of its character.
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(value.substr(0, cut)) + "… (" + std::to_string(value.size()) + " bytes)";
+}
+
+std::string echo_path(std::string_view path) {
+  return path.size() <= kEchoMaxPathBytes ? std::string(path) : echo_value(path);
+}
+
 std::string decimal_bytes(uint64_t bytes) {
   const auto v = static_cast<double>(bytes);
   // Each unit from where the one below would round to 1000.0: 999,950 bytes is "1.0 MB", not

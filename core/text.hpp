@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace decodebench {
@@ -22,6 +23,22 @@ std::vector<std::string> nearest_names(const std::string& word,
 /// (1 for values of up to 4 characters) and nearer than every other, else "". Appended to an
 /// "invalid value" message.
 std::string choice_hint(const std::string& value, const std::vector<std::string>& names);
+
+/// Most bytes of a user-given value that an error message echoes (echo_value).
+inline constexpr size_t kEchoMaxBytes = 64;
+
+/// Most bytes of a path that an error message echoes whole (echo_path): PATH_MAX, the longest
+/// path that can name a file.
+inline constexpr size_t kEchoMaxPathBytes = 4096;
+
+/// A user-given value (a flag's value, an argument) as error messages echo it: whole up to
+/// `max_bytes`, else its first `max_bytes` bytes (cut back to the start of a UTF-8 character) and
+/// "… (N bytes)", so a 100 kB value does not flood the terminal.
+std::string echo_value(std::string_view value, size_t max_bytes = kEchoMaxBytes);
+
+/// A path as error messages echo it: whole when it can name a file (up to kEchoMaxPathBytes),
+/// else as echo_value() shortens any value.
+std::string echo_path(std::string_view path);
 
 /// A byte count in decimal units, as the run report, make-gguf and the docs print sizes:
 /// "1.23 GB" (2 decimals), "12.3 MB", "4.1 kB" (1 decimal), "512 B".

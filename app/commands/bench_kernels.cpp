@@ -14,6 +14,7 @@
 #include "core/quant/weight_type.hpp"
 #include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
+#include "core/text.hpp"
 
 #ifdef DECODEBENCH_HAVE_CUDA
 #include "cuda/bench_kernels.hpp"
@@ -44,8 +45,8 @@ WeightType parse_type(const std::string& name) {
     if (lower(name) == lower(weight_traits(t).name)) return t;
     known += std::string(known.empty() ? "" : ", ") + weight_traits(t).name;
   }
-  throw usage_error("bench-kernels: --type: unknown weight type '" + name + "' (known: " + known +
-                    ")");
+  throw usage_error("bench-kernels: --type: unknown weight type '" + echo_value(name) +
+                    "' (known: " + known + ")");
 }
 
 /// "R×C" or "RxC" → rows, cols; false when `s` is not of that form.
@@ -190,7 +191,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
       } else if (parse_shape(s, &rows, &cols) && rows > 0 && cols > 0) {
         shapes.emplace_back(rows, cols);
       } else {
-        throw usage_error("bench-kernels: --shapes: '" + s +
+        throw usage_error("bench-kernels: --shapes: '" + echo_value(s) +
                           "' is neither 7b, smollm2 nor ROWSxCOLS");
       }
     }
@@ -205,7 +206,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
       } else if (s == "gemm") {
         gemm = true;
       } else {
-        throw usage_error("bench-kernels: --sections: unknown section '" + s +
+        throw usage_error("bench-kernels: --sections: unknown section '" + echo_value(s) +
                           "' (gemv, ops, layers, gemm)");
       }
     }

@@ -9,6 +9,7 @@
 #include "core/compare/compare.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::app {
 
@@ -59,7 +60,7 @@ void run_compare(const CompareFlags& f, int* exit_code) {
       const size_t comma = given.find(',', start);
       const std::string name = given.substr(start, comma - start);
       if (name.empty()) {
-        throw usage_error("--metric: an empty metric name in '" + given + "'");
+        throw usage_error("--metric: an empty metric name in '" + echo_value(given) + "'");
       }
       metrics.push_back(name);
       if (comma == std::string::npos) break;

@@ -92,8 +92,6 @@ void run_inspect(const InspectOptions& opt) {
           }
           break;
         case GgufModelCheck::Status::kUnsupported:
-          report += "decodebench does not run this file: " + check->message + "\n";
-          break;
         case GgufModelCheck::Status::kInvalid:
           break;  // the error at the end says it
       }
@@ -157,11 +155,14 @@ void run_inspect(const InspectOptions& opt) {
           unread ? " (a tensor a run does not read)" : " (a run reads it: its logits can turn NaN)";
     }
   }
-  // Reported, then refused: a model of a supported architecture that a run would refuse is not
-  // a valid file.
-  if (check && check->status == GgufModelCheck::Status::kInvalid) {
-    throw usage_error("cannot run this model: " + check->message +
-                      (nonfinite.empty() ? "" : "; also " + nonfinite));
+  // Reported, then refused: a file a run refuses, as broken (a model of a supported architecture
+  // whose keys or tensors do not fit) or as one decodebench does not run (another architecture,
+  // no tensors, per-layer head counts), ends the command with the exit code of that run (2).
+  if (check && check->status != GgufModelCheck::Status::kRuns) {
+    const bool invalid = check->status == GgufModelCheck::Status::kInvalid;
+    throw usage_error(
+        (invalid ? "cannot run this model: " : "decodebench does not run this file: ") +
+        check->message + (nonfinite.empty() ? "" : "; also " + nonfinite));
   }
   if (!nonfinite.empty()) throw usage_error(opt.file + ": " + nonfinite);
 }
@@ -173,8 +174,9 @@ void setup_inspect(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "inspect",
       "Validate a GGUF file and report its metadata, tensors, bytes per token and whether "
-      "decodebench can run it (exit 2 when a llama/qwen2/qwen3 model's tensors or metadata do "
-      "not fit together)");
+      "decodebench can run it (exit 2, after the report, when it cannot: a llama/qwen2/qwen3 "
+      "model whose tensors or metadata do not fit together, or a file decodebench does not run, "
+      "such as another architecture or one without tensors)");
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
   cmd->add_option(
       "--json", opt->json_path,

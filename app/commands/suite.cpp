@@ -28,6 +28,7 @@ ParsedRunArgs parse_run_args(std::vector<std::string> args, bool suite_file) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   RunFlags flags;
   add_run_flags(app, flags);
+  require_decimal_integers(app);
   const std::vector<std::string> given = args;
   std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from its back
   try {

@@ -17,6 +17,7 @@
 #include "core/runner.hpp"
 #include "core/stats/statistics.hpp"
 #include "core/suite/suite.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -69,7 +70,7 @@ double parse_threshold_percent(const std::string& text) {
   char* end = nullptr;
   const double v = t.empty() ? NAN : std::strtod(t.c_str(), &end);
   if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v >= 1000) {
-    throw usage_error("--threshold: '" + text +
+    throw usage_error("--threshold: '" + echo_value(text) +
                       "' is not a percentage in [0, 1000) (e.g. 5% or 2.5)");
   }
   return v;
@@ -83,7 +84,7 @@ const MetricSpec& find_metric(const std::string& name) {
     if (name == m.name) return m;
     names += (names.empty() ? "" : "|") + std::string(m.name);
   }
-  throw usage_error("--metric: unknown metric '" + name + "' (expected " + names + ")");
+  throw usage_error("--metric: unknown metric '" + echo_value(name) + "' (expected " + names + ")");
 }
 
 // A JSON value as text: a string as it is, anything else as JSON.
@@ -150,11 +151,11 @@ void check_stored_stats(const nlohmann::json& results, const std::vector<double>
   }
 }
 
-// Whether model.shape's field `name` is part of the configuration key's shape (run_key in
-// core/result/result_json.cpp: layers, hidden, heads, kv_heads, ffn, vocab).
+// Whether model.shape's field `name` is part of the configuration key's shape (kKeyShapeFields,
+// from which run_key builds it).
 bool key_shape_field(const std::string& name) {
-  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}) {
-    if (name == k) return true;
+  for (const KeyShapeField& f : kKeyShapeFields) {
+    if (name == f.name) return true;
   }
   return false;
 }

@@ -141,7 +141,7 @@ std::string opt_text(const std::optional<double>& v) { return v ? float_text(*v)
 std::string no_tensor_message(const Reader& r, const std::string& name) {
   constexpr size_t kListAll = 8;  // up to this many tensors are all listed
   constexpr size_t kNearest = 5;
-  std::string msg = "no tensor named '" + name + "'";
+  std::string msg = "no tensor named '" + echo_value(name) + "'";
   std::vector<std::string> names;
   for (const TensorInfo& t : r.tensors()) names.push_back(t.name);
   if (names.empty()) return msg + " (the file holds no tensors)";

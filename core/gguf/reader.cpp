@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace decodebench::gguf {
 
@@ -339,7 +340,7 @@ std::string ggml_type_name(uint32_t type_id) {
 Reader::Reader(const std::string& path) : path_(path) {
   // O_NONBLOCK: opening a FIFO must not hang; non-regular files are refused right after.
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd_ < 0) throw usage_error(fmt::format("{}: cannot open: {}", path, errno_text()));
+  if (fd_ < 0) throw usage_error(fmt::format("{}: cannot open: {}", echo_path(path), errno_text()));
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {
     const std::string why = errno_text();

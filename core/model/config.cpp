@@ -43,24 +43,28 @@ void validate(const ModelConfig& c) {
   at_most("head-dim", c.head_dim, kMaxHeadDim);
   at_most("ffn", c.ffn, kMaxWidth);
   at_most("context length", c.context_length, kMaxContext);
-  require(c.n_layers > 0, "layers must be > 0 (got " + std::to_string(c.n_layers) + ")");
-  require(c.hidden > 0, "hidden must be > 0 (got " + std::to_string(c.hidden) + ")");
-  require(c.n_heads > 0, "heads must be > 0 (got " + std::to_string(c.n_heads) + ")");
-  require(c.n_kv_heads > 0, "kv-heads must be > 0 (got " + std::to_string(c.n_kv_heads) + ")");
+  // Then every lower bound, before any rule that divides or tests divisibility: a negative
+  // dimension is "must be > 0", not "not divisible".
+  const auto positive = [](const char* name, int64_t value) {
+    require(value > 0, std::string(name) + " must be > 0 (got " + std::to_string(value) + ")");
+  };
+  positive("layers", c.n_layers);
+  positive("hidden", c.hidden);
+  positive("heads", c.n_heads);
+  positive("kv-heads", c.n_kv_heads);
+  positive("head-dim", c.head_dim);
+  positive("ffn", c.ffn);
+  positive("context length", c.context_length);
+  require(c.vocab >= 2, "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")");
+  require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
   require(c.n_heads % c.n_kv_heads == 0, "heads (" + std::to_string(c.n_heads) +
                                              ") must be divisible by kv-heads (" +
                                              std::to_string(c.n_kv_heads) + ")");
-  require(c.head_dim > 0, "head-dim must be > 0 (got " + std::to_string(c.head_dim) + ")");
   require(c.head_dim % 2 == 0,
           "head-dim must be even for RoPE (got " + std::to_string(c.head_dim) + ")");
   require(
       c.rope_dim > 0 && c.rope_dim % 2 == 0 && c.rope_dim <= c.head_dim,
       "rope dimension must be even and in (0, head-dim] (got " + std::to_string(c.rope_dim) + ")");
-  require(c.ffn > 0, "ffn must be > 0 (got " + std::to_string(c.ffn) + ")");
-  require(c.vocab >= 2, "vocab must be >= 2 (got " + std::to_string(c.vocab) + ")");
-  require(c.vocab <= (int64_t{1} << 31) - 1, "vocab must fit a 32-bit token id");
-  require(c.context_length > 0,
-          "context length must be > 0 (got " + std::to_string(c.context_length) + ")");
   // Both are f32 in GGUF and in the kernels: a value outside the normal f32 range (1e300, 1e-50)
   // would become inf or 0 there.
   const auto normal_f32 = [](double v) {

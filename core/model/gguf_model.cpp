@@ -1,10 +1,14 @@
 #include "core/model/gguf_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -188,6 +192,30 @@ int64_t uint_or(const gguf::Reader& r, const std::string& key, int64_t fallback)
   return v ? dimension(r, key, *v) : fallback;
 }
 
+// The float metadata key `key`, or nullopt when absent. GGUF stores the float hyperparameters as
+// FLOAT32 (gguf-facts.md §3) and llama.cpp refuses other types; FLOAT64 is read too, an integer
+// type is refused: a UINT64 rms epsilon of 1.8e19 ran.
+std::optional<double> float_key(const gguf::Reader& r, const std::string& key) {
+  const gguf::KeyValue* kv = r.find(key);
+  if (kv == nullptr) return std::nullopt;
+  if (!gguf::is_float(kv->value.type)) {
+    throw usage_error(fmt::format(
+        "{}: offset {}: metadata key '{}' has type {}, expected FLOAT32 (as llama.cpp writes and "
+        "reads it; decodebench refuses integer types for float keys)",
+        r.path(), kv->offset, key, gguf::value_type_name(kv->value.type)));
+  }
+  return r.get_float(key);
+}
+
+// Error (exit 2) naming float key `key` and its value `v` when `ok` is false: "must be RULE".
+void require_float(const gguf::Reader& r, const std::string& key, double v, bool ok,
+                   const char* rule) {
+  if (!ok) {
+    throw usage_error(
+        fmt::format("{}: metadata key '{}' is {:g}, which must be {}", r.path(), key, v, rule));
+  }
+}
+
 // A per-layer array must be uniform for decodebench's fixed-shape kernels.
 int64_t uint_or_uniform_array(const gguf::Reader& r, const std::string& key,
                               std::optional<int64_t> fallback) {
@@ -305,17 +333,26 @@ Model load_gguf_model(const std::string& path) {
                             "), which decodebench does not support");
   }
   c.rope_dim = uint_or(r, a + "rope.dimension_count", c.head_dim);
-  c.rope_theta = r.get_float(a + "rope.freq_base").value_or(10000.0);
-  const auto eps = r.get_float(a + "attention.layer_norm_rms_epsilon");
+  c.rope_theta = float_key(r, a + "rope.freq_base").value_or(10000.0);
+  require_float(r, a + "rope.freq_base", c.rope_theta,
+                std::isfinite(c.rope_theta) && c.rope_theta > 0, "finite and > 0");
+  const auto eps = float_key(r, a + "attention.layer_norm_rms_epsilon");
   if (!eps)
     throw usage_error(path + ": missing metadata key '" + a + "attention.layer_norm_rms_epsilon'");
   c.rms_eps = *eps;
+  // Published models use 1e-6 to 1e-5; an epsilon of 1 or more would outweigh the mean square it
+  // is added to (about 1e-2 to 1 for normalized activations) and flatten every norm.
+  require_float(r, a + "attention.layer_norm_rms_epsilon", c.rms_eps,
+                std::isfinite(c.rms_eps) && c.rms_eps > 0 && c.rms_eps < 1,
+                "finite and in (0, 1) (models use 1e-6 to 1e-5)");
   // Only a limit on prompt + tokens here: a file that claims more than we can address is
   // decoded within kMaxContext rather than refused.
   c.context_length = static_cast<int64_t>(
       std::min(require_uint64(r, a + "context_length"), static_cast<uint64_t>(kMaxContext)));
   const auto scaling = r.get_string(a + "rope.scaling.type");
-  const double factor = r.get_float(a + "rope.scaling.factor").value_or(0.0);
+  const double factor = float_key(r, a + "rope.scaling.factor").value_or(0.0);
+  require_float(r, a + "rope.scaling.factor", factor, std::isfinite(factor) && factor >= 0,
+                "finite and >= 0 (0 or 1: no scaling)");
   if ((scaling && *scaling != "none" &&
        !(*scaling == "linear" && (factor == 0.0 || factor == 1.0))) ||
       (!scaling && factor != 0.0 && factor != 1.0)) {

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/result/json_file.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -89,7 +90,8 @@ nlohmann::json load_preset(const std::string& name_or_path) {
   }
   std::string known;
   for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-  throw usage_error("--preset: unknown preset '" + name_or_path + "'; known presets: " + known);
+  throw usage_error("--preset: unknown preset '" + echo_value(name_or_path) +
+                    "'; known presets: " + known);
 }
 
 }  // namespace decodebench

@@ -67,7 +67,7 @@ WeightScheme parse_weight_scheme(const std::string& name, const std::string& fla
     choices += (choices.empty() ? "" : "|") + std::string(n);
     names.emplace_back(n);
   }
-  throw usage_error(flag + ": invalid value '" + name + "'" + choice_hint(name, names) +
+  throw usage_error(flag + ": invalid value '" + echo_value(name) + "'" + choice_hint(name, names) +
                     " (expected " + choices + ")");
 }
 

@@ -26,7 +26,10 @@ struct KAffineCodes {
       v1 >>= 4;
     }
     if constexpr (sizeof(Block) == sizeof(BlockQ5_K)) {
-      const u8x16 bit = u8x16{} + static_cast<uint8_t>(1u << s);
+      // Each byte set by memset: `u8x16{} + uint8_t(1u << s)` is a scalar-to-vector conversion that
+      // g++ 12 refuses under -fsanitize=undefined (it sees an int that may not fit a byte).
+      u8x16 bit;
+      std::memset(&bit, 1 << s, sizeof bit);
       v0 |= std::bit_cast<u8x16>((load16(b.qh) & bit) == bit) & 16;
       v1 |= std::bit_cast<u8x16>((load16(b.qh + 16) & bit) == bit) & 16;
     }

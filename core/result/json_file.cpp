@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
 #include "core/output_file.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -42,8 +43,8 @@ void check_destination(const std::string& path, const std::string& flag) {
     const bool exists = std::filesystem::exists(dir, ec);
     throw usage_error(flag + ": " +
                       (exists ? "'" + dir.string() + "' is not a folder"
-                              : "folder '" + dir.string() + "' does not exist") +
-                      " (for '" + path + "')");
+                              : "folder '" + echo_path(dir.string()) + "' does not exist") +
+                      " (for '" + echo_path(path) + "')");
   }
   if (std::filesystem::is_directory(file, ec)) {
     throw usage_error(flag + ": '" + path + "' is a folder, not a file");
@@ -55,7 +56,7 @@ void check_destination(const std::string& path, const std::string& flag) {
   std::string probe;
   const int fd = create_fresh_file(file + ".probe", &probe);
   if (fd < 0) {
-    throw usage_error(flag + ": cannot create files next to '" + path +
+    throw usage_error(flag + ": cannot create files next to '" + echo_path(path) +
                       "': " + std::strerror(errno));
   }
   ::close(fd);
@@ -95,7 +96,8 @@ std::string read_input_file(const std::string& path, const std::string& what) {
     }
   } f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   const auto fail = [&](const std::string& problem) {
-    return usage_error(path + ": " + problem + " the " + what + " (" + std::strerror(errno) + ")");
+    return usage_error(echo_path(path) + ": " + problem + " the " + what + " (" +
+                       std::strerror(errno) + ")");
   };
   if (f.fd < 0) throw fail("cannot open");
   struct stat st {};

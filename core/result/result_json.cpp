@@ -68,10 +68,11 @@ nlohmann::json model_json(const RunReport& r) {
 nlohmann::json run_key(const RunReport& r, const PassReport& p) {
   const std::string model =
       r.model_info.source == "gguf" ? "gguf:" + r.model_info.path : "synthetic:" + r.config.preset;
-  const ModelConfig& c = r.model_config;
-  const std::string shape = std::to_string(c.n_layers) + "x" + std::to_string(c.hidden) + "/h" +
-                            std::to_string(c.n_heads) + "kv" + std::to_string(c.n_kv_heads) +
-                            "/ffn" + std::to_string(c.ffn) + "/v" + std::to_string(c.vocab);
+  const nlohmann::json fields = shape_json(r.model_config);
+  std::string shape;
+  for (const KeyShapeField& f : kKeyShapeFields) {
+    shape += f.prefix + std::to_string(fields.at(f.name).get<int64_t>());
+  }
   const std::string gpu = r.gpu_environment.is_object() && r.gpu_environment.contains("name")
                               ? r.gpu_environment["name"].get<std::string>()
                               : r.device;

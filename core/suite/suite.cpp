@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/result/json_file.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -32,11 +33,11 @@ std::vector<std::string> split_list(const std::string& flag, const std::string& 
     if (item.empty()) {
       // "--layers 1, 2" reaches here as "1,": the space ended the list.
       if (comma == std::string::npos && !text.empty()) {
-        throw usage_error(flag + ": the list '" + text +
+        throw usage_error(flag + ": the list '" + echo_value(text) +
                           "' ends with a comma (if a space followed it, the space ended the list: "
                           "write 2,4,8, not 2, 4, 8)");
       }
-      throw usage_error(flag + ": empty element in the list '" + text +
+      throw usage_error(flag + ": empty element in the list '" + echo_value(text) +
                         "' (a sweep is a comma-separated list of values, e.g. 2,4,8)");
     }
     items.push_back(item);

@@ -6,6 +6,7 @@
 
 #include "core/result/environment.hpp"
 #include "core/runner.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -14,9 +15,11 @@ std::vector<PreparedRun> prepare_suite(const SuiteDefinition& suite, const Parse
   std::vector<PreparedRun> runs;
   for (size_t i = 0; i < suite.configurations.size(); ++i) {
     const SuiteConfiguration& c = suite.configurations[i];
-    const std::string where = suite.source + ": configuration " + std::to_string(i + 1) + " of " +
-                              std::to_string(suite.configurations.size()) +
-                              (c.label.empty() ? "" : " (" + c.label + ")");
+    const std::string where =
+        suite.source + ": configuration " + std::to_string(i + 1) + " of " +
+        std::to_string(suite.configurations.size()) +
+        // A label joins several values: 4 values' worth of it.
+        (c.label.empty() ? "" : " (" + echo_value(c.label, 4 * kEchoMaxBytes) + ")");
     try {
       const RunOptions options = parse(c.args);
       if (options.json_path) {

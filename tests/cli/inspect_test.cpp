@@ -1,5 +1,6 @@
 // `decodebench inspect FILE [--json PATH|-]` end to end: reports on fixture models and real
 // vocabulary files, JSON output, and exit 2 (never a signal) with the offset for malformed files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,21 +145,39 @@ TEST(InspectCli, ModelJsonOnStdout) {
   }
 }
 
-// inspect refuses what a run refuses as broken (exit 2, the same message after the report): more
-// layers in llama.block_count than the file has tensors for, a llama.vocab_size that is not the
-// embedding's row count. A file decodebench does not run (an adapter) is reported as such, exit
-// 0. A complete model is reported as one decodebench runs.
+// inspect refuses what a run refuses (exit 2, the same message after the report): as broken,
+// more layers in llama.block_count than the file has tensors for, a llama.vocab_size that is not
+// the embedding's row count; as a file decodebench does not run, an adapter, value_length other
+// than key_length, per-layer head counts, no general.architecture (these exited 0). A complete
+// model, also with a uniform per-layer head count, is reported as one decodebench runs.
 TEST(InspectCli, ModelsARunRefusesAreInvalid) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
   const struct {
     std::vector<std::string> args;
     std::string error;         // "" = runs
-    bool unsupported = false;  // a file decodebench does not run, not a broken one: inspect exits 0
+    bool unsupported = false;  // a file decodebench does not run, not a broken one
   } cases[] = {
       {{}, ""},
+      {{"--set", "llama.attention.head_count=u32[]:4,4"}, ""},
+      {{"--set", "llama.attention.value_length=u32:32"},
+       "attention.value_length (32) differs from key_length (16), which decodebench does not "
+       "support",
+       true},
+      {{"--set", "llama.attention.head_count=u32[]:4,8"},
+       "metadata key 'llama.attention.head_count' varies per layer, which decodebench does not "
+       "support",
+       true},
+      {{"--set", "llama.attention.head_count_kv=u32[]:2,1"},
+       "metadata key 'llama.attention.head_count_kv' varies per layer, which decodebench does not "
+       "support",
+       true},
+      {{"--drop", "general.architecture"},
+       "missing metadata key 'general.architecture' (decodebench runs llama, qwen2, qwen3)",
+       true},
       {{"--block-count", "3"}, "missing tensor 'blk.2.attn_norm.weight'"},
-      {{"--vocab-size", "300"}, "llama.vocab_size (300) differs from the 32 rows of token_embd"},
+      {{"--vocab-size", "300"},
+       "llama.vocab_size (300) differs from the 32 rows of token_embd.weight"},
       {{"--general-type", "adapter"},
        "general.type is 'adapter', not 'model' (decodebench runs whole models)",
        true},
@@ -190,20 +209,81 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       EXPECT_EQ(run.exit_code, 0) << run.err;
       continue;
     }
+    // The whole report, then the reason as the error that ends the command.
     EXPECT_TRUE(contains(r.out, "bytes read per decode token:")) << r.out;
-    if (c.unsupported) {
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-      EXPECT_TRUE(
-          contains(r.out, "decodebench does not run this file: " + path.string() + ": " + c.error))
-          << r.out;
-    } else {
-      EXPECT_EQ(r.exit_code, 2) << r.err;
-      EXPECT_TRUE(contains(
-          r.err, "decodebench: error: cannot run this model: " + path.string() + ": " + c.error))
-          << r.err;
-    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, std::string("decodebench: error: ") +
+                         (c.unsupported ? "decodebench does not run this file: "
+                                        : "cannot run this model: ") +
+                         path.string() + ": " + c.error + "\n");
+    const CommandResult j = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+    EXPECT_EQ(j.exit_code, 2) << j.err;
+    const auto doc = nlohmann::json::parse(j.out);  // the JSON is written all the same
+    EXPECT_EQ(doc["model_check"]["status"], c.unsupported ? "unsupported" : "invalid");
+    EXPECT_EQ(doc["model_check"]["message"], path.string() + ": " + c.error);
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_TRUE(contains(run.err, path.string() + ": " + c.error)) << run.err;
+  }
+}
+
+// The float hyperparameters are FLOAT32 keys (FLOAT64 read too) in range: a UINT64 rms epsilon
+// of 1.8e19 ran. A run and inspect refuse (exit 2) an integer type, an rms epsilon outside (0, 1)
+// or not finite, a rope freq_base that is not finite and > 0, a rope scaling factor that is not
+// finite and >= 0; each message names the key and the value (or its type).
+TEST(InspectCli, FloatKeysAreCheckedForTypeAndRange) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const std::string eps = "llama.attention.layer_norm_rms_epsilon";
+  const std::string integer_type =
+      "' has type {}, expected FLOAT32 (as llama.cpp writes and reads it; decodebench refuses "
+      "integer types for float keys)";
+  const std::string eps_rule = ", which must be finite and in (0, 1) (models use 1e-6 to 1e-5)";
+  const struct {
+    std::string set;
+    std::string error;  // "" = runs
+  } cases[] = {
+      {eps + "=u64:18446744073709551615", "metadata key '" + eps + "' has type UINT64"},
+      {eps + "=f32:1.5", "metadata key '" + eps + "' is 1.5" + eps_rule},
+      {eps + "=f32:1", "metadata key '" + eps + "' is 1" + eps_rule},
+      {eps + "=f32:0", "metadata key '" + eps + "' is 0" + eps_rule},
+      {eps + "=f32:-1e-05", "metadata key '" + eps + "' is -1e-05" + eps_rule},
+      {eps + "=f32:nan", "metadata key '" + eps + "' is nan" + eps_rule},
+      {eps + "=f64:1e-05", ""},
+      {"llama.rope.freq_base=f32:-10000",
+       "metadata key 'llama.rope.freq_base' is -10000, which must be finite and > 0"},
+      {"llama.rope.freq_base=f32:inf",
+       "metadata key 'llama.rope.freq_base' is inf, which must be finite and > 0"},
+      {"llama.rope.freq_base=f32:0",
+       "metadata key 'llama.rope.freq_base' is 0, which must be finite and > 0"},
+      {"llama.rope.freq_base=u32:10000", "metadata key 'llama.rope.freq_base' has type UINT32"},
+      {"llama.rope.scaling.factor=f32:nan",
+       "metadata key 'llama.rope.scaling.factor' is nan, which must be finite and >= 0 (0 or 1: "
+       "no scaling)"},
+      {"llama.rope.scaling.factor=f32:1", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.set);
+    const auto path = dir / "m.gguf";
+    ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", c.set}));
+    const CommandResult run = run_decodebench(
+        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
+        60);
+    const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
+    if (c.error.empty()) {
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      continue;
+    }
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_TRUE(contains(run.err, path.string() + ": ")) << run.err;
+    EXPECT_TRUE(contains(run.err, c.error)) << run.err;
+    if (contains(c.error, "has type")) {
+      const std::string type = c.error.substr(c.error.rfind(' ') + 1);
+      EXPECT_TRUE(contains(run.err, fmt::format(fmt::runtime(integer_type), type))) << run.err;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "decodebench: error: cannot run this model: ")) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model_check"]["status"], "invalid");
   }
 }
 
@@ -272,7 +352,8 @@ TEST(InspectCli, ArchitectureNamesThatAreNotUtf8AreEscaped) {
   EXPECT_TRUE(contains(run.err, "unsupported architecture 'llam\\xff'")) << run.err;
   EXPECT_FALSE(contains(run.err, "\xff")) << run.err;
   const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // the JSON, then the error: a run refuses the file
+  EXPECT_TRUE(contains(r.err, "unsupported architecture 'llam\\xff'")) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["model_check"]["status"], "unsupported");
   EXPECT_EQ(
@@ -362,6 +443,8 @@ TEST(InspectCli, TerminalReportAndJsonFile) {
   }
 }
 
+// A file without tensors is reported whole, then refused as a model (exit 2: a run refuses it;
+// it exited 0).
 TEST(InspectCli, VocabularyOnlyFiles) {
   const auto folder = source_dir() / "tests" / "data" / "tokenizer";
   int files = 0;
@@ -371,14 +454,16 @@ TEST(InspectCli, VocabularyOnlyFiles) {
     SCOPED_TRACE(entry.path().filename().string());
     const CommandResult text = run_decodebench({"inspect", entry.path().string()}, 60);
     ASSERT_EQ(text.signal, 0);
-    ASSERT_EQ(text.exit_code, 0) << text.err;
+    ASSERT_EQ(text.exit_code, 2) << text.err;
+    EXPECT_EQ(text.err, "decodebench: error: decodebench does not run this file: " +
+                            entry.path().string() + ": no tensors (a vocabulary-only file)\n");
     EXPECT_TRUE(contains(text.out, "tokenizer.ggml.tokens")) << text.out;
     EXPECT_TRUE(contains(text.out, "0 tensors")) << text.out;
     EXPECT_TRUE(contains(text.out, "bytes read per decode token: 0")) << text.out;
 
     const CommandResult json =
         run_decodebench({"inspect", entry.path().string(), "--json", "-"}, 60);
-    ASSERT_EQ(json.exit_code, 0) << json.err;
+    ASSERT_EQ(json.exit_code, 2) << json.err;
     const nlohmann::json doc = nlohmann::json::parse(json.out);
     EXPECT_EQ(doc["file"]["tensor_count"], 0);
     EXPECT_TRUE(doc["tensors"].empty());

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/text.hpp"
@@ -251,6 +254,144 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
   EXPECT_EQ(choice_hint("onn", {"on", "off"}), " (did you mean 'on'?)");
   EXPECT_EQ(choice_hint("of", {"on", "off"}), "");  // one edit from both: no guess
   EXPECT_EQ(choice_hint("q4_0x", {"q4_0", "q4_1"}), " (did you mean 'q4_0'?)");
+}
+
+// Integer flags take plain decimal only: CLI11's base-0 strtoll read "--layers 0x10" as 16 and
+// "010" as 8, and refused "08". Now 0x10, +16 and " 16" are refused as no decimal integer, 08 and
+// 010 are 8 and 10, values beyond int64 are out of range, and garbage is left to CLI11.
+TEST(PlainDecimalInteger, DecimalIsRewrittenOtherNotationsRefused) {
+  const struct {
+    std::string in, out, problem;
+  } cases[] = {
+      {"16", "16", ""},
+      {"08", "8", ""},
+      {"010", "10", ""},
+      {"-0", "0", ""},
+      {"-12", "-12", ""},
+      {"0x10", "0x10",
+       "'0x10' is not a decimal integer (digits only, with an optional leading '-')"},
+      {"0X1f", "0X1f",
+       "'0X1f' is not a decimal integer (digits only, with an optional leading '-')"},
+      {"-0x10", "-0x10",
+       "'-0x10' is not a decimal integer (digits only, with an optional leading '-')"},
+      {"+16", "+16", "'+16' is not a decimal integer (digits only, with an optional leading '-')"},
+      {" 16", " 16", "' 16' is not a decimal integer (digits only, with an optional leading '-')"},
+      {"9223372036854775808", "9223372036854775808",
+       "9223372036854775808 is out of range (at most 9223372036854775807)"},
+      {"-9223372036854775809", "-9223372036854775809",
+       "-9223372036854775809 is out of range (at least -9223372036854775808)"},
+      {"abc", "abc", ""},  // CLI11: "'abc' is not an integer"
+      {"1e3", "1e3", ""},
+      {"-", "-", ""},
+  };
+  for (const auto& c : cases) {
+    std::string v = c.in;
+    EXPECT_EQ(plain_decimal_integer(v), c.problem) << c.in;
+    EXPECT_EQ(v, c.out) << c.in;
+  }
+  // Through a CLI11 app: the transform rewrites and refuses; garbage is CLI11's to refuse.
+  const auto parse = [](const std::string& value, int64_t* out) {
+    CLI::App app{"t"};
+    app.add_option("--layers", *out);
+    CLI::App* sub = app.add_subcommand("make", "m");
+    std::vector<int64_t> batches;
+    sub->add_option("--batches", batches)->delimiter(',');
+    require_decimal_integers(app);
+    std::vector<std::string> args{value, "--layers"};  // CLI11 parses from the back
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return parse_error_message(app, nullptr, e);
+    }
+    return std::string("(parsed)");
+  };
+  int64_t layers = 0;
+  EXPECT_EQ(parse("010", &layers), "(parsed)");
+  EXPECT_EQ(layers, 10);
+  EXPECT_EQ(parse("08", &layers), "(parsed)");
+  EXPECT_EQ(layers, 8);
+  EXPECT_EQ(
+      parse("0x10", &layers),
+      "--layers: '0x10' is not a decimal integer (digits only, with an optional leading '-')");
+  EXPECT_EQ(parse("x", &layers), "--layers: 'x' is not an integer");
+}
+
+// End to end: the run's flags, a sweep's elements (refused before any run), a command's own
+// integer flags and a suite file's values.
+TEST(ParseErrorMessage, IntegerFlagsArePlainDecimal) {
+  testing::TempDir dir;
+  const std::string suite = (dir / "s.json").string();
+  std::ofstream(suite) << R"({"name": "t", "configurations": [{"layers": "0x2"}]})";
+  const std::string refused =
+      " is not a decimal integer (digits only, with an optional leading '-')";
+  const std::vector<Case> cases = {
+      {{"--preset", "smollm2-135m", "--layers", "0x10"}, "--layers: '0x10'" + refused},
+      {{"--preset", "smollm2-135m", "--layers=0x10"}, "--layers: '0x10'" + refused},
+      {{"--preset", "smollm2-135m", "--layers", "2,0x10"}, "--layers: '0x10'" + refused},
+      {{"--preset", "smollm2-135m", "--tokens", "+4"}, "--tokens: '+4'" + refused},
+      {{"--preset", "smollm2-135m", "--verify", "0x2"}, "--verify: '0x2'" + refused},
+      {{"make-gguf", "--layers", "0x2", "--out", (dir / "m.gguf").string()},
+       "--layers: '0x2'" + refused},
+      {{"bench-kernels", "--batches", "1,0x10"}, "--batches: '0x10'" + refused},
+      {{"bandwidth", "--size-mib", "0x10"}, "--size-mib: '0x10'" + refused},
+      {{"suite", suite}, suite + ": configuration 1 of 1 (layers=0x2): --layers: '0x2'" + refused},
+  };
+  expect_usage_errors(cases, false);
+  // 08 and 010 are decimal: 8 and 10 layers (010 ran 8, 08 was refused).
+  for (const auto& [given, layers] : {std::pair{"08", 8}, std::pair{"010", 10}}) {
+    const auto r =
+        testing::run_decodebench({"--preset", "smollm2-135m", "--backend", "cpu", "--tokens", "1",
+                                  "--prompt-tokens", "1", "--layers", given, "--json", "-", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["shape"]["layers"], layers) << given;
+  }
+}
+
+// echo_value: short values whole; a long one as its first 64 bytes, cut back to the start of a
+// UTF-8 character, and its size. echo_path: whole up to PATH_MAX.
+TEST(EchoValue, LongValuesAreCutAtACharacterWithTheirSize) {
+  EXPECT_EQ(echo_value(""), "");
+  EXPECT_EQ(echo_value(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_EQ(echo_value(std::string(65, 'x')), std::string(64, 'x') + "… (65 bytes)");
+  EXPECT_EQ(echo_value(std::string(100000, 'x')), std::string(64, 'x') + "… (100000 bytes)");
+  // "é" is 2 bytes: 63 x's then "é" straddles the cut at 64, which moves back to byte 63.
+  EXPECT_EQ(echo_value(std::string(63, 'x') + "\xC3\xA9yz"), std::string(63, 'x') + "… (67 bytes)");
+  EXPECT_EQ(echo_value("abcdef", 3), "abc… (6 bytes)");
+  EXPECT_EQ(echo_path("/tmp/" + std::string(4091, 'p')), "/tmp/" + std::string(4091, 'p'));
+  EXPECT_EQ(echo_path("/tmp/" + std::string(4092, 'p')),
+            "/tmp/" + std::string(59, 'p') + "… (4097 bytes)");
+}
+
+// A 100 kB flag value (or argument, or path) was echoed whole in its error message: now at most
+// its first 64 bytes and its size, wherever a value is echoed.
+TEST(ParseErrorMessage, LongValuesAreEchoedShortened) {
+  const std::string big(100000, 'x');
+  const std::string shown = std::string(64, 'x') + "… (100000 bytes)";
+  const std::vector<Case> cases = {
+      {{"--dtype", big}, "--dtype: invalid value '" + shown + "' (expected "},
+      {{"--layers", big}, "--layers: '" + shown + "' is not an integer"},
+      {{"--preset", big}, "--preset: unknown preset '" + shown + "'; known presets: "},
+      {{"--backend", big}, "--backend: invalid value '" + shown + "' (expected auto|cpu|cuda)"},
+      {{"--prompt-ids", "1," + big}, "--prompt-ids: element 2 ('" + shown + "') is not a token id"},
+      {{"--" + big}, "unknown flag '--" + std::string(62, 'x') + "… (100002 bytes)'"},
+      {{big}, "unexpected argument '" + shown + "' (commands: "},
+      {{"--preset", "smollm2-135m", "--phase-timing", big},
+       "--phase-timing takes no value (got '" + shown + "')"},
+      {{"compare", "a.json", "b.json", "--threshold", big}, "--threshold: '" + shown + "' is not"},
+      {{"compare", "a.json", "b.json", "--format", big}, "--format: invalid value '" + shown + "'"},
+      {{"--max-noise", big}, "--max-noise: '" + shown + "' is not a number"},
+      {{"inspect", big}, shown + ": cannot open: File name too long"},
+      {{"--seed", std::string(100000, '9')},
+       "--seed: " + std::string(64, '9') + "… (100000 bytes) is out of range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message.substr(0, 30));
+    const auto r = testing::run_decodebench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+    EXPECT_NE(r.err.find("decodebench: error: " + c.message), std::string::npos)
+        << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 300);
+  }
 }
 
 }  // namespace

@@ -231,6 +231,7 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--kv-heads", "4"}, "divisible by kv-heads"},
       {{"--layers", "0"}, "layers must be > 0"},
       {{"--layers", "-3"}, "layers must be > 0"},
+      {{"--hidden", "-1"}, "invalid model shape: --hidden must be > 0 (got -1)"},
       {{"--vocab", "1"}, "vocab must be >= 2"},
       {{"--head-dim", "63"}, "even"},
       {{"--preset", "nope"}, "known presets"},

@@ -137,6 +137,14 @@ TEST(BatchDecode, ResultJsonHasBatchSequencesAndAggregate) {
   EXPECT_EQ(run0["batch"], 3);
   EXPECT_EQ(run0["key"]["batch"], 3);
   EXPECT_NE(run0["key"]["id"].get<std::string>().find("|batch=3|"), std::string::npos);
+  // The key's shape, from model.shape's fields (kKeyShapeFields), in its fixed format.
+  const auto& shape = doc["model"]["shape"];
+  const auto field = [&shape](const char* name) {
+    return std::to_string(shape[name].get<int64_t>());
+  };
+  EXPECT_EQ(run0["key"]["shape"], field("layers") + "x" + field("hidden") + "/h" + field("heads") +
+                                      "kv" + field("kv_heads") + "/ffn" + field("ffn") + "/v" +
+                                      field("vocab"));
   const auto& seqs = run0["results"]["sequences"];
   ASSERT_EQ(seqs.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {

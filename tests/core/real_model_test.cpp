@@ -399,6 +399,41 @@ TEST(RealModel, HugeContextLengthIsCappedNotRefused) {
   }
 }
 
+// A run that does not fit the model's context names every term of the sum: the warm-up steps
+// were counted without being named ("prompt (3 tokens) + 6 decode steps exceed ...").
+TEST(RealModel, ContextOverflowNamesItsTerms) {
+  DB_REQUIRE_PYTHON_GGUF();
+  testing::TempDir dir;
+  const std::string script = (source_dir() / "tests" / "fixtures" / "write_arch_gguf.py").string();
+  const std::string path = (dir / "ctx8.gguf").string();
+  const auto w = run_command({python(), script, path, "--arch", "llama", "--context-length", "8"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const struct {
+    std::string tokens, warmup, message;
+  } cases[] = {
+      {"2", "6",
+       "prompt tokens (3) + the larger of generated tokens (--tokens 2) and warm-up steps "
+       "(--warmup 6) = 9 positions exceed the model's context limit of 8 positions (warm-up and "
+       "timed steps both start right after the prompt)"},
+      {"7", "4",
+       "prompt tokens (3) + the larger of generated tokens (--tokens 7) and warm-up steps "
+       "(--warmup 4) = 10 positions exceed the model's context limit of 8 positions (warm-up and "
+       "timed steps both start right after the prompt)"},
+  };
+  for (const auto& c : cases) {
+    const auto r = testing::run_decodebench({"--model", path, "--backend", "cpu", "--prompt-ids",
+                                             "1,2,3", "--tokens", c.tokens, "--warmup", c.warmup},
+                                            60);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "decodebench: error: " + c.message + "\n");
+  }
+  // 3 + max(5, 5) = 8 fits.
+  const auto fits = testing::run_decodebench({"--model", path, "--backend", "cpu", "--prompt-ids",
+                                              "1,2,3", "--tokens", "5", "--warmup", "5", "-q"},
+                                             60);
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+}
+
 TEST(RealModel, ReferenceScriptRejectsMissingFileAndUnsupportedArchitecture) {
   DB_REQUIRE_PYTHON_GGUF();
   testing::TempDir dir;

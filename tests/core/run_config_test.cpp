@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
@@ -123,6 +125,51 @@ TEST(RunConfig, ShapeRulesAreUsageErrors) {
   o.tokens = 10;
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
   EXPECT_NE(msg.find("context limit"), std::string::npos) << msg;
+}
+
+// Every shape dimension is checked for > 0, naming the flag and the value, before any rule
+// divides by it or tests divisibility: --hidden -1 read "hidden (-1) must be divisible by heads
+// (28)".
+TEST(RunConfig, NonPositiveDimensionsAreNamedBeforeDivisibility) {
+  const struct {
+    std::optional<int64_t> RunOptions::*field;
+    int64_t value;
+    std::string expect;
+  } cases[] = {
+      {&RunOptions::hidden, -1, "invalid model shape: --hidden must be > 0 (got -1)"},
+      {&RunOptions::hidden, 0, "invalid model shape: --hidden must be > 0 (got 0)"},
+      {&RunOptions::heads, -7, "invalid model shape: --heads must be > 0 (got -7)"},
+      {&RunOptions::kv_heads, -2, "invalid model shape: --kv-heads must be > 0 (got -2)"},
+      {&RunOptions::kv_heads, 0, "invalid model shape: --kv-heads must be > 0 (got 0)"},
+      {&RunOptions::head_dim, -128, "invalid model shape: --head-dim must be > 0 (got -128)"},
+      {&RunOptions::layers, -3, "invalid model shape: --layers must be > 0 (got -3)"},
+      {&RunOptions::ffn, -1, "invalid model shape: --ffn must be > 0 (got -1)"},
+      {&RunOptions::context_length, -5, "invalid model shape: --context must be > 0 (got -5)"},
+  };
+  for (const auto& c : cases) {
+    RunOptions o;
+    o.*c.field = c.value;
+    std::string msg;
+    EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+    EXPECT_EQ(msg, c.expect);
+  }
+  // Before the divisibility of hidden by heads (3584 % 5 != 0) with a negative --kv-heads.
+  RunOptions o;
+  o.heads = 5;
+  o.kv_heads = -1;
+  std::string msg;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_EQ(msg, "invalid model shape: --kv-heads must be > 0 (got -1)");
+  // A value from a preset file names the preset key.
+  decodebench::testing::TempDir dir;
+  nlohmann::json preset = load_preset("smollm2-135m");
+  preset["hidden"] = 0;  // negative values are refused as preset types
+  const auto path = dir / "bad.json";
+  std::ofstream(path) << preset.dump();
+  o = {};
+  o.preset = path.string();
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_EQ(msg, "invalid model shape: preset key 'hidden' must be > 0 (got 0)");
 }
 
 TEST(RunConfig, UnknownPresetListsKnownOnes) {
