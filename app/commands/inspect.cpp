@@ -52,6 +52,10 @@ void run_inspect(const InspectOptions& opt) {
   check_not_an_input(opt.json_path, "--json", {opt.file});
   check_not_an_input(opt.dump_out, "--dump-out", {opt.file});
   const gguf::Reader reader(opt.file);
+  // Whether the file is meant as a model decodebench runs: a refusal then exits 2 (below).
+  const std::optional<std::string> arch = reader.get_string("general.architecture");
+  const bool meant_to_run = !reader.tensors().empty() &&
+                            (!arch || *arch == "llama" || *arch == "qwen2" || *arch == "qwen3");
   // Whether a run can load it (the whole file's report only; a dump asks about one tensor).
   std::optional<GgufModelCheck> check;
   if (opt.dump.empty()) {
@@ -92,6 +96,9 @@ void run_inspect(const InspectOptions& opt) {
           }
           break;
         case GgufModelCheck::Status::kUnsupported:
+          if (!meant_to_run)
+            report += "decodebench does not run this file: " + check->message + "\n";
+          break;  // otherwise the error at the end says it
         case GgufModelCheck::Status::kInvalid:
           break;  // the error at the end says it
       }
@@ -155,10 +162,14 @@ void run_inspect(const InspectOptions& opt) {
           unread ? " (a tensor a run does not read)" : " (a run reads it: its logits can turn NaN)";
     }
   }
-  // Reported, then refused: a file a run refuses, as broken (a model of a supported architecture
-  // whose keys or tensors do not fit) or as one decodebench does not run (another architecture,
-  // no tensors, per-layer head counts), ends the command with the exit code of that run (2).
-  if (check && check->status != GgufModelCheck::Status::kRuns) {
+  // Reported, then refused: a model a run refuses, as broken (a model of a supported architecture
+  // whose keys or tensors do not fit) or as one decodebench does not run (per-layer head counts,
+  // value_length other than key_length, no general.architecture), ends the command with the exit
+  // code of that run (2). Files that are not meant as such a model are inspected, not refused:
+  // another architecture (a Gemma file is a valid file) and files without tensors (a tokenizer's
+  // vocabulary file) keep exit 0, with the report's line saying decodebench does not run them.
+  if (check && check->status != GgufModelCheck::Status::kRuns &&
+      (meant_to_run || check->status == GgufModelCheck::Status::kInvalid)) {
     const bool invalid = check->status == GgufModelCheck::Status::kInvalid;
     throw usage_error(
         (invalid ? "cannot run this model: " : "decodebench does not run this file: ") +
@@ -175,8 +186,8 @@ void setup_inspect(CLI::App& app) {
       "inspect",
       "Validate a GGUF file and report its metadata, tensors, bytes per token and whether "
       "decodebench can run it (exit 2, after the report, when it cannot: a llama/qwen2/qwen3 "
-      "model whose tensors or metadata do not fit together, or a file decodebench does not run, "
-      "such as another architecture or one without tensors)");
+      "model whose tensors or metadata do not fit together, or in a form decodebench does not "
+      "run; files of other architectures and without tensors are inspected with exit 0)");
   cmd->add_option("file", opt->file, "GGUF file to inspect")->required();
   cmd->add_option(
       "--json", opt->json_path,
