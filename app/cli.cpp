@@ -56,7 +56,8 @@ void check_raw_values(const std::vector<std::string>& args) {
     const size_t eq = a.find('=');
     const bool inline_form = a.starts_with("--") && eq != std::string::npos;
     if (inline_form && eq + 1 == a.size()) {  // "--layers=" (not "--prompt=2+2=")
-      throw usage_error(a.substr(0, eq) + ": empty value (give a value, or leave the option out)");
+      throw usage_error(echo_value(a.substr(0, eq)) +
+                        ": empty value (give a value, or leave the option out)");
     }
     const std::string flag = inline_form ? a.substr(0, eq) : (i > 0 ? args[i - 1] : "");
     if (std::find(std::begin(kIntegerOptions), std::end(kIntegerOptions), flag) ==

@@ -278,7 +278,7 @@ std::string plain_decimal_integer(std::string& value) {
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (ec == std::errc::result_out_of_range) {
-      return echo_value(value) + " is out of range (" +
+      return "'" + echo_value(value) + "' is out of range (" +
              (value.starts_with('-') ? "at least " + std::to_string(INT64_MIN)
                                      : "at most " + std::to_string(INT64_MAX)) +
              ")";
@@ -286,10 +286,16 @@ std::string plain_decimal_integer(std::string& value) {
     if (ec == std::errc() && end == value.data() + value.size()) value = std::to_string(v);
     return "";
   }
-  // What CLI11's base-0 strtoll reads whole is an integer in another notation: refused as such.
-  char* end = nullptr;
-  (void)std::strtoll(value.c_str(), &end, 0);
-  if (!value.empty() && end == value.c_str() + value.size()) {
+  // A value that starts like a number (a digit after an optional sign and blanks) and holds no
+  // comma is an integer in another notation for some CLI11 version: 2.1's base-0 strtoll reads
+  // 0x10 and " 16", later ones also 0o17, 0b101, 1_000, 1'000 and "16 ". Refused here, whatever
+  // the installed CLI11 reads. The rest (abc, "1,2" with its sweep hint) is CLI11's to refuse.
+  size_t i = value.find_first_not_of(" \t");
+  if (i != std::string::npos && (value[i] == '+' || value[i] == '-')) {
+    i = value.find_first_not_of(" \t", i + 1);
+  }
+  if (i != std::string::npos && value[i] >= '0' && value[i] <= '9' &&
+      value.find(',') == std::string::npos) {
     return "'" + echo_value(value) +
            "' is not a decimal integer (digits only, with an optional leading '-')";
   }

@@ -143,12 +143,14 @@ class Resolver {
 
 // Error (exit 2) unless shape dimension `value` (resolved as `name`) is > 0, naming the flag, or
 // the preset key when the value came from the preset.
+// `least`: the smallest value allowed (2 for the vocabulary, an argmax over one token being none).
 void require_positive_dimension(const Resolver& r, const std::string& flag, const std::string& name,
-                                int64_t value) {
-  if (value > 0) return;
+                                int64_t value, int64_t least = 1) {
+  if (value >= least) return;
   const std::string who = r.origin_of(name) == Origin::kPreset ? "preset key '" + name + "'" : flag;
-  throw usage_error("invalid model shape: " + who + " must be > 0 (got " + std::to_string(value) +
-                    ")");
+  throw usage_error("invalid model shape: " + who +
+                    (least == 1 ? " must be > 0" : " must be >= " + std::to_string(least)) +
+                    " (got " + std::to_string(value) + ")");
 }
 
 }  // namespace
@@ -239,6 +241,7 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     require_positive_dimension(r, "--kv-heads", "kv_heads", s.n_kv_heads);
     if (o.head_dim) require_positive_dimension(r, "--head-dim", "head_dim", *o.head_dim);
     require_positive_dimension(r, "--ffn", "ffn", s.ffn);
+    require_positive_dimension(r, "--vocab", "vocab", s.vocab, 2);
     require_positive_dimension(r, "--context", "context_length", s.context_length);
     // head_dim follows hidden/heads unless given; a preset's head_dim is dropped when the user
     // changes hidden or heads without giving --head-dim.

@@ -52,8 +52,13 @@ void run_inspect(const InspectOptions& opt) {
   check_not_an_input(opt.json_path, "--json", {opt.file});
   check_not_an_input(opt.dump_out, "--dump-out", {opt.file});
   const gguf::Reader reader(opt.file);
-  // Whether the file is meant as a model decodebench runs: a refusal then exits 2 (below).
-  const std::optional<std::string> arch = reader.get_string("general.architecture");
+  // Whether the file is meant as a model decodebench runs: a refusal then exits 2 (below). An
+  // architecture key that is not a string counts as none (the report notes it as ignored).
+  const gguf::KeyValue* arch_kv = reader.find("general.architecture");
+  std::optional<std::string> arch;
+  if (arch_kv != nullptr && arch_kv->value.type == gguf::ValueType::kString) {
+    arch = reader.get_string("general.architecture");
+  }
   const bool meant_to_run = !reader.tensors().empty() &&
                             (!arch || *arch == "llama" || *arch == "qwen2" || *arch == "qwen3");
   // Whether a run can load it (the whole file's report only; a dump asks about one tensor).

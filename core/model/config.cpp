@@ -73,8 +73,11 @@ void validate(const ModelConfig& c) {
   };
   require(normal_f32(c.rope_theta),
           fmt::format("rope-theta must be a positive normal f32 value (got {:g})", c.rope_theta));
-  require(normal_f32(c.rms_eps),
-          fmt::format("rms-eps must be a positive normal f32 value (got {:g})", c.rms_eps));
+  // Published models use 1e-6 to 1e-5; an epsilon of 1 or more would outweigh the mean square it
+  // is added to (about 1e-2 to 1 for normalized activations) and flatten every norm. One rule for
+  // synthetic runs, make-gguf and GGUF files (which check it first, naming the key).
+  require(normal_f32(c.rms_eps) && c.rms_eps < 1,
+          fmt::format("rms-eps must be a normal f32 value in (0, 1) (got {:g})", c.rms_eps));
   require(c.rope_freq_divisors.empty() ||
               static_cast<int64_t>(c.rope_freq_divisors.size()) == c.rope_dim / 2,
           "rope_freqs must hold rope_dim/2 values");

@@ -199,10 +199,11 @@ std::optional<double> float_key(const gguf::Reader& r, const std::string& key) {
   const gguf::KeyValue* kv = r.find(key);
   if (kv == nullptr) return std::nullopt;
   if (!gguf::is_float(kv->value.type)) {
-    throw usage_error(fmt::format(
-        "{}: offset {}: metadata key '{}' has type {}, expected FLOAT32 (as llama.cpp writes and "
-        "reads it; decodebench refuses integer types for float keys)",
-        r.path(), kv->offset, key, gguf::value_type_name(kv->value.type)));
+    throw usage_error(
+        fmt::format("{}: offset {}: metadata key '{}' has type {}, expected FLOAT32 or FLOAT64 (as "
+                    "llama.cpp writes and "
+                    "reads it; decodebench refuses integer types for float keys)",
+                    r.path(), kv->offset, key, gguf::value_type_name(kv->value.type)));
   }
   return r.get_float(key);
 }

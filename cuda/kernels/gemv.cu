@@ -581,8 +581,9 @@ Choice choose(const GemvParams& p) {
     c.info.ring_slots = c.plan.ring_slots;
     c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
     c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
+    // Without PDL the wait returns at once: no slot moves, and the form keeps its name.
     c.info.ring_prefill =
-        ring && c.plan.ring_prefill >= 0 && c.plan.ring_prefill < c.plan.ring_slots
+        ring && p.pdl && c.plan.ring_prefill >= 0 && c.plan.ring_prefill < c.plan.ring_slots
             ? c.plan.ring_prefill
             : -1;
   } else if (v == kVariantMma && p.x_split != nullptr) {

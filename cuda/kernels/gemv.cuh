@@ -74,7 +74,9 @@ struct GemvParams {
   /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
   /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
   /// math on stale data (math ceiling; not the stream kernel), 3 = the stream kernel reads every
-  /// chunk's x' from the first chunk's tiles (x' always L1-resident: the cost of x' misses).
+  /// chunk's x' from the first chunk's tiles (x' always L1-resident: the cost of x' misses),
+  /// 4 = the ring kernels compute as usual, then write to y[0] how many slots their CTA 0 asked
+  /// for before its PDL wait (tests: DECODEBENCH_GEMV_RING_PREFILL reaches the kernel).
   int probe = 0;
 };
 
@@ -124,8 +126,8 @@ struct GemvLaunchInfo {
   /// "ring" and "split": CTAs per SM the kernel's registers are sized for (2, or 3 where the type
   /// and form have that budget: gemv_stream.cu, ring_ctas); else 0
   int ring_ctas = 0;
-  /// "ring" and "split": the slots asked for before the PDL wait where fewer than ring_slots
-  /// (DECODEBENCH_GEMV_RING_PREFILL); else -1 (every slot, the default)
+  /// "ring" and "split" with PDL: the slots asked for before the PDL wait where fewer than
+  /// ring_slots (DECODEBENCH_GEMV_RING_PREFILL); else -1 (every slot, the default, or no PDL)
   int ring_prefill = -1;
 };
 

@@ -858,15 +858,23 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
   // Weights do not depend on earlier kernels: every slot is asked for before the PDL wait, or
   // the first a.ring_prefill of them (DECODEBENCH_GEMV_RING_PREFILL, a measurement: fewer bytes
   // in flight while the producer of x' still runs), the rest right after it.
-  const int before = a.ring_prefill < 0 ? slots : min(slots, a.ring_prefill);
+  const int early = a.ring_prefill < 0 ? slots : min(slots, a.ring_prefill);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < before && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
+    for (int s = 0; s < early && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
   }
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   if (threadIdx.x == 0) {
-    for (int s = before; s < slots && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
+    for (int s = early; s < slots && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
   }
+  // Probe 4 (tests): at the end, y[0] = the slots CTA 0 asked for before its PDL wait.
+  const auto probe_early = [&] {
+    if (a.probe != 4) return;  // uniform over the launch
+    __syncthreads();           // row 0's store, by whichever warp, comes first
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      a.y.y0[0] = static_cast<float>(min(static_cast<uint32_t>(early), mine));
+    }
+  };
 
   const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
   const uint32_t ring = smem_addr(smem);
@@ -942,6 +950,7 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
         ++use;
       }
     }
+    probe_early();
     return;
   }
   int s = 0;
@@ -994,6 +1003,7 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
       ++use;
     }
   }
+  probe_early();
 }
 
 }  // namespace

@@ -175,6 +175,11 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       {{"--drop", "general.architecture"},
        "missing metadata key 'general.architecture' (decodebench runs llama, qwen2, qwen3)",
        true},
+      // Not a string: reported (the key noted as ignored), then refused, not a bare error.
+      {{"--set", "general.architecture=u32:7"},
+       "offset 24: metadata key 'general.architecture' has type UINT32, expected STRING "
+       "(decodebench runs llama, qwen2, qwen3)",
+       true},
       {{"--block-count", "3"}, "missing tensor 'blk.2.attn_norm.weight'"},
       {{"--vocab-size", "300"},
        "llama.vocab_size (300) differs from the 32 rows of token_embd.weight"},
@@ -235,8 +240,8 @@ TEST(InspectCli, FloatKeysAreCheckedForTypeAndRange) {
   TempDir dir;
   const std::string eps = "llama.attention.layer_norm_rms_epsilon";
   const std::string integer_type =
-      "' has type {}, expected FLOAT32 (as llama.cpp writes and reads it; decodebench refuses "
-      "integer types for float keys)";
+      "' has type {}, expected FLOAT32 or FLOAT64 (as llama.cpp writes and reads it; decodebench "
+      "refuses integer types for float keys)";
   const std::string eps_rule = ", which must be finite and in (0, 1) (models use 1e-6 to 1e-5)";
   const struct {
     std::string set;

@@ -111,10 +111,9 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
     r = run_decodebench({"make-gguf", "--preset", "smollm2-135m", "--layers", "1", "--vocab", "300",
                          flag, value, "--out", file});
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
-    EXPECT_NE(
-        r.err.find(flag.substr(2) + " must be a positive normal f32 value (got " + shown + ")"),
-        std::string::npos)
-        << r.err;
+    const std::string rule = flag == "--rms-eps" ? " must be a normal f32 value in (0, 1) (got "
+                                                 : " must be a positive normal f32 value (got ";
+    EXPECT_NE(r.err.find(flag.substr(2) + rule + shown + ")"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("generating"), std::string::npos) << r.out;
   }
   // --threads: 0 or a negative count is an error, not "all threads" (leave the flag out for that).

@@ -262,11 +262,13 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--layers", "99999999999"}, "layers must be <= 4096"},
       {{"--kv-heads", "2048", "--heads", "2048", "--head-dim", "64"}, "heads must be <= 1024"},
       {{"--context", "100000000"}, "context length must be <= 16777216"},
-      {{"--rms-eps", "inf"}, "rms-eps must be a positive normal f32 value (got inf)"},
+      {{"--rms-eps", "inf"}, "rms-eps must be a normal f32 value in (0, 1) (got inf)"},
       {{"--rope-theta", "inf"}, "rope-theta must be a positive normal f32 value (got inf)"},
       // Outside f32 (GGUF and the kernels store both as f32): inf or 0 there, every token 0.
-      {{"--rms-eps", "1e300"}, "rms-eps must be a positive normal f32 value (got 1e+300)"},
-      {{"--rms-eps", "1e-50"}, "rms-eps must be a positive normal f32 value (got 1e-50)"},
+      {{"--rms-eps", "1e300"}, "rms-eps must be a normal f32 value in (0, 1) (got 1e+300)"},
+      {{"--rms-eps", "1e-50"}, "rms-eps must be a normal f32 value in (0, 1) (got 1e-50)"},
+      // GGUF files are held to (0, 1) as well: make-gguf wrote files their own run refused.
+      {{"--rms-eps", "2"}, "rms-eps must be a normal f32 value in (0, 1) (got 2)"},
       {{"--rope-theta", "1e39"}, "rope-theta must be a positive normal f32 value (got 1e+39)"},
       // Step counts are bounded like the context, and the KV-cache size is computed without
       // wrapping: 256 sequences × 4096 layers × 2^24 positions × 16×4096 KV floats passed the
@@ -279,8 +281,8 @@ TEST(RunCli, BadInputExitsTwoNamingTheRule) {
       {{"--json", ""}, "--json: empty value"},
       {{"--layers="}, "--layers: empty value"},
       // Beyond int64: the conversion used to clamp to INT64_MAX silently.
-      {{"--seed", "18446744073709551615"}, "--seed: 18446744073709551615 is out of range"},
-      {{"--seed=1,99999999999999999999"}, "--seed: 99999999999999999999 is out of range"},
+      {{"--seed", "18446744073709551615"}, "--seed: '18446744073709551615' is out of range"},
+      {{"--seed=1,99999999999999999999"}, "--seed: '99999999999999999999' is out of range"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--preset", "smollm2-135m", "--layers", "2", "--tokens", "2"};

@@ -145,6 +145,8 @@ TEST(RunConfig, NonPositiveDimensionsAreNamedBeforeDivisibility) {
       {&RunOptions::layers, -3, "invalid model shape: --layers must be > 0 (got -3)"},
       {&RunOptions::ffn, -1, "invalid model shape: --ffn must be > 0 (got -1)"},
       {&RunOptions::context_length, -5, "invalid model shape: --context must be > 0 (got -5)"},
+      {&RunOptions::vocab, 0, "invalid model shape: --vocab must be >= 2 (got 0)"},
+      {&RunOptions::vocab, 1, "invalid model shape: --vocab must be >= 2 (got 1)"},
   };
   for (const auto& c : cases) {
     RunOptions o;

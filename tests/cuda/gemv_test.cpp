@@ -1733,6 +1733,7 @@ TEST(Gemv, StreamRingPrefillMatchesBitForBit) {
     const GemvLaunchInfo all = gemv_launch_info(g.params);
     ASSERT_STREQ(all.form, c.form) << what;
     EXPECT_EQ(all.ring_prefill, -1) << what;
+    const int64_t groups0 = (all.tasks + all.grid - 1) / all.grid;  // CTA 0's row groups
     const std::vector<float> want = g.run();
     for (const char* v : {"0", "1", "4"}) {
       prefill.set(v);
@@ -1745,8 +1746,15 @@ TEST(Gemv, StreamRingPrefillMatchesBitForBit) {
       const std::vector<float> got = g.run();
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
           << what << ": " << v << " slots before the wait differ from all of them";
+      // The kernel takes it: CTA 0 asked for min(N, slots, its groups) before its wait (probe 4).
+      g.params.probe = 4;
+      EXPECT_EQ(g.run()[0], static_cast<float>(std::min<int64_t>({n, all.ring_slots, groups0})))
+          << what << " with " << v;
+      g.params.probe = 0;
     }
     prefill.set(nullptr);
+    g.params.probe = 4;  // and every slot by default
+    EXPECT_EQ(g.run()[0], static_cast<float>(std::min<int64_t>(all.ring_slots, groups0))) << what;
   }
   PlanningBuffers bufs(3584);
   GemvParams p = bufs.params(WeightType::kQ4_K);
