@@ -63,8 +63,8 @@
 #   prefill  round 37: the ring kernels asking for 1 or 0 of their slots before the PDL wait
 #          (DECODEBENCH_GEMV_RING_PREFILL) against all of them (the default): the ring GEMV tests,
 #          --verify 4 with 1 (Q4_0, Q4_K_M) and 0 (Q8_0), then 7B Q4_0, Q4_K_M and Q8_0 steps with
-#          the default, 1 and 0, alternated, two repetitions (Q8_0's ring has one slot, so 1 is
-#          its control); about 8 minutes.
+#          the default, 1 and 0 (PREFILL_VALUES; Q8_0, whose ring has one slot, the default and 0),
+#          alternated, two repetitions; about 7 minutes (4 with PREFILL_VALUES=1).
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -339,10 +339,13 @@ case $mode in
       )
     done
     mkdir -p "$out/runs"
+    # PREFILL_VALUES: the values against the default ("" = unset); Q8_0 (one slot) always takes 0.
     for d in q4_0 q4_k_m q8_0; do
+      values=${PREFILL_VALUES:-1 0}
+      [ $d = q8_0 ] && values=0
       for rep in 1 2; do
         line="7b $d"
-        for v in "" 1 0; do
+        for v in "" $values; do
           base="$out/runs/prefill-$d-${v:-default}-$rep"
           (
             unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
