@@ -148,6 +148,24 @@ switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5
     --graph on --prompt-tokens 128 --tokens 128 --warmup 16 --warmup-time 1 --min-time 2 \
     --dtype "$5" "${@:6}" --json "$1.json" -q > "$1.log" 2>&1
 }
+ab_7b() {  # $1 tag, $2 switch variable, $3 dtype, then its values ("" = unset): 7B steps
+  # with each value, alternated, two repetitions, a line of median TPOTs per repetition; runs in
+  # $out/runs (nothing the caller exported of the round 35-37 switches)
+  local tag=$1 var=$2 d=$3 rep v base line
+  shift 3
+  for rep in 1 2; do
+    line="7b $d"
+    for v in "$@"; do
+      base="$out/runs/$tag-$d-${v:-default}-$rep"
+      (
+        unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_GEMV_RING_PREFILL
+        switch_step "$base" "$var" "$v" qwen2.5-7b "$d"
+      )
+      line="$line · ${v:-default} $(tpot_of "$base")"
+    done
+    echo "$line"
+  done
+}
 astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TPOT in µs and the
   # attention form the run record names, or "failed: " and the run's last line
   local base="$out/attn-$1-$2-${3:-default}"
@@ -306,20 +324,7 @@ case $mode in
       )
     done
     mkdir -p "$out/runs"
-    for d in q4_0 q8_0; do
-      for rep in 1 2; do
-        line="7b $d"
-        for v in "" head; do
-          base="$out/runs/head-$d-${v:-default}-$rep"
-          (
-            unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
-            switch_step "$base" DECODEBENCH_SPLIT_TRIGGER "$v" qwen2.5-7b "$d"
-          )
-          line="$line · ${v:-default} $(tpot_of "$base")"
-        done
-        echo "$line"
-      done
-    done
+    for d in q4_0 q8_0; do ab_7b head DECODEBENCH_SPLIT_TRIGGER "$d" "" head; done
     tar czf "$out/head-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   prefill)
@@ -343,18 +348,8 @@ case $mode in
     for d in q4_0 q4_k_m q8_0; do
       values=${PREFILL_VALUES:-1 0}
       [ $d = q8_0 ] && values=0
-      for rep in 1 2; do
-        line="7b $d"
-        for v in "" $values; do
-          base="$out/runs/prefill-$d-${v:-default}-$rep"
-          (
-            unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
-            switch_step "$base" DECODEBENCH_GEMV_RING_PREFILL "$v" qwen2.5-7b "$d"
-          )
-          line="$line · ${v:-default} $(tpot_of "$base")"
-        done
-        echo "$line"
-      done
+      # shellcheck disable=SC2086  # one word per value
+      ab_7b prefill DECODEBENCH_GEMV_RING_PREFILL "$d" "" $values
     done
     tar czf "$out/prefill-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
