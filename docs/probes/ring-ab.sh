@@ -64,7 +64,8 @@
 #          (DECODEBENCH_GEMV_RING_PREFILL) against all of them (the default): the ring GEMV tests,
 #          --verify 4 with 1 (Q4_0, Q4_K_M) and 0 (Q8_0), then 7B Q4_0, Q4_K_M and Q8_0 steps with
 #          the default, 1 and 0 (PREFILL_VALUES; Q8_0, whose ring has one slot, the default and 0),
-#          alternated, two repetitions; about 7 minutes (4 with PREFILL_VALUES=1).
+#          alternated, two repetitions; about 7 minutes (4 with PREFILL_VALUES=1). PREFILL_TYPES
+#          picks the types.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -332,8 +333,10 @@ case $mode in
     "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
     echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
+    types=${PREFILL_TYPES:-q4_0 q4_k_m q8_0}
     for dv in "q4_0 1" "q4_k_m 1" "q8_0 0"; do
       set -- $dv
+      [[ " $types " == *" $1 "* ]] || continue
       (
         unset DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_SPLIT_TRIGGER
         DECODEBENCH_GEMV_RING_PREFILL=$2 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
@@ -345,7 +348,7 @@ case $mode in
     done
     mkdir -p "$out/runs"
     # PREFILL_VALUES: the values against the default ("" = unset); Q8_0 (one slot) always takes 0.
-    for d in q4_0 q4_k_m q8_0; do
+    for d in $types; do
       values=${PREFILL_VALUES:-1 0}
       [ $d = q8_0 ] && values=0
       # shellcheck disable=SC2086  # one word per value
