@@ -581,11 +581,6 @@ Choice choose(const GemvParams& p) {
     c.info.ring_slots = c.plan.ring_slots;
     c.info.ring_pairs = split ? c.plan.ring_pairs : 0;
     c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
-    // Without PDL the wait returns at once: no slot moves, and the form keeps its name.
-    c.info.ring_prefill =
-        ring && p.pdl && c.plan.ring_prefill >= 0 && c.plan.ring_prefill < c.plan.ring_slots
-            ? c.plan.ring_prefill
-            : -1;
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
   }
@@ -843,11 +838,8 @@ std::string gemv_form_name(const GemvLaunchInfo& info) {
   const std::string form = info.form;
   // A register budget other than the default (2 CTAs per SM) is part of the form: the kernel
   // differs, so the step's form counts keep it apart and a result names it.
-  std::string budget =
+  const std::string budget =
       info.ring_ctas > 2 ? " (registers for " + std::to_string(info.ring_ctas) + " CTAs/SM)" : "";
-  if (info.ring_prefill >= 0) {  // likewise a measurement's prefill (DECODEBENCH_GEMV_RING_PREFILL)
-    budget += " (" + std::to_string(info.ring_prefill) + " before the PDL wait)";
-  }
   if (form == "ring") {
     return kernel + " ring " + std::to_string(info.block / 32) + "x" +
            std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp) + budget;

@@ -74,9 +74,7 @@ struct GemvParams {
   /// Diagnostics only (bench-kernels); results are garbage: 1 = the fast kernels stream the
   /// weights but skip the math (load-pipeline ceiling), 2 = they skip the weight loads and do the
   /// math on stale data (math ceiling; not the stream kernel), 3 = the stream kernel reads every
-  /// chunk's x' from the first chunk's tiles (x' always L1-resident: the cost of x' misses),
-  /// 4 = the ring kernels compute as usual, then write to y[0] how many slots their CTA 0 asked
-  /// for before its PDL wait (tests: DECODEBENCH_GEMV_RING_PREFILL reaches the kernel).
+  /// chunk's x' from the first chunk's tiles (x' always L1-resident: the cost of x' misses).
   int probe = 0;
 };
 
@@ -126,9 +124,6 @@ struct GemvLaunchInfo {
   /// "ring" and "split": CTAs per SM the kernel's registers are sized for (2, or 3 where the type
   /// and form have that budget: gemv_stream.cu, ring_ctas); else 0
   int ring_ctas = 0;
-  /// "ring" and "split" with PDL: the slots asked for before the PDL wait where fewer than
-  /// ring_slots (DECODEBENCH_GEMV_RING_PREFILL); else -1 (every slot, the default, or no PDL)
-  int ring_prefill = -1;
 };
 
 /// A GEMV's kernel and form in one name, as the run record counts them: the variant's name
@@ -136,8 +131,7 @@ struct GemvLaunchInfo {
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
 /// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
-/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)";
-/// one that asks for fewer slots before its PDL wait (ring_prefill) adds "(1 before the PDL wait)".
+/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

@@ -57,8 +57,6 @@ struct KernelArgs {
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
   int ring_slots = 0;  ///< stream kernel's ring form: shared-memory slots (0: the per-warp form)
-  /// ring form: slots asked for before the PDL wait (the rest right after it); -1: all of them
-  int ring_prefill = -1;
 };
 
 /// A launch configuration.
@@ -78,9 +76,6 @@ struct Plan {
   /// minimum; gemv_stream.cu, ring_ctas): 2 by default, 3 where the type's budget or
   /// DECODEBENCH_GEMV_RING_CTAS asks for it; 0 for the other forms.
   int ring_ctas = 0;
-  /// ring form: slots asked for before the PDL wait, -1 for all (the default);
-  /// DECODEBENCH_GEMV_RING_PREFILL (gemv_stream.cu, ring_prefill)
-  int ring_prefill = -1;
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------

@@ -855,26 +855,12 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
     mbar_arrive_expect_tx(&full[s], len);
     bulk_copy(smem + s * slot_bytes, a.w + r0 * row_bytes, len, &full[s]);
   };
-  // Weights do not depend on earlier kernels: every slot is asked for before the PDL wait, or
-  // the first a.ring_prefill of them (DECODEBENCH_GEMV_RING_PREFILL, a measurement: fewer bytes
-  // in flight while the producer of x' still runs), the rest right after it.
-  const int early = a.ring_prefill < 0 ? slots : min(slots, a.ring_prefill);
+  // Weights do not depend on earlier kernels: every slot is asked for before the PDL wait.
   if (threadIdx.x == 0) {
-    for (int s = 0; s < early && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
+    for (int s = 0; s < slots && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
   }
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
-  if (threadIdx.x == 0) {
-    for (int s = early; s < slots && static_cast<uint32_t>(s) < mine; ++s) issue(s, s);
-  }
-  // Probe 4 (tests): at the end, y[0] = the slots CTA 0 asked for before its PDL wait.
-  const auto probe_early = [&] {
-    if (a.probe != 4) return;  // uniform over the launch
-    __syncthreads();           // row 0's store, by whichever warp, comes first
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      a.y.y0[0] = static_cast<float>(min(static_cast<uint32_t>(early), mine));
-    }
-  };
 
   const int8_t* sx = static_cast<const int8_t*>(a.x.split) + x_split_stream_offset(a.cols);
   const uint32_t ring = smem_addr(smem);
@@ -950,7 +936,6 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
         ++use;
       }
     }
-    probe_early();
     return;
   }
   int s = 0;
@@ -1003,7 +988,6 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
       ++use;
     }
   }
-  probe_early();
 }
 
 }  // namespace
@@ -1195,22 +1179,6 @@ int ring_max_ctas() {
                       "' is not 1 to 4 (the most CTAs per SM of the ring's whole-row form)");
 }
 
-/// DECODEBENCH_GEMV_RING_PREFILL = 0 to 4, for measurements: the ring kernels (whole-row and split
-/// forms) ask for at most that many of their slots before the PDL wait and the rest right after
-/// it; unset: every slot before the wait (the default since round 24). The question it answers
-/// (docs/performance.md, round 35): whether the next GEMV's copies, in flight while a split
-/// kernel forms its x', slow that split more than they save. Any other value throws
-/// decodebench::Error (exit 1).
-int ring_prefill() {
-  const char* e = std::getenv("DECODEBENCH_GEMV_RING_PREFILL");
-  if (e == nullptr || *e == '\0') return -1;
-  const std::string v(e);
-  if (v.size() == 1 && v[0] >= '0' && v[0] <= '0' + kMaxRingSlots) return v[0] - '0';
-  throw runtime_error("DECODEBENCH_GEMV_RING_PREFILL: '" + v + "' is not 0 to " +
-                      std::to_string(kMaxRingSlots) +
-                      " (the ring slots asked for before the PDL wait)");
-}
-
 /// `smem` (bytes of dynamic shared memory per CTA) raised so that no more than n CTAs fit an SM by
 /// shared memory (n = 0: unchanged); registers may allow fewer still. For n = 1 to 4 the result
 /// stays below the opt-in limit on sm_90 (at most 115,713 bytes); the min() keeps it there on any
@@ -1278,7 +1246,6 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
-    const int prefill = ring_prefill();                          // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
@@ -1296,7 +1263,6 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = ring_slots;
         p.ring_pairs = ring_warps;
-        p.ring_prefill = prefill;
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         const auto ctas_for = [&](int budget_ctas) {
           return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
@@ -1324,7 +1290,6 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         p.smem = static_cast<int>(smem);
         p.ring_slots = long_slots;
         p.ring_pairs = pairs;
-        p.ring_prefill = prefill;
         p.ntasks = ceil_div<int64_t>(rows, group_rows);
         const auto ctas_for = [&](int budget_ctas) {
           return ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, budget_ctas), p.block, p.smem);
@@ -1379,7 +1344,6 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
   args.ring_slots = p.ring_slots;
-  args.ring_prefill = p.ring_prefill;
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
     const void* kernel =

@@ -59,13 +59,7 @@
 #          bundle.sh packs with a TRACE_BUILD; kernel_timeline.py's summaries and the raw files in
 #          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
 #          split and LM-head lines printed; about 3 minutes. TL_VAR, TL_VALUES and TL_TYPES
-#          pick another switch, its values and the types (round 37: the ring prefill).
-#   prefill  round 37: the ring kernels asking for 1 or 0 of their slots before the PDL wait
-#          (DECODEBENCH_GEMV_RING_PREFILL) against all of them (the default): the ring GEMV tests,
-#          --verify 4 with 1 (Q4_0, Q4_K_M) and 0 (Q8_0), then 7B Q4_0, Q4_K_M and Q8_0 steps with
-#          the default, 1 and 0 (PREFILL_VALUES; Q8_0, whose ring has one slot, the default and 0),
-#          alternated, two repetitions; about 7 minutes (4 with PREFILL_VALUES=1). PREFILL_TYPES
-#          picks the types.
+#          pick another switch, its values and the types.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -75,11 +69,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|prefill
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline or prefill}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head or timeline}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -151,7 +145,7 @@ switch_step() {  # $1 base name, $2 switch variable, $3 its value, $4 preset, $5
 }
 ab_7b() {  # $1 tag, $2 switch variable, $3 dtype, then its values ("" = unset): 7B steps
   # with each value, alternated, two repetitions, a line of median TPOTs per repetition; runs in
-  # $out/runs (nothing the caller exported of the round 35-37 switches)
+  # $out/runs (nothing the caller exported of the round 35-36 switches)
   local tag=$1 var=$2 d=$3 rep v base line
   shift 3
   for rep in 1 2; do
@@ -159,7 +153,7 @@ ab_7b() {  # $1 tag, $2 switch variable, $3 dtype, then its values ("" = unset):
     for v in "$@"; do
       base="$out/runs/$tag-$d-${v:-default}-$rep"
       (
-        unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_GEMV_RING_PREFILL
+        unset DECODEBENCH_SPLIT_TRIGGER DECODEBENCH_GEMV_RING_CTAS
         switch_step "$base" "$var" "$v" qwen2.5-7b "$d"
       )
       line="$line · ${v:-default} $(tpot_of "$base")"
@@ -328,40 +322,12 @@ case $mode in
     for d in q4_0 q8_0; do ab_7b head DECODEBENCH_SPLIT_TRIGGER "$d" "" head; done
     tar czf "$out/head-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
-  prefill)
-    # Round 37: fewer ring slots asked for before the PDL wait, against all of them.
-    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.StreamSplit*' > "$out/gemv.log" 2>&1
-    echo "gemv (ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv.log" | sort -u | head -20
-    types=${PREFILL_TYPES:-q4_0 q4_k_m q8_0}
-    for dv in "q4_0 1" "q4_k_m 1" "q8_0 0"; do
-      set -- $dv
-      [[ " $types " == *" $1 "* ]] || continue
-      (
-        unset DECODEBENCH_GEMV_RING_CTAS DECODEBENCH_SPLIT_TRIGGER
-        DECODEBENCH_GEMV_RING_PREFILL=$2 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
-          --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
-          --dtype $1 > "$out/verify-$1-prefill$2.log" 2>&1
-        echo "verify 7b $1 prefill $2: rc=$? $(grep -E "max abs|^kernels" \
-          "$out/verify-$1-prefill$2.log" | tr '\n' ' ')"
-      )
-    done
-    mkdir -p "$out/runs"
-    # PREFILL_VALUES: the values against the default ("" = unset); Q8_0 (one slot) always takes 0.
-    for d in $types; do
-      values=${PREFILL_VALUES:-1 0}
-      [ $d = q8_0 ] && values=0
-      # shellcheck disable=SC2086  # one word per value
-      ab_7b prefill DECODEBENCH_GEMV_RING_PREFILL "$d" "" $values
-    done
-    tar czf "$out/prefill-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
-    ;;
   timeline)
     # Round 36: where the step's time goes per split trigger, on this GPU.
     [ -x "$bin/decodebench-trace" ] ||
       { echo "timeline: no $bin/decodebench-trace (bundle.sh BUILD FOLDER TRACE_BUILD)"; exit 1; }
-    # TL_VAR, TL_VALUES, TL_TYPES: another switch ("" in TL_VALUES: unset), e.g. round 37's
-    # TL_VAR=DECODEBENCH_GEMV_RING_PREFILL TL_VALUES="'' 1" TL_TYPES="q4_0 q4_k_m".
+    # TL_VAR, TL_VALUES, TL_TYPES: another switch ("" in TL_VALUES: unset), e.g.
+    # TL_VAR=DECODEBENCH_GEMV_RING_CTAS TL_VALUES="2 3" TL_TYPES="q4_0".
     mkdir -p "$out/tl"
     tl_var=${TL_VAR:-DECODEBENCH_SPLIT_TRIGGER}
     eval "tl_values=(${TL_VALUES:-entry wait head})"
