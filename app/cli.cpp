@@ -44,10 +44,12 @@ constexpr std::string_view kIntegerOptions[] = {
     "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
     "--warmup", "--prompt-tokens", "--batch",   "--threads",  "--verify"};
 
-// Checks made on argv before CLI11 sees it. Throws decodebench::Error (exit 2).
-void check_raw_values(const std::vector<std::string>& args) {
+// Checks made on argv before CLI11 sees it, and the integer options' values rewritten as plain
+// decimal (010 → 10), so that a sweep's labels show the values its runs use. Throws
+// decodebench::Error (exit 2).
+void check_raw_values(std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
+    std::string& a = args[i];
     // CLI11 reads an empty value as "not given" (--layers "" ran the preset's layer count).
     if (a.empty()) {
       throw usage_error((i > 0 ? echo_value(args[i - 1]) + ": empty value" : "empty argument") +
@@ -65,16 +67,21 @@ void check_raw_values(const std::vector<std::string>& args) {
       continue;
     }
     if (!inline_form && a.starts_with("--")) continue;  // a flag after a flag without a value
-    std::string_view rest = inline_form ? std::string_view(a).substr(eq + 1) : a;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      rest = comma == rest.npos ? std::string_view() : rest.substr(comma + 1);
-      std::string value(item);
+    // Every comma-separated item, empty ones included (the sweep refuses those later).
+    const std::string_view list = inline_form ? std::string_view(a).substr(eq + 1) : a;
+    std::string rewritten = inline_form ? a.substr(0, eq + 1) : "";
+    for (size_t start = 0;;) {
+      const size_t comma = list.find(',', start);
+      std::string value(list.substr(start, comma == list.npos ? list.npos : comma - start));
       if (const std::string problem = plain_decimal_integer(value); !problem.empty()) {
         throw usage_error(flag + ": " + problem);
       }
+      rewritten += value;
+      if (comma == list.npos) break;
+      rewritten += ',';
+      start = comma + 1;
     }
+    a = std::move(rewritten);
   }
 }
 
@@ -124,7 +131,7 @@ int run_entry(int argc, char** argv) {
     if (sub->get_footer() == footer && sub != run) sub->footer(kExitCodes);
   }
 
-  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args(argv + 1, argv + argc);
   // The root parser takes the run flags, so a run flag before a command ("decodebench --layers 2
   // compare A B") would be parsed and then ignored by the command: refused here, after parsing and
   // before the command's callback runs.

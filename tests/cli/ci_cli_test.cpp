@@ -72,6 +72,28 @@ TEST(SweepCli, TwoByTwoSweepRunsInFlagOrderIntoOneSuiteDocument) {
   expect_schema_valid(out);
 }
 
+// Integer values are plain decimal (010 runs 10 layers): a sweep's labels and args show the value
+// its run used, not the text given ("layers=01" labelled a run of 1 layer).
+TEST(SweepCli, LabelsShowIntegerValuesAsTheRunsUseThem) {
+  TempDir dir;
+  const auto out = dir / "sweep.json";
+  const auto r = run_decodebench(
+      with(kTinyShape, {"--layers=01,002", "--seed", "07,8", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["configurations"].size(), 4u);
+  const char* labels[] = {"layers=1 seed=7", "layers=1 seed=8", "layers=2 seed=7",
+                          "layers=2 seed=8"};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& c = doc["configurations"][i];
+    EXPECT_EQ(c["label"], labels[i]) << i;
+    EXPECT_EQ(doc["results"][c["result"].get<size_t>()]["model"]["shape"]["layers"], i < 2 ? 1 : 2);
+    for (const auto& a : c["args"]) {
+      EXPECT_FALSE(contains(a.get<std::string>(), "01")) << a << ": the text given, not the value";
+    }
+  }
+}
+
 TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
   TempDir dir;
   const auto out = dir / "batch.json";
