@@ -141,11 +141,11 @@ class Resolver {
   const nlohmann::json* preset_;
 };
 
-// Error (exit 2) unless shape dimension `value` (resolved as `name`) is > 0, naming the flag, or
-// the preset key when the value came from the preset.
-// `least`: the smallest value allowed (2 for the vocabulary, an argmax over one token being none).
-void require_positive_dimension(const Resolver& r, const std::string& flag, const std::string& name,
-                                int64_t value, int64_t least = 1) {
+// Error (exit 2) unless shape dimension `value` (resolved as `name`) is at least `least` (> 0 by
+// default; 2 for the vocabulary, an argmax over one token being none), naming the flag, or the
+// preset key when the value came from the preset.
+void require_dimension(const Resolver& r, const std::string& flag, const std::string& name,
+                       int64_t value, int64_t least = 1) {
   if (value >= least) return;
   const std::string who = r.origin_of(name) == Origin::kPreset ? "preset key '" + name + "'" : flag;
   throw usage_error("invalid model shape: " + who +
@@ -235,14 +235,14 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     s.context_length = r.get<int64_t>("context_length", o.context_length, "context_length", 4096);
     // Every dimension is checked for > 0 before any rule divides by one or tests divisibility:
     // --hidden -1 is "must be > 0", not "not divisible by heads".
-    require_positive_dimension(r, "--layers", "layers", s.n_layers);
-    require_positive_dimension(r, "--hidden", "hidden", s.hidden);
-    require_positive_dimension(r, "--heads", "heads", s.n_heads);
-    require_positive_dimension(r, "--kv-heads", "kv_heads", s.n_kv_heads);
-    if (o.head_dim) require_positive_dimension(r, "--head-dim", "head_dim", *o.head_dim);
-    require_positive_dimension(r, "--ffn", "ffn", s.ffn);
-    require_positive_dimension(r, "--vocab", "vocab", s.vocab, 2);
-    require_positive_dimension(r, "--context", "context_length", s.context_length);
+    require_dimension(r, "--layers", "layers", s.n_layers);
+    require_dimension(r, "--hidden", "hidden", s.hidden);
+    require_dimension(r, "--heads", "heads", s.n_heads);
+    require_dimension(r, "--kv-heads", "kv_heads", s.n_kv_heads);
+    if (o.head_dim) require_dimension(r, "--head-dim", "head_dim", *o.head_dim);
+    require_dimension(r, "--ffn", "ffn", s.ffn);
+    require_dimension(r, "--vocab", "vocab", s.vocab, 2);
+    require_dimension(r, "--context", "context_length", s.context_length);
     // head_dim follows hidden/heads unless given; a preset's head_dim is dropped when the user
     // changes hidden or heads without giving --head-dim.
     if (o.head_dim) {
@@ -256,7 +256,7 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
       const bool derived = o.hidden || o.heads || !preset_json.contains("head_dim");
       s.head_dim = derived ? r.record("head_dim", s.hidden / s.n_heads, Origin::kDefault)
                            : r.get<int64_t>("head_dim", std::nullopt, "head_dim", 0);
-      require_positive_dimension(r, "--head-dim", "head_dim", s.head_dim);
+      require_dimension(r, "--head-dim", "head_dim", s.head_dim);
     }
     s.rope_dim = s.head_dim;
     s.rope_theta = r.get<double>("rope_theta", o.rope_theta, "rope_theta", 10000.0);

@@ -200,9 +200,9 @@ std::optional<double> float_key(const gguf::Reader& r, const std::string& key) {
   if (kv == nullptr) return std::nullopt;
   if (!gguf::is_float(kv->value.type)) {
     throw usage_error(
-        fmt::format("{}: offset {}: metadata key '{}' has type {}, expected FLOAT32 or FLOAT64 (as "
-                    "llama.cpp writes and "
-                    "reads it; decodebench refuses integer types for float keys)",
+        fmt::format("{}: offset {}: metadata key '{}' has type {}, expected FLOAT32 or FLOAT64 "
+                    "(as llama.cpp writes and reads it; decodebench refuses integer types for "
+                    "float keys)",
                     r.path(), kv->offset, key, gguf::value_type_name(kv->value.type)));
   }
   return r.get_float(key);
@@ -341,8 +341,7 @@ Model load_gguf_model(const std::string& path) {
   if (!eps)
     throw usage_error(path + ": missing metadata key '" + a + "attention.layer_norm_rms_epsilon'");
   c.rms_eps = *eps;
-  // Published models use 1e-6 to 1e-5; an epsilon of 1 or more would outweigh the mean square it
-  // is added to (about 1e-2 to 1 for normalized activations) and flatten every norm.
+  // validate()'s rule for every model (core/model/config.cpp), checked here to name the key.
   require_float(r, a + "attention.layer_norm_rms_epsilon", c.rms_eps,
                 std::isfinite(c.rms_eps) && c.rms_eps > 0 && c.rms_eps < 1,
                 "finite and in (0, 1) (models use 1e-6 to 1e-5)");

@@ -42,12 +42,12 @@ void check_destination(const std::string& path, const std::string& flag) {
     // The part before the last '/' may exist as a file ('a.json/x.json'): not "does not exist".
     const bool exists = std::filesystem::exists(dir, ec);
     throw usage_error(flag + ": " +
-                      (exists ? "'" + dir.string() + "' is not a folder"
+                      (exists ? "'" + echo_path(dir.string()) + "' is not a folder"
                               : "folder '" + echo_path(dir.string()) + "' does not exist") +
                       " (for '" + echo_path(path) + "')");
   }
   if (std::filesystem::is_directory(file, ec)) {
-    throw usage_error(flag + ": '" + path + "' is a folder, not a file");
+    throw usage_error(flag + ": '" + echo_path(path) + "' is a folder, not a file");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
     throw usage_error(flag + ": folder '" + dir.string() + "' is not writable");
