@@ -36,14 +36,6 @@ namespace decodebench::app {
 
 namespace {
 
-// Integer options: CLI11 reads a value beyond int64 as INT64_MAX (--seed 2^64-1 ran seed
-// 2^63-1) and other notations than plain decimal (0x10), so the elements of their sweep lists are
-// checked here, before any run, as each value is when parsed (require_decimal_integers).
-constexpr std::string_view kIntegerOptions[] = {
-    "--layers", "--hidden",        "--heads",   "--kv-heads", "--head-dim",
-    "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
-    "--warmup", "--prompt-tokens", "--batch",   "--threads",  "--verify"};
-
 // Checks made on argv before CLI11 sees it, and the integer options' values rewritten as plain
 // decimal (010 → 10), so that a sweep's labels show the values its runs use. Throws
 // decodebench::Error (exit 2).
@@ -62,10 +54,7 @@ void check_raw_values(std::vector<std::string>& args) {
                         ": empty value (give a value, or leave the option out)");
     }
     const std::string flag = inline_form ? a.substr(0, eq) : (i > 0 ? args[i - 1] : "");
-    if (std::find(std::begin(kIntegerOptions), std::end(kIntegerOptions), flag) ==
-        std::end(kIntegerOptions)) {
-      continue;
-    }
+    if (!is_integer_run_flag(flag)) continue;
     if (!inline_form && a.starts_with("--")) continue;  // a flag after a flag without a value
     // Every comma-separated item, empty ones included (the sweep refuses those later).
     const std::string_view list = inline_form ? std::string_view(a).substr(eq + 1) : a;

@@ -19,19 +19,8 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
                                 const CLI::ParseError& e,
                                 const std::vector<std::string>* args = nullptr);
 
-/// Puts the value of an integer flag in the plain decimal form CLI11 is to read (CLI11 2.1 reads
-/// integers with base-0 strtoll: "0x10" as 16, "010" as 8 and "08" as no integer; later versions
-/// also read 0o17, 0b101, 1_000). A plain decimal value (an optional '-', then digits) is
-/// rewritten without leading zeros ("08" and "010" are 8 and 10) and returns ""; one beyond int64
-/// returns "'N' is out of range (at most ...)"; one that starts like a number (a digit after an
-/// optional sign and blanks) and holds no comma ("0x10", "+16", " 16", "16 ", "1e3") returns
-/// "'0x10' is not a decimal integer (...)"; anything else ("abc", a comma list) is left as it is,
-/// for CLI11 to refuse as no integer ("'abc' is not an integer"). The message follows the flag's
-/// name.
-std::string plain_decimal_integer(std::string& value);
-
 /// Makes every integer option of `app` and of its subcommands (CLI11 type INT) take plain decimal
-/// values only, through plain_decimal_integer as a transform (a refusal is a CLI::ValidationError
+/// values only, through plain_decimal_integer (core/text.hpp) as a transform (a refusal is a CLI::ValidationError
 /// "--layers: '0x10' is not a decimal integer (...)").
 void require_decimal_integers(CLI::App& app);
 

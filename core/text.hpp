@@ -40,6 +40,17 @@ std::string echo_value(std::string_view value, size_t max_bytes = kEchoMaxBytes)
 /// else as echo_value() shortens any value.
 std::string echo_path(std::string_view path);
 
+/// Puts the value of an integer flag in the plain decimal form CLI11 is to read (CLI11 2.1 reads
+/// integers with base-0 strtoll: "0x10" as 16, "010" as 8 and "08" as no integer; later versions
+/// also read 0o17, 0b101, 1_000). A plain decimal value (an optional '-', then digits) is
+/// rewritten without leading zeros ("08" and "010" are 8 and 10) and returns ""; one beyond int64
+/// returns "'N' is out of range (at most ...)"; one that starts like a number (a digit after an
+/// optional sign and blanks) and holds no comma ("0x10", "+16", " 16", "16 ", "1e3") returns
+/// "'0x10' is not a decimal integer (...)"; anything else ("abc", a comma list) is left as it is,
+/// for CLI11 to refuse as no integer ("'abc' is not an integer"). The message follows the flag's
+/// name.
+std::string plain_decimal_integer(std::string& value);
+
 /// A byte count in decimal units, as the run report, make-gguf and the docs print sizes:
 /// "1.23 GB" (2 decimals), "12.3 MB", "4.1 kB" (1 decimal), "512 B".
 std::string decimal_bytes(uint64_t bytes);

@@ -23,6 +23,11 @@ constexpr std::array<std::string_view, 29> kSweepFlags = {
     "--graph",         "--capture-mode", "--fusion",    "--pdl",           "--launch-ahead",
     "--weight-layout", "--min-time",     "--max-noise", "--max-time"};
 
+constexpr std::array<std::string_view, 15> kIntegerFlags = {
+    "--layers", "--hidden",        "--heads",   "--kv-heads", "--head-dim",
+    "--ffn",    "--vocab",         "--context", "--seed",     "--tokens",
+    "--warmup", "--prompt-tokens", "--batch",   "--threads",  "--verify"};
+
 // Splits "a,b,c"; Error naming `flag` when an element is empty.
 std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
   std::vector<std::string> items;
@@ -74,6 +79,10 @@ bool is_sweep_flag(std::string_view flag) {
     if (f == flag) return true;
   }
   return false;
+}
+
+bool is_integer_run_flag(std::string_view flag) {
+  return std::find(kIntegerFlags.begin(), kIntegerFlags.end(), flag) != kIntegerFlags.end();
 }
 
 std::string sweep_label(const std::vector<std::pair<std::string, std::string>>& values) {
@@ -245,8 +254,16 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
                                                  : std::vector<std::string>{});
           k.shown.push_back(v.get<bool>() ? "true" : "false");
         } else if (v.is_string() || v.is_number()) {
-          k.alternatives.push_back({flag, scalar_text(v)});
-          k.shown.push_back(scalar_text(v));
+          std::string text = scalar_text(v);
+          // "010" runs 10 layers, so it is labelled layers=10; "0x10" is refused here, before
+          // any configuration runs.
+          if (is_integer_run_flag(flag)) {
+            if (const std::string problem = plain_decimal_integer(text); !problem.empty()) {
+              throw usage_error(where + ": key '" + raw_key + "': " + problem);
+            }
+          }
+          k.alternatives.push_back({flag, text});
+          k.shown.push_back(text);
         } else {
           const std::string type = v.type_name();
           throw usage_error(where + ": key '" + raw_key + "' has " +

@@ -45,6 +45,13 @@ inline constexpr size_t kMaxSweepRuns = 10000;
 /// value may legitimately hold a comma.
 bool is_sweep_flag(std::string_view flag);
 
+/// True for the run flags that take an integer (--layers --hidden --heads --kv-heads --head-dim
+/// --ffn --vocab --context --seed --tokens --warmup --prompt-tokens --batch --threads --verify).
+/// Their values, in sweep lists and suite files too, are plain decimal only
+/// (plain_decimal_integer): CLI11 reads a value beyond int64 as INT64_MAX and, depending on its
+/// version, other notations (0x10) as integers.
+bool is_integer_run_flag(std::string_view flag);
+
 /// Those flags, space-separated in the order above (for --help).
 std::string sweep_flag_list();
 

@@ -346,7 +346,7 @@ TEST(PlainDecimalInteger, DecimalIsRewrittenOtherNotationsRefused) {
 }
 
 // End to end: the run's flags, a sweep's elements (refused before any run), a command's own
-// integer flags and a suite file's values.
+// integer flags and a suite file's values (refused when the file is read).
 TEST(ParseErrorMessage, IntegerFlagsArePlainDecimal) {
   testing::TempDir dir;
   const std::string suite = (dir / "s.json").string();
@@ -363,7 +363,7 @@ TEST(ParseErrorMessage, IntegerFlagsArePlainDecimal) {
        "--layers: '0x2'" + refused},
       {{"bench-kernels", "--batches", "1,0x10"}, "--batches: '0x10'" + refused},
       {{"bandwidth", "--size-mib", "0x10"}, "--size-mib: '0x10'" + refused},
-      {{"suite", suite}, suite + ": configuration 1 of 1 (layers=0x2): --layers: '0x2'" + refused},
+      {{"suite", suite}, suite + ": configurations[0]: key 'layers': '0x2'" + refused},
   };
   expect_usage_errors(cases, false);
   // 08 and 010 are decimal: 8 and 10 layers (010 ran 8, 08 was refused).

@@ -194,6 +194,30 @@ TEST(SuiteFile, LabelsDropWhatEveryConfigurationShares) {
   EXPECT_EQ(one.configurations.at(0).label, "tokens=8");
 }
 
+// An integer flag's string value runs as plain decimal ("010" is 10 layers), so it is labelled and
+// passed as the run uses it; other notations are refused when the file is read, naming the key.
+TEST(SuiteFile, IntegerValuesAreLabelledAsTheRunsUseThem) {
+  const auto s = parse_suite(nlohmann::ordered_json::parse(R"({"name": "t", "configurations": [
+          {"layers": ["010", "2"], "seed": "-07", "tokens": 8, "dtype": "08"}]})"),
+                             "t.json");
+  ASSERT_EQ(s.configurations.size(), 2u);
+  EXPECT_EQ(s.configurations[0].args,
+            (Args{"--layers", "10", "--seed", "-7", "--tokens", "8", "--dtype", "08"}));
+  EXPECT_EQ(s.configurations[0].label, "layers=10");
+  EXPECT_EQ(s.configurations[1].label, "layers=2");
+  for (const char* value : {R"("0x10")", R"("+16")", R"(" 16")", "1e3", "16.0"}) {
+    const std::string text =
+        std::string(R"({"name": "t", "configurations": [{"tokens": 8, "layers": )") + value +
+        "}]}";
+    expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
+                       {"s.json: configurations[0]: key 'layers'", "is not a decimal integer"});
+  }
+  const std::string huge =
+      R"({"name": "t", "configurations": [{"seed": "99999999999999999999"}]})";
+  expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(huge), "s.json"); },
+                     {"key 'seed'", "is out of range"});
+}
+
 TEST(SuiteFile, MalformedSuitesAreUsageErrors) {
   const auto bad = [](const char* text, std::vector<std::string> parts) {
     parts.push_back("s.json");
