@@ -55,7 +55,8 @@ const std::vector<MetricSpec>& compare_metrics() {
 Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
                        double threshold_pct) {
   const bool significant = p_value < alpha;
-  const bool large = std::fabs(change_pct) >= threshold_pct;
+  // --threshold 0: the test alone decides (|change| ≥ 0 always, which would leave no "same").
+  const bool large = threshold_pct > 0 ? std::fabs(change_pct) >= threshold_pct : significant;
   if (significant && large) {
     const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
     return better ? Verdict::kFaster : Verdict::kSlower;
