@@ -20,8 +20,8 @@ std::string parse_error_message(const CLI::App& app, const CLI::App* named,
                                 const std::vector<std::string>* args = nullptr);
 
 /// Makes every integer option of `app` and of its subcommands (CLI11 type INT) take plain decimal
-/// values only, through plain_decimal_integer (core/text.hpp) as a transform (a refusal is a CLI::ValidationError
-/// "--layers: '0x10' is not a decimal integer (...)").
+/// values only, through plain_decimal_integer (core/text.hpp) as a transform (a refusal is a
+/// CLI::ValidationError "--layers: '0x10' is not a decimal integer (...)").
 void require_decimal_integers(CLI::App& app);
 
 /// The message for the main run's flags given before `command` ("decodebench --layers 2 compare

@@ -207,13 +207,11 @@ TEST(SuiteFile, IntegerValuesAreLabelledAsTheRunsUseThem) {
   EXPECT_EQ(s.configurations[1].label, "layers=2");
   for (const char* value : {R"("0x10")", R"("+16")", R"(" 16")", "1e3", "16.0"}) {
     const std::string text =
-        std::string(R"({"name": "t", "configurations": [{"tokens": 8, "layers": )") + value +
-        "}]}";
+        std::string(R"({"name": "t", "configurations": [{"tokens": 8, "layers": )") + value + "}]}";
     expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
                        {"s.json: configurations[0]: key 'layers'", "is not a decimal integer"});
   }
-  const std::string huge =
-      R"({"name": "t", "configurations": [{"seed": "99999999999999999999"}]})";
+  const std::string huge = R"({"name": "t", "configurations": [{"seed": "99999999999999999999"}]})";
   expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(huge), "s.json"); },
                      {"key 'seed'", "is out of range"});
 }
