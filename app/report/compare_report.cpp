@@ -145,9 +145,11 @@ std::string compare_markdown(const CompareReport& r) {
     for (const auto& n : r.notes) out += "- " + md_escape(n) + "\n";
     out += "\n</details>\n";
   }
-  out +=
-      "\nVerdicts: faster/slower = significant (p < alpha) and |change| ≥ threshold; same = not "
-      "significant and |change| < threshold; unclear = otherwise.\n";
+  out += r.options.threshold_pct > 0
+             ? "\nVerdicts: faster/slower = significant (p < alpha) and |change| ≥ threshold; "
+               "same = not significant and |change| < threshold; unclear = otherwise.\n"
+             : "\nVerdicts (threshold 0: the test alone decides): faster/slower = significant "
+               "(p < alpha); same = not significant.\n";
   return out;
 }
 

@@ -663,7 +663,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     std::string msg = "nothing matched: no run of " + candidate.name +
                       " has the configuration key (model, shape, dtype, backend, graph, batch, "
                       "device) and the start position (where both files give it) of a run of " +
-                      baseline.name + "; ";
+                      baseline.name +
+                      " (a run is named by its key, then @ and its start position); ";
     msg += baseline.name + " has " + std::to_string(baseline.runs.size()) + " run(s)" +
            (baseline.runs.empty() ? "" : ", e.g. '" + baseline.runs.front().id + "'");
     msg += "; " + candidate.name + " has " + std::to_string(candidate.runs.size()) + " run(s)" +
@@ -709,16 +710,22 @@ nlohmann::json compare_json(const CompareReport& report) {
                              {"verdict", verdict_name(m.verdict)}});
     }
   }
+  const std::string method =
+      std::string(
+          "two-sided Mann-Whitney U test on the per-token samples (normal approximation, "
+          "tie and continuity corrections); ") +
+      (report.options.threshold_pct > 0
+           ? "significant (p < alpha) and |change| >= threshold: faster/slower; not significant "
+             "and |change| < threshold: same; otherwise unclear"
+           : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
+             "significant: same");
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},
           {"metrics", report.options.metrics},
           {"threshold_pct", report.options.threshold_pct},
           {"alpha", report.options.alpha},
-          {"method",
-           "two-sided Mann-Whitney U test on the per-token samples (normal approximation, tie and "
-           "continuity corrections); significant (p < alpha) and |change| >= threshold: "
-           "faster/slower; not significant and |change| < threshold: same; otherwise unclear"},
+          {"method", method},
           {"summary",
            {{"matched_runs", report.runs.size()},
             {"faster", report.count(Verdict::kFaster)},
