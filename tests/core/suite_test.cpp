@@ -211,6 +211,15 @@ TEST(SuiteFile, IntegerValuesAreLabelledAsTheRunsUseThem) {
     expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
                        {"s.json: configurations[0]: key 'layers'", "is not a decimal integer"});
   }
+  for (const auto& [value, message] :
+       {std::pair{R"("abc")", "'abc' is not an integer"},
+        std::pair{R"("")", "'' is not an integer"},
+        std::pair{R"("2,4")", "'2,4' is not an integer (a list of values is a JSON array"}}) {
+    const std::string text =
+        std::string(R"({"name": "t", "configurations": [{"layers": )") + value + "}]}";
+    expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
+                       {"s.json: configurations[0]: key 'layers': ", message});
+  }
   const std::string huge = R"({"name": "t", "configurations": [{"seed": "99999999999999999999"}]})";
   expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(huge), "s.json"); },
                      {"key 'seed'", "is out of range"});
