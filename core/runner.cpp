@@ -203,8 +203,8 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
                          (cuda ? why_not : std::string("this build has no CUDA backend")));
   }
   if (config.backend == BackendKind::kAuto && cuda && !use_cuda) {
-    warn("no usable CUDA device (" + why_not + "); using the cpu backend");
-    report.backend_fallback = "no usable CUDA device (" + why_not + ")";
+    warn(std::string(kNoCudaDeviceWarning) + " (" + why_not + "); using the cpu backend");
+    report.backend_fallback = std::string(kNoCudaDeviceWarning) + " (" + why_not + ")";
   }
   // Variables that change the kernels or their timing (recorded in environment.variables).
   for (const auto& w : run_variable_warnings(report.host_environment["variables"], use_cuda)) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/decode/decode_loop.hpp"
@@ -57,6 +58,10 @@ struct PassReport {
   /// gpu_step_us was not measured.
   std::optional<double> replay_host_overhead_us;
 };
+
+/// How the warning (and RunReport::backend_fallback) of backend auto without a usable GPU begins:
+/// "no usable CUDA device (<reason>); using the cpu backend".
+inline constexpr std::string_view kNoCudaDeviceWarning = "no usable CUDA device";
 
 /// Everything a run produced, for the terminal report and the result JSON.
 struct RunReport {

@@ -135,7 +135,14 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   callbacks.run.step = [&bar, &current](const std::string& label, int64_t done, int64_t total) {
     bar.update(current + " " + label, done, total);
   };
-  callbacks.run.warning = [&bar, &current](const std::string& w) {
+  // The CPU fallback of backend auto is the same for every run of the process: said once on
+  // stderr (every run's JSON still records it).
+  bool fallback_said = false;
+  callbacks.run.warning = [&bar, &current, &fallback_said](const std::string& w) {
+    if (w.starts_with(kNoCudaDeviceWarning)) {
+      if (fallback_said) return;
+      fallback_said = true;
+    }
     bar.clear();
     std::fprintf(stderr, "decodebench: warning: %s %s\n", current.c_str(),
                  printable_message(w).c_str());

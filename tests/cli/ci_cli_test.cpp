@@ -72,6 +72,34 @@ TEST(SweepCli, TwoByTwoSweepRunsInFlagOrderIntoOneSuiteDocument) {
   expect_schema_valid(out);
 }
 
+// Backend auto without a GPU: the CPU fallback's warning is said once for the whole sweep (it
+// was printed once per run), and every run's JSON still records it.
+TEST(SweepCli, CpuFallbackIsSaidOnce) {
+  TempDir dir;
+  const auto out = dir / "sweep.json";
+  const auto r = run_decodebench({"--preset", "smollm2-135m", "--vocab", "512", "--ffn", "256",
+                                  "--tokens", "2", "--prompt-tokens", "2", "--threads", "1",
+                                  "--layers", "1,1,1", "--json", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["results"].size(), 3u);
+  const auto& backend = doc["results"][0]["backend"];
+  if (!backend.contains("fallback") || !backend["fallback"].is_string()) {
+    GTEST_SKIP() << "backend auto did not fall back here (a GPU, or a build without CUDA): "
+                 << backend.dump();
+  }
+  size_t said = 0;
+  for (size_t at = r.err.find("no usable CUDA device"); at != std::string::npos;
+       at = r.err.find("no usable CUDA device", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << r.err;
+  for (const auto& res : doc["results"]) {
+    EXPECT_EQ(res["backend"]["fallback"], backend["fallback"]);
+    EXPECT_TRUE(contains(res["warnings"].dump(), "no usable CUDA device")) << res["warnings"];
+  }
+}
+
 // Integer values are plain decimal (010 runs 10 layers): a sweep's labels and args show the value
 // its run used, not the text given ("layers=01" labelled a run of 1 layer).
 TEST(SweepCli, LabelsShowIntegerValuesAsTheRunsUseThem) {
@@ -224,12 +252,21 @@ TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
   const auto suite = dir / "bad.json";
   write(suite, R"({"name": "bad", "configurations": [
       {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
-      {"preset": "smollm2-135m", "layers": "many", "backend": "cpu"}]})");
+      {"preset": "smollm2-135m", "layers": 0, "backend": "cpu"}]})");
   const auto out = dir / "out.json";
   const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "configuration 2 of 2")) << r.err;
-  EXPECT_TRUE(contains(r.err, "--layers")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--layers must be > 0")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // A value that is no integer at all is refused as the file is read, naming the key.
+  write(suite, R"({"name": "bad", "configurations": [
+      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
+      {"preset": "smollm2-135m", "layers": "many", "backend": "cpu"}]})");
+  const auto many = run_decodebench({"suite", suite.string(), "--json", out.string()});
+  EXPECT_EQ(many.exit_code, 2);
+  EXPECT_TRUE(contains(many.err, "configurations[1]: key 'layers': 'many' is not an integer"))
+      << many.err;
   EXPECT_FALSE(std::filesystem::exists(out));
   // --threads overrides every configuration's: 0 is an error (it was once read as "not given").
   write(suite, R"({"name": "ok", "configurations": [
@@ -463,6 +500,26 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_EQ(doc["exit_code"], 0);
 }
 
+// --threshold 0: every |change| is ≥ 0, so the old rule had no "same"; now the test alone decides,
+// and the legend and the JSON's method say so.
+TEST_F(CompareCli, ThresholdZeroLeavesTheVerdictToTheTest) {
+  const auto same = run_decodebench(
+      {"compare", path("base.json"), path("base.json"), "--threshold", "0", "--format", "json"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  const auto doc = nlohmann::json::parse(same.out);
+  EXPECT_EQ(doc["summary"]["same"], 1) << same.out;
+  EXPECT_TRUE(contains(doc["method"].get<std::string>(), "threshold 0, the test alone decides"))
+      << doc["method"];
+  const auto report = *dir_ / "zero.md";
+  const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "--threshold",
+                                     "0%", "--format", "md", "--output", report.string()});
+  EXPECT_EQ(slow.exit_code, 1) << slow.err;
+  const std::string md = read_file(report);
+  EXPECT_TRUE(contains(md, "**slower**")) << md;
+  EXPECT_TRUE(contains(md, "Verdicts (threshold 0: the test alone decides)")) << md;
+  EXPECT_FALSE(contains(md, "|change| < threshold")) << md;
+}
+
 TEST_F(CompareCli, DataAndUsageErrorsExitTwo) {
   const auto v2 = run_decodebench({"compare", path("base.json"), path("v2.json")});
   EXPECT_EQ(v2.exit_code, 2);
@@ -472,6 +529,7 @@ TEST_F(CompareCli, DataAndUsageErrorsExitTwo) {
   const auto none = run_decodebench({"compare", path("base.json"), path("other.json")});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_TRUE(contains(none.err, "nothing matched")) << none.err;
+  EXPECT_TRUE(contains(none.err, "then @ and its start position")) << none.err;
 
   const auto missing = run_decodebench({"compare", path("base.json"), path("absent.json")});
   EXPECT_EQ(missing.exit_code, 2);
