@@ -142,6 +142,10 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
     if (w.starts_with(kNoCudaDeviceWarning)) {
       if (fallback_said) return;
       fallback_said = true;
+      bar.clear();  // not tagged with this run: it holds for every run of backend auto
+      std::fprintf(stderr, "decodebench: warning: %s (said once for every run of backend auto)\n",
+                   printable_message(w).c_str());
+      return;
     }
     bar.clear();
     std::fprintf(stderr, "decodebench: warning: %s %s\n", current.c_str(),

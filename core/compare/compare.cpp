@@ -56,7 +56,10 @@ Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value,
                        double threshold_pct) {
   const bool significant = p_value < alpha;
   // --threshold 0: the test alone decides (|change| ≥ 0 always, which would leave no "same").
-  const bool large = threshold_pct > 0 ? std::fabs(change_pct) >= threshold_pct : significant;
+  // A significant test with no change of the metric itself (equal medians) is unclear, never
+  // slower.
+  const bool large =
+      threshold_pct > 0 ? std::fabs(change_pct) >= threshold_pct : significant && change_pct != 0;
   if (significant && large) {
     const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
     return better ? Verdict::kFaster : Verdict::kSlower;

@@ -257,6 +257,11 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
           std::string text = scalar_text(v);
           // "010" runs 10 layers, so it is labelled layers=10; "0x10" is refused here, before
           // any configuration runs.
+          if (is_integer_run_flag(flag) && v.is_number_float()) {
+            throw usage_error(where + ": key '" + raw_key + "': " + v.dump() +
+                              " is a JSON number with a fraction or an exponent: write the "
+                              "integer's digits (e.g. 1000, not 1e3 or 1000.0)");
+          }
           if (is_integer_run_flag(flag)) {
             std::string problem = plain_decimal_integer(text);
             // What plain_decimal_integer leaves for CLI11 ("abc", "2,4") is refused here too, so

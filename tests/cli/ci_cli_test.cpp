@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/runner.hpp"
 #include "core/stats/statistics.hpp"
 #include "tests/support/support.hpp"
 
@@ -84,7 +85,8 @@ TEST(SweepCli, CpuFallbackIsSaidOnce) {
   const auto doc = nlohmann::json::parse(read_file(out));
   ASSERT_EQ(doc["results"].size(), 3u);
   const auto& backend = doc["results"][0]["backend"];
-  if (!backend.contains("fallback") || !backend["fallback"].is_string()) {
+  if (!backend.contains("fallback") || !backend["fallback"].is_string() ||
+      !backend["fallback"].get<std::string>().starts_with(kNoCudaDeviceWarning)) {
     GTEST_SKIP() << "backend auto did not fall back here (a GPU, or a build without CUDA): "
                  << backend.dump();
   }
@@ -94,6 +96,8 @@ TEST(SweepCli, CpuFallbackIsSaidOnce) {
     ++said;
   }
   EXPECT_EQ(said, 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "decodebench: warning: no usable CUDA device")) << r.err;
+  EXPECT_TRUE(contains(r.err, "said once for every run of backend auto")) << r.err;
   for (const auto& res : doc["results"]) {
     EXPECT_EQ(res["backend"]["fallback"], backend["fallback"]);
     EXPECT_TRUE(contains(res["warnings"].dump(), "no usable CUDA device")) << res["warnings"];

@@ -110,6 +110,7 @@ TEST(CompareVerdict, DecisionRuleTable) {
   EXPECT_EQ(decide_verdict(0, false, 0.5, 0.05, 0), Verdict::kSame);
   EXPECT_EQ(decide_verdict(+0.1, false, 0.001, 0.05, 0), Verdict::kSlower);
   EXPECT_EQ(decide_verdict(-0.1, true, 0.001, 0.05, 0), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(0, false, 0.001, 0.05, 0), Verdict::kUnclear);  // equal medians
   // Boundaries: |change| = threshold is large; p = alpha is not significant.
   EXPECT_EQ(decide_verdict(+5, false, 0.001, 0.05, 5), Verdict::kSlower);
   EXPECT_EQ(decide_verdict(+1, false, 0.05, 0.05, 5), Verdict::kSame);

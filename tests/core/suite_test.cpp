@@ -198,14 +198,21 @@ TEST(SuiteFile, LabelsDropWhatEveryConfigurationShares) {
 // passed as the run uses it; other notations are refused when the file is read, naming the key.
 TEST(SuiteFile, IntegerValuesAreLabelledAsTheRunsUseThem) {
   const auto s = parse_suite(nlohmann::ordered_json::parse(R"({"name": "t", "configurations": [
-          {"layers": ["010", "2"], "seed": "-07", "tokens": 8, "dtype": "08"}]})"),
+          {"layers": ["010", "2"], "seed": "-07", "tokens": 8, "dtype": "08",
+           "prompt_tokens": "016"}]})"),
                              "t.json");
   ASSERT_EQ(s.configurations.size(), 2u);
-  EXPECT_EQ(s.configurations[0].args,
-            (Args{"--layers", "10", "--seed", "-7", "--tokens", "8", "--dtype", "08"}));
+  EXPECT_EQ(s.configurations[0].args, (Args{"--layers", "10", "--seed", "-7", "--tokens", "8",
+                                            "--dtype", "08", "--prompt-tokens", "16"}));
   EXPECT_EQ(s.configurations[0].label, "layers=10");
   EXPECT_EQ(s.configurations[1].label, "layers=2");
-  for (const char* value : {R"("0x10")", R"("+16")", R"(" 16")", "1e3", "16.0"}) {
+  for (const char* value : {"1e3", "16.0", "1e20"}) {
+    const std::string text =
+        std::string(R"({"name": "t", "configurations": [{"layers": )") + value + "}]}";
+    expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
+                       {"key 'layers': ", "is a JSON number with a fraction or an exponent"});
+  }
+  for (const char* value : {R"("0x10")", R"("+16")", R"(" 16")", R"("1e3")", R"("16.0")"}) {
     const std::string text =
         std::string(R"({"name": "t", "configurations": [{"tokens": 8, "layers": )") + value + "}]}";
     expect_usage_error([&] { (void)parse_suite(nlohmann::ordered_json::parse(text), "s.json"); },
