@@ -82,9 +82,9 @@ constexpr const char* kExitCodes =
 std::string sweeps_help() {
   return "Sweeps: these run flags accept comma lists (--layers 2,4 --dtype f16,bf16): " +
          sweep_flag_list() +
-         ". The runs are the cartesian product in flag order, first flag outermost, and --json "
-         "writes one suite document (docs/ci.md). Never split: --model, --prompt, --prompt-ids, "
-         "--json.";
+         ". The runs are the cartesian product in flag order, first flag outermost (a value "
+         "listed twice runs twice: an A/A pair), and --json writes one suite document "
+         "(docs/ci.md). Never split: --model, --prompt, --prompt-ids, --json.";
 }
 // Parses and runs one command; returns its exit code.
 int run_entry(int argc, char** argv) {

@@ -156,6 +156,20 @@ TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
   expect_schema_valid(out);
 }
 
+// A value listed twice runs twice (documented: an A/A pair), and --help says so.
+TEST(SweepCli, ValueListedTwiceRunsTwice) {
+  TempDir dir;
+  const auto out = dir / "aa.json";
+  const auto r = run_decodebench(
+      with(kTinyShape, {"--layers", "1,1", "--tokens", "2", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["results"].size(), 2u);
+  EXPECT_EQ(doc["configurations"][0]["label"], doc["configurations"][1]["label"]);
+  const auto help = run_decodebench({"--help"});
+  EXPECT_TRUE(contains(help.out, "a value listed twice runs twice")) << help.out;
+}
+
 TEST(SweepCli, SweepWithoutBatchPrintsNoScalingTable) {
   const auto r = run_decodebench(with(kTinyShape, {"--layers", "1,2", "--tokens", "2"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
