@@ -37,7 +37,8 @@ const std::vector<MetricSpec>& compare_metrics();
 ///   significant and large → faster or slower (by the sign of the change and the metric's
 ///   direction); not significant and not large → same; otherwise → unclear.
 /// A threshold of 0 leaves the decision to the test alone: not significant → same (every change
-/// is ≥ 0%, so no result would ever be same).
+/// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (equal medians) →
+/// unclear.
 /// `change_pct` = (new − baseline) / baseline · 100.
 Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
                        double threshold_pct);
