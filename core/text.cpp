@@ -85,9 +85,13 @@ std::string decimal_bytes(uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+bool is_plain_decimal(std::string_view value) {
+  const std::string_view digits = value.substr(value.starts_with('-') ? 1 : 0);
+  return !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 std::string plain_decimal_integer(std::string& value) {
-  const std::string_view digits = std::string_view(value).substr(value.starts_with('-') ? 1 : 0);
-  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+  if (is_plain_decimal(value)) {
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (ec == std::errc::result_out_of_range) {

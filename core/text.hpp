@@ -51,6 +51,10 @@ std::string echo_path(std::string_view path);
 /// name.
 std::string plain_decimal_integer(std::string& value);
 
+/// True when `value` is an optional '-' followed by one or more ASCII digits (the form
+/// plain_decimal_integer accepts; any magnitude).
+bool is_plain_decimal(std::string_view value);
+
 /// A byte count in decimal units, as the run report, make-gguf and the docs print sizes:
 /// "1.23 GB" (2 decimals), "12.3 MB", "4.1 kB" (1 decimal), "512 B".
 std::string decimal_bytes(uint64_t bytes);

@@ -257,18 +257,16 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
           std::string text = scalar_text(v);
           // "010" runs 10 layers, so it is labelled layers=10; "0x10" is refused here, before
           // any configuration runs.
-          if (is_integer_run_flag(flag) && v.is_number_float()) {
-            throw usage_error(where + ": key '" + raw_key + "': " + v.dump() +
-                              " is a JSON number with a fraction or an exponent: write the "
-                              "integer's digits (e.g. 1000, not 1e3 or 1000.0)");
-          }
           if (is_integer_run_flag(flag)) {
+            if (v.is_number_float()) {
+              throw usage_error(where + ": key '" + raw_key + "': " + v.dump() +
+                                " is a JSON number with a fraction or an exponent: write the "
+                                "integer's digits (e.g. 1000, not 1e3 or 1000.0)");
+            }
             std::string problem = plain_decimal_integer(text);
             // What plain_decimal_integer leaves for CLI11 ("abc", "2,4") is refused here too, so
             // a suite's integer values are refused in one place and one wording.
-            const std::string_view digits = std::string_view(text).substr(text.starts_with('-'));
-            if (problem.empty() &&
-                (digits.empty() || digits.find_first_not_of("0123456789") != digits.npos)) {
+            if (problem.empty() && !is_plain_decimal(text)) {
               problem = "'" + echo_value(text) + "' is not an integer";
               if (text.find(',') != std::string::npos) {
                 problem += " (a list of values is a JSON array: [2, 4], not \"2,4\")";
