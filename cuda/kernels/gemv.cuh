@@ -141,6 +141,12 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 /// returns, from the one plan the launch used. Same errors.
 int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info);
 
+/// Reads DECODEBENCH_GEMV_FLOAT_RING (the float GEMVs' ring form, a measurement switch:
+/// docs/measurement-switches.md). Throws decodebench::Error (exit 1) naming the variable and its
+/// value when it is not one launch_gemv takes; the CUDA backend calls it before any upload, so a
+/// bad value fails a run whatever its weight types.
+void gemv_check_float_ring_switch();
+
 /// Whether a pre-split x (GemvParams::x_split) can be used for `p`'s type, shape and weight
 /// pointer: the stream kernel or the tensor-core kernel takes it.
 bool gemv_presplit_supported(const GemvParams& p);
