@@ -191,7 +191,8 @@ json plan_json(const GemvLaunchInfo& i) {
           {"block", i.block},
           {"smem_bytes", i.smem_bytes},
           {"tasks", i.tasks},
-          {"chunk", i.chunk}};
+          {"chunk", i.chunk},
+          {"form", gemv_form_name(i)}};
 }
 
 void progress(const std::string& line) {

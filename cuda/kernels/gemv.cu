@@ -590,7 +590,7 @@ Choice choose(const GemvParams& p) {
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
   } else if (v == kVariantDirect && c.plan.ring_slots > 0) {
-    c.info.form = "ring";  // 8 warps x slots x rows per group: "direct ring 8x3x4"
+    c.info.form = "ring";  // rows per group x slots: "direct ring 4x3"
     c.info.ring_slots = c.plan.ring_slots;
   }
   return c;
@@ -851,6 +851,10 @@ std::string gemv_form_name(const GemvLaunchInfo& info) {
   // differs, so the step's form counts keep it apart and a result names it.
   const std::string budget =
       info.ring_ctas > 2 ? " (registers for " + std::to_string(info.ring_ctas) + " CTAs/SM)" : "";
+  if (form == "ring" && kernel == "direct") {  // DECODEBENCH_GEMV_FLOAT_RING's GxS
+    return kernel + " ring " + std::to_string(info.rows_per_warp) + "x" +
+           std::to_string(info.ring_slots);
+  }
   if (form == "ring") {
     return kernel + " ring " + std::to_string(info.block / 32) + "x" +
            std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp) + budget;

@@ -109,10 +109,12 @@ struct GemvLaunchInfo {
   int smem_bytes = 0;  ///< dynamic shared memory per block
   int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
   int chunk = 0;       ///< mma / stream: weight blocks per pipeline stage
-  /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu); "" for
-  /// the other kernels:
+  /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu) and of the
+  /// "direct" kernel; "" for the other kernels and the direct kernel's default form:
   ///   "ring": a CTA-wide ring of ring_slots shared-memory slots, each a group of (block / 32) ·
-  ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R);
+  ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R); for the direct
+  ///           kernel (gemv_float_ring.cu) groups of rows_per_warp whole rows, each of the 8 warps
+  ///           (column_splits) taking an eighth of every row (DECODEBENCH_GEMV_FLOAT_RING's G × S);
   ///   "split": the ring's split form for rows too long for that: groups of ring_pairs row pairs,
   ///           column_splits warps on each pair, ring_slots slots (DECODEBENCH_GEMV_RING_LONG's
   ///           P × S);
@@ -130,8 +132,10 @@ struct GemvLaunchInfo {
 /// (gemv_variant_name: "staged", "direct", "mma", ...; "fallback" for variant 0), then its form,
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
-/// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
-/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
+/// presplit"; the direct kernel's ring form as "direct ring 4x3" (rows per group × slots, as
+/// DECODEBENCH_GEMV_FLOAT_RING spells it); other kernels by name alone. A ring or split kernel
+/// whose registers are sized for more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split
+/// 1x2 (registers for 3 CTAs/SM)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).

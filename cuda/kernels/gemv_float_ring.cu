@@ -91,6 +91,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_float_ring_kernel(const Kern
     const int64_t i0 = (blockIdx.x + k * gridDim.x) * g_items;
     const int64_t n = kernels::min64(g_items, items - i0);
     uint8_t* slot = smem + s * slot_bytes;
+    if (a.probe == 2) {  // diagnostics: no copies, the math on whatever the slot holds
+      mbar_arrive_expect_tx(&full[s], 0);
+      return;
+    }
     // Earlier generic-proxy reads of this slot are ordered before the async-proxy refill.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     const uint32_t len = static_cast<uint32_t>(n * row_bytes);
@@ -188,21 +192,25 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_float_ring_kernel(const Kern
     before = __shfl_sync(kernels::kFullMask, before, 0);
     if (before == (use + 1) * kWarps - 1) {
       __syncwarp();  // lane 0's acquire orders the other lanes' reads of the partial sums
+      // Lane i adds row i's partial sums in warp order (with a SwiGLU output also the up row's),
+      // the slot is refilled, and then the rows are stored: the refill waits on no global load.
       const auto row_sum = [&](int i) {
         float v = 0.0f;
 #pragma unroll
         for (int w = 0; w < kWarps; ++w) v += part_s[w * kMaxGroupRows + i];
         return v;
       };
-      if (half > 0) {
-        if (lane < g_items && i0 + lane < half) {
-          a.y.y0[i0 + lane] = kernels::swiglu_value(row_sum(lane), row_sum(g_items + lane));
-        }
-      } else if (lane < g_rows && i0 + lane < a.rows) {
-        kernels::store_row_added(a.y, i0 + lane, row_sum(lane), add);
-      }
+      const float v = lane < g_rows ? row_sum(lane) : 0.0f;
+      const float up = half > 0 && lane < g_items ? row_sum(g_items + lane) : 0.0f;
       __syncwarp();  // the partial sums of slot s are read before its next group can write them
       if (lane == 0 && k + slots < mine) issue(k + slots, s);
+      if (half > 0) {
+        if (lane < g_items && i0 + lane < half) {
+          a.y.y0[i0 + lane] = kernels::swiglu_value(v, up);
+        }
+      } else if (lane < g_rows && i0 + lane < a.rows) {
+        kernels::store_row_added(a.y, i0 + lane, v, add);
+      }
     }
     if (++s == slots) {
       s = 0;

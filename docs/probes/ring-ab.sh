@@ -519,20 +519,24 @@ case $mode in
     echo "backend (float ring test) rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-float.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-float.log" | sort -u | head -20
     for d in ${FLOAT_TYPES:-f16 bf16}; do
-      DECODEBENCH_GEMV_FLOAT_RING=4x3 "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
-        --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
-        --dtype $d > "$out/verify-$d-float.log" 2>&1
-      echo "verify 7b $d 4x3: rc=$? $(grep -E "max abs|^kernels" "$out/verify-$d-float.log" |
-        tr '\n' ' ')"
+      for v in ${FLOAT_VALUES:-4x3 2x4}; do
+        DECODEBENCH_GEMV_FLOAT_RING=$v "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+          --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+          --dtype $d > "$out/verify-$d-$v.log" 2>&1
+        echo "verify 7b $d $v: rc=$? $(grep -E "max abs|^kernels" "$out/verify-$d-$v.log" |
+          tr '\n' ' ')"
+      done
     done
     for v in "" ${FLOAT_VALUES:-4x3 2x4}; do
+      rm -f "$out/gemv-float-${v:-direct}.json"
       DECODEBENCH_GEMV_FLOAT_RING=$v "$bin/decodebench" bench-kernels --sections gemv \
         --variants auto --shapes 7b --type f16 --json "$out/gemv-float-${v:-direct}.json" \
         > "$out/gemv-float-${v:-direct}.log" 2>&1
       python3 - "$out/gemv-float-${v:-direct}.json" "${v:-direct}" <<'PY' 2>/dev/null ||
 import json, sys
 rows = json.load(open(sys.argv[1]))["gemv"]
-print(f"{sys.argv[2]}: " + " · ".join(f"{g['shape']} {g['us']:.2f} µs ({g['pct_stream']:.0f}%)"
+print(f"{sys.argv[2]}: " + " · ".join(f"{g['shape']} {g['plan']['form']} {g['us']:.2f} µs "
+                                     f"({g['pct_stream']:.0f}%)"
                                      for g in rows if g["pdl"] and g["probe"] == 0))
 PY
         echo "${v:-direct}: bench-kernels failed: $(tail -1 "$out/gemv-float-${v:-direct}.log")"

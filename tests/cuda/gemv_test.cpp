@@ -753,17 +753,26 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
     WeightType t;
     bool tiled;
     int variant;
-    const char* float_ring = nullptr;  // DECODEBENCH_GEMV_FLOAT_RING (rows of 2,048 columns)
-  } cases[] = {{WeightType::kBF16, false, 0},      {WeightType::kQ4_0, false, 0},
-               {WeightType::kQ6_K, false, 0},      {WeightType::kQ4_0, true, 5},
-               {WeightType::kQ8_0, true, 5},       {WeightType::kQ4_K, true, 5},
-               {WeightType::kQ4_0, true, 6},       {WeightType::kQ4_1, true, 6},
-               {WeightType::kQ8_0, true, 6},       {WeightType::kQ4_0, true, 7},
-               {WeightType::kQ4_1, true, 7},       {WeightType::kQ8_0, true, 7},
-               {WeightType::kF16, false, 0, "4x2"}};
-  for (const auto& [t, tiled, variant, float_ring] : cases) {
+    const char* float_ring = nullptr;  // DECODEBENCH_GEMV_FLOAT_RING
+    int64_t n = 1024;                  // rows and columns of every matrix
+  } cases[] = {
+      {WeightType::kBF16, false, 0},
+      {WeightType::kQ4_0, false, 0},
+      {WeightType::kQ6_K, false, 0},
+      {WeightType::kQ4_0, true, 5},
+      {WeightType::kQ8_0, true, 5},
+      {WeightType::kQ4_K, true, 5},
+      {WeightType::kQ4_0, true, 6},
+      {WeightType::kQ4_1, true, 6},
+      {WeightType::kQ8_0, true, 6},
+      {WeightType::kQ4_0, true, 7},
+      {WeightType::kQ4_1, true, 7},
+      {WeightType::kQ8_0, true, 7},
+      // The float ring form with x' in registers (2,048 columns) and from shared memory (4,608).
+      {WeightType::kF16, false, 0, "4x2", 2048},
+      {WeightType::kBF16, false, 0, "2x2", 4608}};
+  for (const auto& [t, tiled, variant, float_ring, n] : cases) {
     const ScopedEnv ring_env("DECODEBENCH_GEMV_FLOAT_RING", float_ring);
-    const int64_t n = float_ring != nullptr ? 2048 : 1024;
     constexpr int kSteps = 6;
     std::vector<Matrix> ms;
     std::vector<DeviceBuffer> dw;
@@ -806,7 +815,8 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
           EXPECT_STREQ(gemv_launch_info(p).kernel, tiled_kernel_name(variant, n)) << what;
         }
         if (float_ring != nullptr && float_ring_runs()) {
-          EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), "direct ring 8x2x4") << what;
+          EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), std::string("direct ring ") + float_ring)
+              << what;
         }
         launch_gemv(p, s);
       }
@@ -1232,10 +1242,10 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 // fit a CTA's shared memory (the 7B down projection's F16 rows of 37,888 bytes: one), whole pairs
 // for a SwiGLU output, and leaves rows of fewer than 2,048 F16 columns to the direct kernel; any
 // other value is refused. Against the CPU, with the form checked before each comparison: F16,
-// BF16 and F32 with a bias or a residual (aliasing y), x' in registers (2,048 and 4,096 columns)
-// and read from shared memory (18,944; F32 from 4,096), a partial last group, many groups per CTA
-// (slots refilled) with 1 to 4 slots, odd group sizes; stacked q/k/v segments with a bias, whose
-// second launch gives the same bits.
+// BF16 and F32 with a bias or a residual (aliasing y), x' in registers (up to 4,096 columns) and
+// read from shared memory (4,104 and 18,944; F32 from 2,056), warps with uneven shares of a row,
+// a partial last group, many groups per CTA (slots refilled) with 1 to 4 slots, odd group sizes;
+// a SwiGLU input; stacked q/k/v segments with a bias, whose second launch gives the same bits.
 TEST(Gemv, DirectRingFormMatchesCpu) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv env("DECODEBENCH_GEMV_FLOAT_RING", nullptr);
@@ -1248,21 +1258,21 @@ TEST(Gemv, DirectRingFormMatchesCpu) {
   constexpr int kTail = 128 + 4 * 8 * 8 * 4 + 4 * 16;  // scratch, partial sums, mbarriers
   env.set("4x3");
   GemvLaunchInfo info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 8x3x4");
+  EXPECT_EQ(gemv_form_name(info), "direct ring 4x3");
   EXPECT_EQ(info.tasks, 1152);
   EXPECT_EQ(info.column_splits, 8);
   EXPECT_EQ(info.smem_bytes, 3 * 4 * 7168 + 3584 * 4 + kTail);
   p.rows = 3584;
   p.cols = 18944;
   info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 8x3x1");
+  EXPECT_EQ(gemv_form_name(info), "direct ring 1x3");
   EXPECT_EQ(info.smem_bytes, 3 * 37888 + 18944 * 4 + kTail);
   env.set("3x2");
   p.rows = 2 * 18944;
   p.cols = 3584;
   p.swiglu_out = true;
   info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 8x2x2");
+  EXPECT_EQ(gemv_form_name(info), "direct ring 2x2");
   EXPECT_EQ(info.tasks, 18944);
   p.swiglu_out = false;
   p.rows = 960;
@@ -1283,18 +1293,51 @@ TEST(Gemv, DirectRingFormMatchesCpu) {
   for (const char* form : {"4x3", "8x2", "3x1", "1x4"}) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_FLOAT_RING=") + form);
     env.set(form);
+    const int slots = form[2] - '0';
     for (const WeightType t : {WeightType::kF16, WeightType::kBF16, WeightType::kF32}) {
       const bool f32 = t == WeightType::kF32;
-      for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1031, 2048}, {97, 4096}}) {
+      // Warps' eighths of 32 units each (2,048), uneven (2,056: 257 units), the register form's
+      // longest (4,096) and the shared-memory form's shortest (4,104: 65 units for some warps).
+      for (const auto& [rows, cols] :
+           {std::pair<int64_t, int64_t>{1031, 2048}, {97, 2056}, {97, 4096}, {97, 4104}}) {
         expect_ring(t, rows, cols);
         check_gemv(t, rows, cols, true, false);
         check_gemv(t, rows, cols, false, true);
       }
-      expect_ring(t, 12000, 2048);  // 12,000 / G groups on at most 2 CTAs per SM
+      expect_ring(t, 12000, 2048);  // 12,000 / G groups: several per CTA
       check_gemv(t, 12000, 2048, false, true);
-      if (!f32) expect_ring(t, 67, 18944);  // F32's rows of 75,776 bytes do not fit 3 slots
+      // F32's rows of 75,776 bytes fit at most 2 slots beside x'.
+      if (!f32 || slots <= 2) expect_ring(t, 67, 18944);
       check_gemv(t, 67, 18944, true, false);
     }
+  }
+
+  // A SwiGLU input (x' = silu(gate) · up: the down projection when gate/up is not fused).
+  env.set("4x3");
+  {
+    const WeightType t = WeightType::kF16;
+    const int64_t rows = 301, cols = 5632;
+    const Matrix m = make_matrix(t, rows, cols, 51);
+    const std::vector<float> g = random_floats(static_cast<size_t>(cols), 52);
+    const std::vector<float> u = random_floats(static_cast<size_t>(cols), 53);
+    std::vector<float> xs(static_cast<size_t>(cols));
+    cpu::swiglu(g.data(), u.data(), xs.data(), cols);
+    DeviceBuffer d_w = upload(m.bytes);
+    DeviceBuffer d_g = upload(g);
+    DeviceBuffer d_u = upload(u);
+    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
+    GemvParams q = plain_params(t, rows, cols, d_w, d_g, d_y);
+    q.input = GemvInput::kSwiGlu;
+    q.x2 = d_u.data<float>();
+    EXPECT_EQ(gemv_form_name(gemv_launch_info(q)), "direct ring 4x3");
+    launch_gemv(q, nullptr);
+    testing::sync();
+    std::vector<float> want;
+    std::vector<double> tol;
+    reference(t, m, rows, cols, xs, nullptr, nullptr, false, &want, &tol);
+    EXPECT_TRUE(all_near(
+        download<float>(d_y.get(), static_cast<size_t>(rows)), want,
+        [&](size_t i) { return tol[i]; }, "ring, SwiGLU input"));
   }
 
   // Stacked [Wq; Wk; Wv] with a bias: rows [0, 96) → q, [96, 128) → k, [128, 161) → v.
@@ -1314,7 +1357,7 @@ TEST(Gemv, DirectRingFormMatchesCpu) {
   s.y_end0 = e0;
   s.y_end1 = e1;
   s.bias = d_b.data<float>();
-  EXPECT_EQ(gemv_form_name(gemv_launch_info(s)), "direct ring 8x3x4");
+  EXPECT_EQ(gemv_form_name(gemv_launch_info(s)), "direct ring 4x3");
   std::vector<float> first;
   for (int launch = 0; launch < 2; ++launch) {
     launch_gemv(s, nullptr);
