@@ -184,7 +184,6 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   attn_path_ = attention_path_request();     // a bad DECODEBENCH_ATTENTION fails before any upload
   token_copy_ = token_copy_request();        // and a bad DECODEBENCH_TOKEN_D2H
   split_trigger_ = split_trigger_request();  // and DECODEBENCH_SPLIT_TRIGGER
-  gemv_check_float_ring_switch();            // and DECODEBENCH_GEMV_FLOAT_RING
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));

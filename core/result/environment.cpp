@@ -124,7 +124,6 @@ constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
     "DECODEBENCH_GEMV_RING_CTAS",         // ring GEMV registers per CTA (measurements)
     "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
-    "DECODEBENCH_GEMV_FLOAT_RING",        // float GEMV kernel form (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)
     "DECODEBENCH_SPLIT_TRIGGER",          // where x' split kernels trigger PDL (measurements)

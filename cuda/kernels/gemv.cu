@@ -543,13 +543,7 @@ Choice choose(const GemvParams& p) {
   }
   const int sms = gemv_impl::sm_count();
   if (v == kVariantDirect) {
-    // The ring form where DECODEBENCH_GEMV_FLOAT_RING asks for it and it takes the matrix.
-    const gemv_impl::FloatRingShape shape = gemv_impl::float_ring_request();
-    if (shape.slots > 0 &&
-        gemv_impl::float_ring_supported(p.type, p.w, p.cols, gemv_impl::cc_major())) {
-      c.plan = gemv_impl::float_ring_plan(p.type, p.rows, p.cols, p.swiglu_out, shape, sms);
-    }
-    if (c.plan.ring_slots == 0) c.plan = gemv_impl::direct_plan(p.type, p.rows, p.cols, sms);
+    c.plan = gemv_impl::direct_plan(p.type, p.rows, p.cols, sms);
   } else if (v == kVariantStream || v == kVariantStreamTiled) {
     c.plan = gemv_impl::stream_plan(p.type, p.rows, p.cols, sms, v == kVariantStreamTiled);
   } else if (v == kVariantTiled) {
@@ -589,9 +583,6 @@ Choice choose(const GemvParams& p) {
     c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
-  } else if (v == kVariantDirect && c.plan.ring_slots > 0) {
-    c.info.form = "ring";  // rows per group x slots: "direct ring 4x3"
-    c.info.ring_slots = c.plan.ring_slots;
   }
   return c;
 }
@@ -810,8 +801,6 @@ size_t gemv_x_split_bytes(int64_t cols) {
   return static_cast<size_t>(gemv_impl::x_split_bytes(cols));
 }
 
-void gemv_check_float_ring_switch() { (void)gemv_impl::float_ring_request(); }
-
 bool gemv_presplit_supported(const GemvParams& p) {
   if (is_float_type(p.type) || p.cols <= 0 || p.cols % 32 != 0) return false;
   if (p.tiled && stream_tiled_only(p.type)) {
@@ -851,10 +840,6 @@ std::string gemv_form_name(const GemvLaunchInfo& info) {
   // differs, so the step's form counts keep it apart and a result names it.
   const std::string budget =
       info.ring_ctas > 2 ? " (registers for " + std::to_string(info.ring_ctas) + " CTAs/SM)" : "";
-  if (form == "ring" && kernel == "direct") {  // DECODEBENCH_GEMV_FLOAT_RING's GxS
-    return kernel + " ring " + std::to_string(info.rows_per_warp) + "x" +
-           std::to_string(info.ring_slots);
-  }
   if (form == "ring") {
     return kernel + " ring " + std::to_string(info.block / 32) + "x" +
            std::to_string(info.ring_slots) + "x" + std::to_string(info.rows_per_warp) + budget;
@@ -894,9 +879,7 @@ int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info) 
     a.y.swiglu_half = p.swiglu_out ? p.rows / 2 : 0;
     a.pdl = p.pdl ? 1 : 0;
     a.probe = p.probe;
-    if (c.info.variant == kVariantDirect && c.plan.ring_slots > 0) {
-      gemv_impl::float_ring_launch(p.type, a, c.plan, stream);
-    } else if (c.info.variant == kVariantDirect) {
+    if (c.info.variant == kVariantDirect) {
       gemv_impl::direct_launch(p.type, a, c.plan, stream);
     } else if (c.info.variant == kVariantStream || c.info.variant == kVariantStreamTiled) {
       gemv_impl::stream_launch(p.type, a, c.plan, stream, c.info.variant == kVariantStreamTiled);

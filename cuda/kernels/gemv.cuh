@@ -109,12 +109,10 @@ struct GemvLaunchInfo {
   int smem_bytes = 0;  ///< dynamic shared memory per block
   int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
   int chunk = 0;       ///< mma / stream: weight blocks per pipeline stage
-  /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu) and of the
-  /// "direct" kernel; "" for the other kernels and the direct kernel's default form:
+  /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu); "" for
+  /// the other kernels:
   ///   "ring": a CTA-wide ring of ring_slots shared-memory slots, each a group of (block / 32) ·
-  ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R); for the direct
-  ///           kernel (gemv_float_ring.cu) groups of rows_per_warp whole rows, each of the 8 warps
-  ///           (column_splits) taking an eighth of every row (DECODEBENCH_GEMV_FLOAT_RING's G × S);
+  ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R);
   ///   "split": the ring's split form for rows too long for that: groups of ring_pairs row pairs,
   ///           column_splits warps on each pair, ring_slots slots (DECODEBENCH_GEMV_RING_LONG's
   ///           P × S);
@@ -132,10 +130,8 @@ struct GemvLaunchInfo {
 /// (gemv_variant_name: "staged", "direct", "mma", ...; "fallback" for variant 0), then its form,
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
-/// presplit"; the direct kernel's ring form as "direct ring 4x3" (rows per group × slots, as
-/// DECODEBENCH_GEMV_FLOAT_RING spells it); other kernels by name alone. A ring or split kernel
-/// whose registers are sized for more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split
-/// 1x2 (registers for 3 CTAs/SM)".
+/// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
+/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).
@@ -144,12 +140,6 @@ GemvLaunchInfo gemv_launch_info(const GemvParams& p);
 /// launch_gemv that also says how it ran `p`: *info (not null) gets what gemv_launch_info(p)
 /// returns, from the one plan the launch used. Same errors.
 int launch_gemv(const GemvParams& p, cudaStream_t stream, GemvLaunchInfo* info);
-
-/// Reads DECODEBENCH_GEMV_FLOAT_RING (the float GEMVs' ring form, a measurement switch:
-/// docs/measurement-switches.md). Throws decodebench::Error (exit 1) naming the variable and its
-/// value when it is not one launch_gemv takes; the CUDA backend calls it before any upload, so a
-/// bad value fails a run whatever its weight types.
-void gemv_check_float_ring_switch();
 
 /// Whether a pre-split x (GemvParams::x_split) can be used for `p`'s type, shape and weight
 /// pointer: the stream kernel or the tensor-core kernel takes it.

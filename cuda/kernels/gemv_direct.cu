@@ -19,19 +19,77 @@
 #include "cuda/check.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/gemv_device.cuh"
-#include "cuda/kernels/gemv_float.cuh"
 #include "cuda/kernels/gemv_impl.cuh"
 
 namespace decodebench::cuda::gemv_impl {
 namespace {
 
 using kernels::ceil_div;
-using kernels::FloatVec;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kR = 2;  ///< rows per warp
 constexpr int kU = 4;  ///< 16-byte loads per row and lane in flight
+
+/// Per-type 16-byte vector: kE elements; dot(w, x) adds the products to acc in element order.
+template <WeightType T>
+struct FloatVec;
+
+template <>
+struct FloatVec<WeightType::kF32> {
+  static constexpr int kE = 4;
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    acc = fmaf(__uint_as_float(w.x), a.x, acc);
+    acc = fmaf(__uint_as_float(w.y), a.y, acc);
+    acc = fmaf(__uint_as_float(w.z), a.z, acc);
+    return fmaf(__uint_as_float(w.w), a.w, acc);
+  }
+};
+
+__device__ __forceinline__ float2 half2_bits_to_float2(uint32_t u) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&u));
+}
+
+template <>
+struct FloatVec<WeightType::kF16> {
+  static constexpr int kE = 8;
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    const float4 b = *reinterpret_cast<const float4*>(x + 4);
+    const float2 w0 = half2_bits_to_float2(w.x);
+    const float2 w1 = half2_bits_to_float2(w.y);
+    const float2 w2 = half2_bits_to_float2(w.z);
+    const float2 w3 = half2_bits_to_float2(w.w);
+    acc = fmaf(w0.x, a.x, acc);
+    acc = fmaf(w0.y, a.y, acc);
+    acc = fmaf(w1.x, a.z, acc);
+    acc = fmaf(w1.y, a.w, acc);
+    acc = fmaf(w2.x, b.x, acc);
+    acc = fmaf(w2.y, b.y, acc);
+    acc = fmaf(w3.x, b.z, acc);
+    return fmaf(w3.y, b.w, acc);
+  }
+};
+
+template <>
+struct FloatVec<WeightType::kBF16> {
+  static constexpr int kE = 8;
+  __device__ static float lo(uint32_t u) { return __uint_as_float(u << 16); }
+  __device__ static float hi(uint32_t u) { return __uint_as_float(u & 0xFFFF0000u); }
+  __device__ static float dot(uint4 w, const float* x, float acc) {
+    const float4 a = *reinterpret_cast<const float4*>(x);
+    const float4 b = *reinterpret_cast<const float4*>(x + 4);
+    acc = fmaf(lo(w.x), a.x, acc);
+    acc = fmaf(hi(w.x), a.y, acc);
+    acc = fmaf(lo(w.y), a.z, acc);
+    acc = fmaf(hi(w.y), a.w, acc);
+    acc = fmaf(lo(w.z), b.x, acc);
+    acc = fmaf(hi(w.z), b.y, acc);
+    acc = fmaf(lo(w.w), b.z, acc);
+    return fmaf(hi(w.w), b.w, acc);
+  }
+};
 
 /// A long plain x' (more than 16 floats per thread: the down projection's 18,944 columns) is
 /// copied into shared memory in kXChunks pieces by the bulk-copy engine (sm_90, as the stream

@@ -57,7 +57,6 @@ struct KernelArgs {
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
   int ring_slots = 0;  ///< stream kernel's ring form: shared-memory slots (0: the per-warp form)
-  int ring_rows = 0;   ///< direct kernel's ring form: rows per group (float_ring_launch sets it)
 };
 
 /// A launch configuration.
@@ -136,32 +135,6 @@ constexpr int64_t x_split_bytes(int64_t cols) {
 bool direct_supported(WeightType t, int64_t cols);
 Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
-
-/// The direct kernel's ring form (F32/F16/BF16 on sm_90, gemv_float_ring.cu): groups of `rows`
-/// whole rows per bulk copy into a CTA-wide ring of `slots` shared-memory slots, the 8 warps of a
-/// CTA each taking an eighth of every row. slots == 0: the form is off (the direct kernel).
-struct FloatRingShape {
-  int rows = 0;
-  int slots = 0;
-};
-/// The shape DECODEBENCH_GEMV_FLOAT_RING asks for (a measurement switch): unset, empty or "0" =
-/// off (the default), "GxS" = G rows per group (1 to 8) and S slots (1 to 4). Throws
-/// decodebench::Error (exit 1) for anything else, naming the variable and its value.
-FloatRingShape float_ring_request();
-/// Whether the ring form takes weights of type t at `w` with `cols` columns on a device of compute
-/// capability `major`: a float type, sm_90 or later, w 16-byte aligned, rows of whole 16-byte
-/// units and at least one unit per lane of each warp's eighth (F16/BF16: cols >= 2,048). Host
-/// only.
-bool float_ring_supported(WeightType t, const void* w, int64_t cols, int major);
-/// The ring form's plan for `rows` × `cols` (`swiglu`: a SwiGLU output, rows = 2 · pairs): the
-/// shape's slots with the most rows per group, at most shape.rows (even with `swiglu`), whose
-/// slots and x' fit one CTA's shared memory; ring_slots == 0 when not even one row (pair) fits.
-/// rows_per_warp = rows per group, ksplit = 8, ntasks = groups, a persistent grid of at most the
-/// CTAs that fit on `sms` SMs. Queries the kernel's occupancy (CUDA errors throw CudaError).
-Plan float_ring_plan(WeightType t, int64_t rows, int64_t cols, bool swiglu, FloatRingShape shape,
-                     int sms);
-/// Enqueues the ring form with plan `p` on `stream` (PDL when a.pdl).
-void float_ring_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// MMA kernel (quantized types; int8 tensor-core MMA on exact digit splits of x').
 bool mma_supported(WeightType t, int64_t cols);

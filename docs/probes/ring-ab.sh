@@ -60,9 +60,6 @@
 #          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
 #          split and LM-head lines printed; about 3 minutes. TL_VAR, TL_VALUES and TL_TYPES
 #          pick another switch, its values and the types.
-#   float  round 39: the float GEMVs' ring form (DECODEBENCH_GEMV_FLOAT_RING, FLOAT_VALUES
-#          default "4x3 2x4") against the direct kernel: its GPU tests, --verify 4, the 7B F16
-#          GEMVs alone, then 7B F16 and BF16 steps (FLOAT_TYPES) alternated; about 6 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -72,11 +69,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|float
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline or float}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head or timeline}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -503,49 +500,6 @@ case $mode in
       done
       echo "$line"
     done
-    ;;
-  float)
-    # Round 39: the float GEMVs' ring form (DECODEBENCH_GEMV_FLOAT_RING) against the direct
-    # kernel: its GPU tests, --verify 4 on the 4-layer 7B shape, the 7B F16 GEMVs alone
-    # (bench-kernels, with PDL), then 7B steps with each FLOAT_VALUES setting against unset,
-    # alternated, two repetitions (FLOAT_TYPES, default f16 bf16).
-    "$bin/test_gemv" --gtest_filter='Gemv.DirectRing*:Gemv.SwiGlu*:Gemv.Programmatic*:Gemv.DirectKernel*' \
-      > "$out/gemv-float.log" 2>&1
-    echo "gemv (float ring tests) rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-float.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv-float.log" | sort -u | head -20
-    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
-      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" --gtest_filter='Backend.FloatRing*' \
-      > "$out/backend-float.log" 2>&1
-    echo "backend (float ring test) rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-float.log")"
-    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-float.log" | sort -u | head -20
-    for d in ${FLOAT_TYPES:-f16 bf16}; do
-      for v in ${FLOAT_VALUES:-4x3 2x4}; do
-        DECODEBENCH_GEMV_FLOAT_RING=$v "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
-          --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
-          --dtype $d > "$out/verify-$d-$v.log" 2>&1
-        echo "verify 7b $d $v: rc=$? $(grep -E "max abs|^kernels" "$out/verify-$d-$v.log" |
-          tr '\n' ' ')"
-      done
-    done
-    for v in "" ${FLOAT_VALUES:-4x3 2x4}; do
-      rm -f "$out/gemv-float-${v:-direct}.json"
-      DECODEBENCH_GEMV_FLOAT_RING=$v "$bin/decodebench" bench-kernels --sections gemv \
-        --variants auto --shapes 7b --type f16 --json "$out/gemv-float-${v:-direct}.json" \
-        > "$out/gemv-float-${v:-direct}.log" 2>&1
-      python3 - "$out/gemv-float-${v:-direct}.json" "${v:-direct}" <<'PY' 2>/dev/null ||
-import json, sys
-rows = json.load(open(sys.argv[1]))["gemv"]
-print(f"{sys.argv[2]}: " + " · ".join(f"{g['shape']} {g['plan']['form']} {g['us']:.2f} µs "
-                                     f"({g['pct_stream']:.0f}%)"
-                                     for g in rows if g["pdl"] and g["probe"] == 0))
-PY
-        echo "${v:-direct}: bench-kernels failed: $(tail -1 "$out/gemv-float-${v:-direct}.log")"
-    done
-    mkdir -p "$out/runs"
-    for d in ${FLOAT_TYPES:-f16 bf16}; do
-      ab_7b float DECODEBENCH_GEMV_FLOAT_RING "$d" "" ${FLOAT_VALUES:-4x3 2x4}
-    done
-    tar czf "$out/float-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   kernels)
     # The GEMVs alone (bench-kernels: µs per launch in a graph, x' pre-split as in the step): the

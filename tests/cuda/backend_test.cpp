@@ -354,44 +354,6 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
   }
 }
 
-// The float GEMVs' ring form (DECODEBENCH_GEMV_FLOAT_RING) in a whole step: a model whose rows
-// are long enough for it (hidden 2,048, FFN 5,632) decodes the CPU's tokens in F16 and BF16, and
-// the kernels line names the form for every GEMV of the step (QKV, o, gate/up and the LM head with
-// x' in registers, the down projection with x' from shared memory). A bad value fails the
-// backend's construction, whatever the model's types, naming the variable.
-TEST(Backend, FloatRingFormDecodesTheCpuTokens) {
-  DB_REQUIRE_CUDA();
-  using decodebench::testing::ScopedVariable;
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  ModelConfig c = ::decodebench::testing::small_model_config(2, 2048, 16, 4, 128, 5632, 3000);
-  c.context_length = 4096;
-  for (const WeightType t : {WeightType::kF16, WeightType::kBF16}) {
-    const Model m = make_model(t, c);
-    const ScopedVariable ring("DECODEBENCH_GEMV_FLOAT_RING", "4x3");
-    expect_same_tokens_as_cpu(m, 8, std::string(weight_traits(t).name) + " ring 4x3");
-    CudaBackendOptions o;
-    o.max_positions = 16;
-    CudaBackend gpu(m, o);
-    gpu.prefill(std::vector<int32_t>{1, 2, 3});
-    const KernelMix mix = gpu.kernel_mix();
-    // Every GEMV of the step: QKV, o, gate/up and down of 2 layers (the down projections' rows
-    // of 11,264 bytes: 4 per group still fit 3 slots) and the LM head.
-    ASSERT_EQ(mix.gemv_forms_per_step.size(), 1u) << weight_traits(t).name;
-    EXPECT_EQ(mix.gemv_forms_per_step[0].first, major >= 9 ? "direct ring 4x3" : "direct");
-    EXPECT_EQ(mix.gemv_forms_per_step[0].second, 4 * 2 + 1);
-  }
-  const Model q = make_model(WeightType::kQ4_0);
-  const ScopedVariable bad("DECODEBENCH_GEMV_FLOAT_RING", "4x9");
-  try {
-    CudaBackend gpu(q, CudaBackendOptions{});
-    ADD_FAILURE() << "DECODEBENCH_GEMV_FLOAT_RING=4x9 was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
-    EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_GEMV_FLOAT_RING: '4x9'", 0), 0u) << e.what();
-  }
-}
-
 // With head_dim 128 the attention kernel writes the o projection's pre-split x' itself: one split
 // kernel fewer per layer, and logits bit for bit those of the form with the split kernel, eagerly
 // and replayed from a graph; tokens as the CPU's.

@@ -78,39 +78,6 @@ void replay_once(const CudaStream& stream, const std::function<void(cudaStream_t
   DB_CUDA_CHECK(cudaGraphDestroy(graph));
 }
 
-// Sets or unsets one environment variable for a scope; the caller's setting comes back after it
-// (a run with a form forced keeps it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
-    set(value);
-  }
-  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  void set(const char* value) const {
-    if (value != nullptr) {
-      setenv(name_, value, 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
-
-/// Whether this device runs the direct kernel's ring form where DECODEBENCH_GEMV_FLOAT_RING asks
-/// for it (sm_90: bulk copies and mbarriers).
-bool float_ring_runs() {
-  int major = 0;
-  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  return major >= 9;
-}
-
 /// x' residue of the kernels that read x' pre-split (stream, tiled, stream-tiled): they use its
 /// first two 7-bit digits (gemv_digits.cuh), which leave at most 2^-13 of each 32-column tile's
 /// largest |x'| (x_split.cuh: the first digit's unit is at most 2^-5 of it, the second's 2^-12,
@@ -645,74 +612,61 @@ TEST(Gemv, StackedRowsGoToTheirSegments) {
 // pairs per CTA. A pre-split x' or an odd row count is not taken.
 TEST(Gemv, SwiGluOutputOfStackedGateUp) {
   DB_REQUIRE_CUDA();
-  // The float types also in the direct kernel's ring form (4x3; 3x2, whose 3 rows per group
-  // become 2: one pair), where it takes the rows (4,096 and 8,192 columns).
-  ScopedEnv ring_env("DECODEBENCH_GEMV_FLOAT_RING", nullptr);
-  for (const char* ring : {static_cast<const char*>(nullptr), "4x3", "3x2"})
-    for (const WeightType t :
-         {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0,
-          WeightType::kQ4_1, WeightType::kQ5_0, WeightType::kQ4_K, WeightType::kQ6_K}) {
-      // Column splits with exact and partial last tasks ({8, 4096}, {13, 4096}), several tasks per
-      // CTA ({4000, 1024}, {2700, 8192}), an odd pair count on one split ({37, 512}).
-      for (const auto& [half, cols] : std::vector<std::pair<int64_t, int64_t>>{
-               {8, 4096}, {13, 4096}, {37, 512}, {1536, 768}, {4000, 1024}, {2700, 8192}}) {
-        if (cols % weight_traits(t).block_elems != 0) continue;
-        const bool float_type = weight_traits(t).block_elems == 1;
-        if (ring != nullptr && (!float_type || cols < 4096)) continue;
-        ring_env.set(ring);
-        const int64_t rows = 2 * half;
-        const Matrix m = make_matrix(t, rows, cols, static_cast<uint32_t>(half + cols));
-        const std::vector<float> x = random_floats(static_cast<size_t>(cols), 21);
-        const std::vector<float> nw = random_floats(static_cast<size_t>(cols), 22);
-        std::vector<float> xn(static_cast<size_t>(cols));
-        cpu::rms_norm(x.data(), nw.data(), xn.data(), cols, 1e-6f);
-        std::vector<float> prod;
-        std::vector<double> tol;
-        reference(t, m, rows, cols, xn, nullptr, nullptr, false, &prod, &tol);
-        std::vector<float> want(static_cast<size_t>(half));
-        cpu::swiglu(prod.data(), prod.data() + half, want.data(), half);
-        DeviceBuffer d_w = upload(m.bytes);
-        DeviceBuffer d_x = upload(x);
-        DeviceBuffer d_nw = upload(nw);
-        // 64 floats past the output hold a sentinel: no pair past the end may be stored.
-        std::vector<float> init(static_cast<size_t>(half) + 64, -7.0f);
-        DeviceBuffer d_y = upload(init);
-        GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
-        p.input = GemvInput::kRmsNorm;
-        p.norm_w = d_nw.data<float>();
-        p.eps = 1e-6f;
-        p.swiglu_out = true;
-        ASSERT_TRUE(gemv_swiglu_out_supported(p));
-        const GemvLaunchInfo info = gemv_launch_info(p);
-        EXPECT_STREQ(info.kernel, float_type ? "direct" : "staged");
-        if (ring != nullptr && float_ring_runs()) {
-          EXPECT_STREQ(info.form, "ring") << describe(t, rows, cols, info);
-          // Whole pairs, at most the rows asked for (fewer where the slots would not fit).
-          EXPECT_EQ(info.rows_per_warp % 2, 0) << describe(t, rows, cols, info);
-          EXPECT_GE(info.rows_per_warp, 2) << describe(t, rows, cols, info);
-          EXPECT_LE(info.rows_per_warp, ring[0] - '0') << describe(t, rows, cols, info);
-        }
-        launch_gemv(p, nullptr);
-        testing::sync();
-        std::vector<float> got = download<float>(d_y.get(), init.size());
-        for (size_t i = static_cast<size_t>(half); i < init.size(); ++i) {
-          ASSERT_EQ(got[i], -7.0f) << describe(t, rows, cols, info) << ": wrote past the output";
-        }
-        got.resize(static_cast<size_t>(half));
-        // Tolerance: the products' bound, carried through silu(g)·u (|d/dg| <= 1.1·|u|, d/du =
-        // silu(g)), plus f32 rounding of the result.
-        EXPECT_TRUE(all_near(
-            got, want,
-            [&](size_t k) {
-              const double eg = tol[k];
-              const double eu = tol[k + static_cast<size_t>(half)];
-              const double g = prod[k];
-              const double u = prod[k + static_cast<size_t>(half)];
-              return 1.1 * std::fabs(u) * eg + std::fabs(g) * eu + 1e-6 * std::fabs(want[k]) + 1e-7;
-            },
-            describe(t, rows, cols, info) + " SwiGLU output"));
+  for (const WeightType t :
+       {WeightType::kF32, WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0, WeightType::kQ4_1,
+        WeightType::kQ5_0, WeightType::kQ4_K, WeightType::kQ6_K}) {
+    // Column splits with exact and partial last tasks ({8, 4096}, {13, 4096}), several tasks per
+    // CTA ({4000, 1024}, {2700, 8192}), an odd pair count on one split ({37, 512}).
+    for (const auto& [half, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {8, 4096}, {13, 4096}, {37, 512}, {1536, 768}, {4000, 1024}, {2700, 8192}}) {
+      if (cols % weight_traits(t).block_elems != 0) continue;
+      const int64_t rows = 2 * half;
+      const Matrix m = make_matrix(t, rows, cols, static_cast<uint32_t>(half + cols));
+      const std::vector<float> x = random_floats(static_cast<size_t>(cols), 21);
+      const std::vector<float> nw = random_floats(static_cast<size_t>(cols), 22);
+      std::vector<float> xn(static_cast<size_t>(cols));
+      cpu::rms_norm(x.data(), nw.data(), xn.data(), cols, 1e-6f);
+      std::vector<float> prod;
+      std::vector<double> tol;
+      reference(t, m, rows, cols, xn, nullptr, nullptr, false, &prod, &tol);
+      std::vector<float> want(static_cast<size_t>(half));
+      cpu::swiglu(prod.data(), prod.data() + half, want.data(), half);
+      DeviceBuffer d_w = upload(m.bytes);
+      DeviceBuffer d_x = upload(x);
+      DeviceBuffer d_nw = upload(nw);
+      // 64 floats past the output hold a sentinel: no pair past the end may be stored.
+      std::vector<float> init(static_cast<size_t>(half) + 64, -7.0f);
+      DeviceBuffer d_y = upload(init);
+      GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
+      p.input = GemvInput::kRmsNorm;
+      p.norm_w = d_nw.data<float>();
+      p.eps = 1e-6f;
+      p.swiglu_out = true;
+      ASSERT_TRUE(gemv_swiglu_out_supported(p));
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      const bool float_type = weight_traits(t).block_elems == 1;
+      EXPECT_STREQ(info.kernel, float_type ? "direct" : "staged");
+      launch_gemv(p, nullptr);
+      testing::sync();
+      std::vector<float> got = download<float>(d_y.get(), init.size());
+      for (size_t i = static_cast<size_t>(half); i < init.size(); ++i) {
+        ASSERT_EQ(got[i], -7.0f) << describe(t, rows, cols, info) << ": wrote past the output";
       }
+      got.resize(static_cast<size_t>(half));
+      // Tolerance: the products' bound, carried through silu(g)·u (|d/dg| <= 1.1·|u|, d/du =
+      // silu(g)), plus f32 rounding of the result.
+      EXPECT_TRUE(all_near(
+          got, want,
+          [&](size_t k) {
+            const double eg = tol[k];
+            const double eu = tol[k + static_cast<size_t>(half)];
+            const double g = prod[k];
+            const double u = prod[k + static_cast<size_t>(half)];
+            return 1.1 * std::fabs(u) * eg + std::fabs(g) * eu + 1e-6 * std::fabs(want[k]) + 1e-7;
+          },
+          describe(t, rows, cols, info) + " SwiGLU output"));
     }
+  }
   // A pre-split x' (the stream kernel) or an odd row count: not taken.
   DeviceBuffer d_w(64 * 512 * 2), d_x(512 * 4), d_y(64 * 4), d_split(gemv_x_split_bytes(512));
   GemvParams q;
@@ -753,26 +707,13 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
     WeightType t;
     bool tiled;
     int variant;
-    const char* float_ring = nullptr;  // DECODEBENCH_GEMV_FLOAT_RING
-    int64_t n = 1024;                  // rows and columns of every matrix
   } cases[] = {
-      {WeightType::kBF16, false, 0},
-      {WeightType::kQ4_0, false, 0},
-      {WeightType::kQ6_K, false, 0},
-      {WeightType::kQ4_0, true, 5},
-      {WeightType::kQ8_0, true, 5},
-      {WeightType::kQ4_K, true, 5},
-      {WeightType::kQ4_0, true, 6},
-      {WeightType::kQ4_1, true, 6},
-      {WeightType::kQ8_0, true, 6},
-      {WeightType::kQ4_0, true, 7},
-      {WeightType::kQ4_1, true, 7},
-      {WeightType::kQ8_0, true, 7},
-      // The float ring form with x' in registers (2,048 columns) and from shared memory (4,608).
-      {WeightType::kF16, false, 0, "4x2", 2048},
-      {WeightType::kBF16, false, 0, "2x2", 4608}};
-  for (const auto& [t, tiled, variant, float_ring, n] : cases) {
-    const ScopedEnv ring_env("DECODEBENCH_GEMV_FLOAT_RING", float_ring);
+      {WeightType::kBF16, false, 0}, {WeightType::kQ4_0, false, 0}, {WeightType::kQ6_K, false, 0},
+      {WeightType::kQ4_0, true, 5},  {WeightType::kQ8_0, true, 5},  {WeightType::kQ4_K, true, 5},
+      {WeightType::kQ4_0, true, 6},  {WeightType::kQ4_1, true, 6},  {WeightType::kQ8_0, true, 6},
+      {WeightType::kQ4_0, true, 7},  {WeightType::kQ4_1, true, 7},  {WeightType::kQ8_0, true, 7}};
+  for (const auto& [t, tiled, variant] : cases) {
+    const int64_t n = 1024;
     constexpr int kSteps = 6;
     std::vector<Matrix> ms;
     std::vector<DeviceBuffer> dw;
@@ -813,10 +754,6 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
           p.tiled = true;
           p.variant = variant;
           EXPECT_STREQ(gemv_launch_info(p).kernel, tiled_kernel_name(variant, n)) << what;
-        }
-        if (float_ring != nullptr && float_ring_runs()) {
-          EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), std::string("direct ring ") + float_ring)
-              << what;
         }
         launch_gemv(p, s);
       }
@@ -1236,150 +1173,30 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
 }
 
-// The direct kernel's ring form (DECODEBENCH_GEMV_FLOAT_RING=GxS: groups of G whole rows, one
-// bulk copy each, in a ring of S shared-memory slots; each of a CTA's 8 warps takes an eighth of
-// every row). Off by default. The plan takes the most rows per group up to G whose S slots and x'
-// fit a CTA's shared memory (the 7B down projection's F16 rows of 37,888 bytes: one), whole pairs
-// for a SwiGLU output, and leaves rows of fewer than 2,048 F16 columns to the direct kernel; any
-// other value is refused. Against the CPU, with the form checked before each comparison: F16,
-// BF16 and F32 with a bias or a residual (aliasing y), x' in registers (up to 4,096 columns) and
-// read from shared memory (4,104 and 18,944; F32 from 2,056), warps with uneven shares of a row,
-// a partial last group, many groups per CTA (slots refilled) with 1 to 4 slots, odd group sizes;
-// a SwiGLU input; stacked q/k/v segments with a bias, whose second launch gives the same bits.
-TEST(Gemv, DirectRingFormMatchesCpu) {
-  DB_REQUIRE_STREAM_KERNEL();
-  const ScopedEnv env("DECODEBENCH_GEMV_FLOAT_RING", nullptr);
-  PlanningBuffers bufs(64);
-  GemvParams p = bufs.params(WeightType::kF16);
-  p.x_split = nullptr;
-  p.rows = 4608;
-  p.cols = 3584;
-  EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), "direct");
-  constexpr int kTail = 128 + 4 * 8 * 8 * 4 + 4 * 16;  // scratch, partial sums, mbarriers
-  env.set("4x3");
-  GemvLaunchInfo info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 4x3");
-  EXPECT_EQ(info.tasks, 1152);
-  EXPECT_EQ(info.column_splits, 8);
-  EXPECT_EQ(info.smem_bytes, 3 * 4 * 7168 + 3584 * 4 + kTail);
-  p.rows = 3584;
-  p.cols = 18944;
-  info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 1x3");
-  EXPECT_EQ(info.smem_bytes, 3 * 37888 + 18944 * 4 + kTail);
-  env.set("3x2");
-  p.rows = 2 * 18944;
-  p.cols = 3584;
-  p.swiglu_out = true;
-  info = gemv_launch_info(p);
-  EXPECT_EQ(gemv_form_name(info), "direct ring 2x2");
-  EXPECT_EQ(info.tasks, 18944);
-  p.swiglu_out = false;
-  p.rows = 960;
-  p.cols = 576;  // SmolLM2's QKV
-  EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), "direct");
-  p.cols = 3584;
-  expect_values_refused("DECODEBENCH_GEMV_FLOAT_RING",
-                        {"4", "9x2", "4x5", "0x2", "4x0", "4x2x", "on", "x2", "4x-1"}, p);
-
-  const auto expect_ring = [&](WeightType t, int64_t rows, int64_t cols) {
-    GemvParams q = bufs.params(t);
-    q.x_split = nullptr;
-    q.rows = rows;
-    q.cols = cols;
-    EXPECT_STREQ(gemv_launch_info(q).form, "ring")
-        << weight_traits(t).name << " " << rows << "x" << cols;
-  };
-  for (const char* form : {"4x3", "8x2", "3x1", "1x4"}) {
-    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_FLOAT_RING=") + form);
-    env.set(form);
-    const int slots = form[2] - '0';
-    for (const WeightType t : {WeightType::kF16, WeightType::kBF16, WeightType::kF32}) {
-      const bool f32 = t == WeightType::kF32;
-      // Warps' eighths of 32 units each (2,048), uneven (2,056: 257 units), the register form's
-      // longest (4,096) and the shared-memory form's shortest (4,104: 65 units for some warps).
-      for (const auto& [rows, cols] :
-           {std::pair<int64_t, int64_t>{1031, 2048}, {97, 2056}, {97, 4096}, {97, 4104}}) {
-        expect_ring(t, rows, cols);
-        check_gemv(t, rows, cols, true, false);
-        check_gemv(t, rows, cols, false, true);
-      }
-      expect_ring(t, 12000, 2048);  // 12,000 / G groups: several per CTA
-      check_gemv(t, 12000, 2048, false, true);
-      // F32's rows of 75,776 bytes fit at most 2 slots beside x'.
-      if (!f32 || slots <= 2) expect_ring(t, 67, 18944);
-      check_gemv(t, 67, 18944, true, false);
-    }
+// Sets or unsets one environment variable for a scope; the caller's setting comes back after it
+// (a run with a form forced keeps it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
+    set(value);
   }
-
-  // A SwiGLU input (x' = silu(gate) · up: the down projection when gate/up is not fused).
-  env.set("4x3");
-  {
-    const WeightType t = WeightType::kF16;
-    const int64_t rows = 301, cols = 5632;
-    const Matrix m = make_matrix(t, rows, cols, 51);
-    const std::vector<float> g = random_floats(static_cast<size_t>(cols), 52);
-    const std::vector<float> u = random_floats(static_cast<size_t>(cols), 53);
-    std::vector<float> xs(static_cast<size_t>(cols));
-    cpu::swiglu(g.data(), u.data(), xs.data(), cols);
-    DeviceBuffer d_w = upload(m.bytes);
-    DeviceBuffer d_g = upload(g);
-    DeviceBuffer d_u = upload(u);
-    DeviceBuffer d_y(static_cast<size_t>(rows) * 4);
-    GemvParams q = plain_params(t, rows, cols, d_w, d_g, d_y);
-    q.input = GemvInput::kSwiGlu;
-    q.x2 = d_u.data<float>();
-    EXPECT_EQ(gemv_form_name(gemv_launch_info(q)), "direct ring 4x3");
-    launch_gemv(q, nullptr);
-    testing::sync();
-    std::vector<float> want;
-    std::vector<double> tol;
-    reference(t, m, rows, cols, xs, nullptr, nullptr, false, &want, &tol);
-    EXPECT_TRUE(all_near(
-        download<float>(d_y.get(), static_cast<size_t>(rows)), want,
-        [&](size_t i) { return tol[i]; }, "ring, SwiGLU input"));
-  }
-
-  // Stacked [Wq; Wk; Wv] with a bias: rows [0, 96) → q, [96, 128) → k, [128, 161) → v.
-  env.set("4x3");
-  const WeightType t = WeightType::kBF16;
-  const int64_t rows = 161, cols = 2048, e0 = 96, e1 = 128;
-  const Matrix m = make_matrix(t, rows, cols, 41);
-  const std::vector<float> x = random_floats(static_cast<size_t>(cols), 42);
-  const std::vector<float> bias = random_floats(static_cast<size_t>(rows), 43);
-  DeviceBuffer d_w = upload(m.bytes);
-  DeviceBuffer d_x = upload(x);
-  DeviceBuffer d_b = upload(bias);
-  DeviceBuffer d_q(e0 * 4), d_k((e1 - e0) * 4), d_v((rows - e1) * 4);
-  GemvParams s = plain_params(t, rows, cols, d_w, d_x, d_q);
-  s.y1 = d_k.data<float>();
-  s.y2 = d_v.data<float>();
-  s.y_end0 = e0;
-  s.y_end1 = e1;
-  s.bias = d_b.data<float>();
-  EXPECT_EQ(gemv_form_name(gemv_launch_info(s)), "direct ring 4x3");
-  std::vector<float> first;
-  for (int launch = 0; launch < 2; ++launch) {
-    launch_gemv(s, nullptr);
-    testing::sync();
-    std::vector<float> got = download<float>(d_q.get(), e0);
-    for (const auto& [buf, n] :
-         {std::pair<const DeviceBuffer*, int64_t>{&d_k, e1 - e0}, {&d_v, rows - e1}}) {
-      const std::vector<float> part = download<float>(buf->get(), static_cast<size_t>(n));
-      got.insert(got.end(), part.begin(), part.end());
-    }
-    if (launch == 0) {
-      std::vector<float> want;
-      std::vector<double> tol;
-      reference(t, m, rows, cols, x, bias.data(), nullptr, false, &want, &tol);
-      EXPECT_TRUE(all_near(
-          got, want, [&](size_t i) { return tol[i]; }, "ring q/k/v segments"));
-      first = got;
+  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) const {
+    if (value != nullptr) {
+      setenv(name_, value, 1);
     } else {
-      EXPECT_TRUE(testing::all_bits_equal(got, first, "ring q/k/v segments, second launch"));
+      unsetenv(name_);
     }
   }
-}
+
+ private:
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
 
 // The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
 // per bulk copy) takes matrices whose row groups fit two slots: the 7B QKV shape in Q4_K (rows of
