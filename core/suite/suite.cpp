@@ -308,6 +308,7 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
     std::vector<size_t> digit(keys.size(), 0);
     while (true) {
       SuiteConfiguration sc;
+      sc.entry = c;
       std::vector<std::string> pairs;
       for (size_t k = 0; k < keys.size(); ++k) {
         const auto& alt = keys[k].alternatives[digit[k]];

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,9 @@ inline constexpr const char* kSuiteSchemaVersion = "1.0";
 struct SuiteConfiguration {
   std::string label;              ///< "layers=2 dtype=f16": the values that tell it apart
   std::vector<std::string> args;  ///< e.g. {"--preset", "smollm2-135m", "--layers", "2"}
+  /// The suite file's `configurations[entry]` it was expanded from (0-based, as errors found
+  /// while reading the file name it); empty for a command-line sweep.
+  std::optional<size_t> entry;
 };
 
 /// A suite: a name, a description and its configurations in run order.

@@ -19,7 +19,9 @@ std::vector<PreparedRun> prepare_suite(const SuiteDefinition& suite, const Parse
         suite.source + ": configuration " + std::to_string(i + 1) + " of " +
         std::to_string(suite.configurations.size()) +
         // A label joins several values: 4 values' worth of it.
-        (c.label.empty() ? "" : " (" + echo_value(c.label, 4 * kEchoMaxBytes) + ")");
+        (c.label.empty() ? "" : " (" + echo_value(c.label, 4 * kEchoMaxBytes) + ")") +
+        // The file's entry it came from, numbered as the errors found while reading the file.
+        (c.entry ? ", from configurations[" + std::to_string(*c.entry) + "]" : "");
     try {
       const RunOptions options = parse(c.args);
       if (options.json_path) {

@@ -29,7 +29,9 @@ struct PreparedRun {
 
 /// Parses and resolves (resolve_run_config) every configuration before anything runs, so a typo in
 /// the last one fails at once. Throws decodebench::Error (exit 2) whose message names the suite
-/// source, the configuration (index and label) and the original problem; also when a
+/// source, the configuration ("configuration N of M", from 1, and its label), for a suite file
+/// the entry it was expanded from ("from configurations[i]", from 0, as the file's own errors
+/// count) and the original problem; also when a
 /// configuration sets --json (the suite writes one document).
 std::vector<PreparedRun> prepare_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
                                        int hardware_threads);

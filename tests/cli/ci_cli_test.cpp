@@ -182,7 +182,8 @@ TEST(SweepCli, BadValueInOnePointFailsBeforeAnythingRuns) {
   const auto r = run_decodebench(
       with(kTinyShape, {"--layers", "1", "--dtype", "f16,nope", "--json", out.string()}));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(contains(r.err, "configuration 2 of 2 (dtype=nope)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "configuration 2 of 2 (dtype=nope): ")) << r.err;
+  EXPECT_FALSE(contains(r.err, "from configurations")) << r.err;  // no file entries to name
   EXPECT_TRUE(contains(r.err, "nope")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -274,8 +275,20 @@ TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
   const auto out = dir / "out.json";
   const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "configuration 2 of 2")) << r.err;
+  // Numbered among the runs (from 1) and by the file's entry (from 0, as errors found while
+  // reading the file are).
+  EXPECT_TRUE(contains(r.err, "configuration 2 of 2 (layers=0), from configurations[1]: "))
+      << r.err;
   EXPECT_TRUE(contains(r.err, "--layers must be > 0")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // An entry that expands to several runs: the run's number and its entry's differ.
+  write(suite, R"({"name": "bad", "configurations": [
+      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
+      {"preset": "smollm2-135m", "layers": [1, 0], "backend": "cpu"}]})");
+  const auto list = run_decodebench({"suite", suite.string(), "--json", out.string()});
+  EXPECT_EQ(list.exit_code, 2);
+  EXPECT_TRUE(contains(list.err, "configuration 3 of 3 (layers=0), from configurations[1]: "))
+      << list.err;
   EXPECT_FALSE(std::filesystem::exists(out));
   // A value that is no integer at all is refused as the file is read, naming the key.
   write(suite, R"({"name": "bad", "configurations": [

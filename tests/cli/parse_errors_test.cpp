@@ -238,7 +238,8 @@ TEST(ParseErrorMessage, BadValuesAreNamedAsTyped) {
       // The extra word is the third file, not a value of -q (which came before the first).
       {{"compare", "-q", "a.json", "b.json", "a.json"}, "unexpected argument 'a.json'\n"},
       {{"suite", suite},
-       suite + ": configuration 1 of 1 (layers=1 phase-timing=yes): --phase-timing takes no "
+       suite + ": configuration 1 of 1 (layers=1 phase-timing=yes), from configurations[0]: "
+               "--phase-timing takes no "
                "value (got 'yes'): in a suite file give it true or false\n"},
       // Flags that contradict each other.
       {{"--quiet", "--verbose", "--layers", "1"},
