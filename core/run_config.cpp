@@ -186,6 +186,19 @@ std::vector<int32_t> parse_id_list(const std::string& text, const std::string& f
   return ids;
 }
 
+BackendKind parse_backend_name(const std::string& name) {
+  static const char* const kNames[] = {"auto", "cpu", "cuda"};
+  static const BackendKind kValues[] = {BackendKind::kAuto, BackendKind::kCpu, BackendKind::kCuda};
+  // "gpu" is one letter from "cpu": the hint would point the wrong way.
+  std::string lower = name;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "gpu") {
+    throw usage_error("--backend: invalid value '" + name +
+                      "' (the GPU backend is 'cuda'; expected auto|cpu|cuda)");
+  }
+  return parse_choice("--backend", name, kNames, kValues);
+}
+
 void check_thread_count(int64_t threads) {
   if (threads < 1 || threads > 1024) {
     throw usage_error("--threads must be in [1, 1024] (got " + std::to_string(threads) + ")");
@@ -337,20 +350,7 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
   }
 
   // Execution.
-  {
-    static const char* const kNames[] = {"auto", "cpu", "cuda"};
-    static const BackendKind kValues[] = {BackendKind::kAuto, BackendKind::kCpu,
-                                          BackendKind::kCuda};
-    const std::string backend = r.get<std::string>("backend", o.backend, nullptr, "auto");
-    // "gpu" is one letter from "cpu": the hint would point the wrong way.
-    std::string lower = backend;
-    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (lower == "gpu") {
-      throw usage_error("--backend: invalid value '" + backend +
-                        "' (the GPU backend is 'cuda'; expected auto|cpu|cuda)");
-    }
-    c.backend = parse_choice("--backend", backend, kNames, kValues);
-  }
+  c.backend = parse_backend_name(r.get<std::string>("backend", o.backend, nullptr, "auto"));
   const int64_t threads = r.get<int64_t>("threads", o.threads, nullptr, hardware_threads);
   check_thread_count(threads);
   c.threads = static_cast<int>(threads);

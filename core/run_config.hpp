@@ -154,6 +154,11 @@ RunConfig resolve_run_config(const RunOptions& options, int hardware_threads);
 /// Throws decodebench::Error (exit 2): "--threads must be in [1, 1024] (got N)".
 void check_thread_count(int64_t threads);
 
+/// Parses a --backend value for every command that takes one: auto, cpu or cuda. Throws
+/// decodebench::Error (exit 2) naming the flag and the valid names ("gpu" in any case: a hint
+/// that the GPU backend is 'cuda').
+BackendKind parse_backend_name(const std::string& name);
+
 /// Parses a single storage type name (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k,
 /// q6_k); Error (exit 2) listing the valid names. --dtype itself also takes the q4_k_m mix: it is
 /// parsed with parse_weight_scheme() (core/model/weight_scheme.hpp).

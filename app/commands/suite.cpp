@@ -193,8 +193,10 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
 }
 
 int run_suite_command(const SuiteFlags& f) {
-  // Checked once here, not as a failure of every configuration (0 once meant "not given").
+  // Checked once here, not as a failure of every configuration (0 once meant "not given"), nor
+  // of the first configuration, whose file entry the error would name.
   if (f.threads) check_thread_count(*f.threads);
+  if (!f.backend.empty()) (void)parse_backend_name(f.backend);
   SuiteDefinition suite = load_suite_file(f.file);
   for (auto& c : suite.configurations) {
     if (!f.backend.empty()) c.args.insert(c.args.end(), {"--backend", f.backend});

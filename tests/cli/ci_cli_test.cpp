@@ -309,6 +309,14 @@ TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
     EXPECT_TRUE(contains(t.err, "--threads must be in [1, 1024] (got " + threads + ")")) << t.err;
     EXPECT_FALSE(std::filesystem::exists(out));
   }
+  // So is a bad --backend: checked once, not blamed on the file's first configuration.
+  const auto b =
+      run_decodebench({"suite", suite.string(), "--backend", "gpu", "--json", out.string()});
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_TRUE(contains(b.err, "error: --backend: invalid value 'gpu' (the GPU backend is 'cuda'"))
+      << b.err;
+  EXPECT_FALSE(contains(b.err, "configuration")) << b.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(SuiteCli, BundledSuitesResolveInTheDocumentedOrder) {

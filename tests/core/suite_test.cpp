@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,10 @@ TEST(SuiteFile, ListsExpandInKeyOrderAndConfigurationsInFileOrder) {
             "preset=smollm2-135m layers=2 dtype=bf16 backend=cpu phase-timing=true "
             "ignore-eos=false rms-eps=1e-05");
   EXPECT_EQ(s.configurations[4].label, "preset=qwen2.5-0.5b tokens=8");
+  // Each run knows the file entry it came from (errors name it: configurations[i]).
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(s.configurations[i].entry, std::optional<size_t>(i < 4 ? 0 : 1)) << i;
+  }
 }
 
 TEST(SuiteFile, LabelsDropWhatEveryConfigurationShares) {
