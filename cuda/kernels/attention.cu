@@ -109,6 +109,10 @@ struct AttnArgs {
   /// 1: the blocks along x form one thread-block cluster (sm_90); rank 0 merges the splits from
   /// the others' shared memory, so no scratch and no combine kernel.
   int cluster;
+  /// With cluster: 1 = the push merge (path 5): every other block stores its partials into block
+  /// 0's shared memory (st.async, completing on an mbarrier there) and exits; block 0 waits for
+  /// their bytes instead of meeting them at a cluster barrier and reading theirs.
+  int push;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
   /// Not null: the merge form (path 4, batch 1). Every block stores its split's partials in the
   /// scratch and counts itself in merge_count[blockIdx.y · gridDim.z + blockIdx.z] (wrapping to
@@ -194,6 +198,51 @@ __device__ __forceinline__ void split_unit(const AttnArgs& a, int h0, int i, flo
   gemv_impl::split_128(y, c0, true, a.x_split.dig, a.x_split.stride, a.x_split.meta, a.x_split.so);
 }
 
+#if __CUDA_ARCH__ >= 900
+/// The address of shared-memory address `addr` (this block's) in block `rank` of the cluster.
+__device__ __forceinline__ uint32_t cluster_addr(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+/// Stores 16 bytes at `addr` (shared::cluster) and counts them on the mbarrier at `bar` (in the
+/// same block as `addr`): PTX ISA 8.1, st.async.
+__device__ __forceinline__ void st_async(uint32_t addr, float4 v, uint32_t bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, "
+      "[%5];\n" ::"r"(addr),
+      "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
+      : "memory");
+}
+/// 8 bytes, as st_async.
+__device__ __forceinline__ void st_async(uint32_t addr, float2 v, uint32_t bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(
+          addr),
+      "f"(v.x), "f"(v.y), "r"(bar)
+      : "memory");
+}
+/// Waits for phase `parity` of this block's mbarrier at `bar`, acquiring at cluster scope (the
+/// bytes other blocks stored with st_async).
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(kernels::smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+#endif
+
+/// Bytes of block 0's receive buffer in the push merge (path 5): the other blocks' unit sums
+/// ([splits − 1][hpb · head_dim] floats), then their m and l ([splits − 1][hpb] float2).
+__host__ __device__ constexpr int push_bytes(int splits, int hpb, int head_dim) {
+  return (splits - 1) * hpb * (head_dim + 2) * 4;
+}
+
 /// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
 /// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
 /// warp shuffles never sit in divergent code.
@@ -210,6 +259,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   __shared__ __align__(16) float kn_s[HD];  // this token's k (QK-normed, rotated), fused form
   __shared__ __align__(16) float vn_s[HD];  // ... and its v
   __shared__ float2 cs_s[HD / 2];           // RoPE (cos, sin) of this token's position
+  __shared__ uint64_t push_bar;             // push merge: block 0's count of the others' bytes
+  extern __shared__ __align__(16) float push_s[];  // ... and their partials (push_bytes)
 
   const int t = static_cast<int>(threadIdx.x);
   const int warp = t >> 5;
@@ -298,6 +349,17 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
       }
     }
   };
+#if __CUDA_ARCH__ >= 900
+  if (a.cluster && a.push) {
+    // Block 0's mbarrier, initialised before any block can store to it: every block arrives at
+    // the cluster barrier here and waits on it just before its stores, by when all have arrived.
+    if (split == 0 && t == 0) {
+      kernels::mbar_init(&push_bar, 1);
+      kernels::mbar_init_fence();
+    }
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  }
+#endif
   zero_tile();
   if (fused) {
     set_range();
@@ -493,6 +555,67 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   };
 #if __CUDA_ARCH__ >= 900
+  if (a.cluster && a.push) {
+    // The push merge: the same values merged in the same order as below (the same bits), but
+    // every other block stores its sums, m and l into block 0's shared memory and exits, and
+    // block 0 waits for their bytes on its mbarrier: no cluster-wide release and no remote reads.
+    const int n = a.splits;                              // the cluster's blocks (gridDim.x)
+    const int hu = a.hpb * HD / 4;                       // units of one block's receive row
+    float4* recv_o = reinterpret_cast<float4*>(push_s);  // [n − 1][hu]
+    float2* recv_ml = reinterpret_cast<float2*>(push_s + (n - 1) * a.hpb * HD);  // [n − 1][hpb]
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");  // block 0's mbarrier is ready
+    if (split != 0) {
+      const uint32_t bar = cluster_addr(kernels::smem_addr(&push_bar), 0);
+      for (int i = t; i < units; i += kThreads) {
+        const int g = 4 * i / HD;
+        const int d = 4 * i % HD;
+        st_async(cluster_addr(kernels::smem_addr(&recv_o[(split - 1) * hu + i]), 0), unit_sum(g, d),
+                 bar);
+      }
+      if (t < ng) {
+        st_async(cluster_addr(kernels::smem_addr(&recv_ml[(split - 1) * a.hpb + t]), 0),
+                 make_float2(m_s[t], l_s[t]), bar);
+      }
+      return;
+    }
+    if (t == 0) {
+      kernels::mbar_arrive_expect_tx(&push_bar,
+                                     static_cast<uint32_t>((n - 1) * (units * 16 + ng * 8)));
+    }
+    float4 own[(NG * HD / 4 + kThreads - 1) / kThreads];
+#pragma unroll
+    for (int k = 0; k * kThreads < NG * HD / 4; ++k) {
+      const int i = t + k * kThreads;
+      if (i < units) own[k] = unit_sum(4 * i / HD, 4 * i % HD);
+    }
+    mbar_wait_cluster(&push_bar, 0);
+#pragma unroll
+    for (int k = 0; k * kThreads < NG * HD / 4; ++k) {
+      const int i = t + k * kThreads;
+      if (i < units) {
+        const int g = 4 * i / HD;
+        float mr[kMaxCluster];
+        float lr[kMaxCluster];
+        float4 orr[kMaxCluster];
+#pragma unroll
+        for (int r = 0; r < kMaxCluster; ++r) {
+          const bool ok = r < n;
+          const float2 ml = r == 0 ? make_float2(m_s[g], l_s[g])
+                            : ok   ? recv_ml[(r - 1) * a.hpb + g]
+                                   : make_float2(-INFINITY, 0.0f);
+          mr[r] = ml.x;
+          lr[r] = ml.y;
+          orr[r] = r == 0 ? own[k]
+                   : ok   ? recv_o[(r - 1) * hu + i]
+                          : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        const float4 y = merge_splits(mr, lr, orr, n);
+        store_unit(i, y);
+        if constexpr (HD % 128 == 0) split_unit(a, h0, i, y);
+      }
+    }
+    return;
+  }
   if (a.cluster) {
     // Block 0 of the cluster merges the splits as attention_combine_kernel does, reading the
     // others' shared memory (all ranks' values requested at once: one DSMEM round trip).
@@ -648,6 +771,20 @@ void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStre
     cfg.gridDim = grid;
     cfg.blockDim = dim3(kThreads);
     cfg.stream = stream;
+    if (args.push) {
+      cfg.dynamicSmemBytes = static_cast<size_t>(push_bytes(args.splits, args.hpb, HD));
+      // Up to 7 × 8 × 258 floats (57 KB) beside the static arrays: raised once for both kernels
+      // of this head_dim.
+      static const bool raised = [] {
+        for (const void* k : {reinterpret_cast<const void*>(&attention_kernel<HD, 1>),
+                              reinterpret_cast<const void*>(&attention_kernel<HD, kMaxGroup>)}) {
+          DB_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             push_bytes(kMaxCluster, kMaxGroup, HD)));
+        }
+        return true;
+      }();
+      (void)raised;
+    }
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(args.splits);
@@ -691,8 +828,10 @@ int attention_path_request() {
   if (v == "block") return 2;
   if (v == "split") return 1;
   if (v == "merge") return 4;
+  if (v == "push") return 5;
   throw runtime_error("DECODEBENCH_ATTENTION: '" + v +
                       "' is none of cluster (the short-context form on a thread-block cluster), "
+                      "push (the same, the other blocks pushing their partials into block 0), "
                       "block (one block per KV head, no cluster), merge (blocks merged by the "
                       "last one, no cluster) and split (split-KV and its combine kernel)");
 }
@@ -701,7 +840,8 @@ std::string attention_form_name(const AttentionParams& p) {
   if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
   const int c = attention_cluster_blocks(p);
   const int m = attention_merge_splits(p);
-  return c > 1 ? "cluster " + std::to_string(c) : m > 1 ? "merge " + std::to_string(m) : "block";
+  const std::string cluster = p.path == 5 ? "cluster-push " : "cluster ";
+  return c > 1 ? cluster + std::to_string(c) : m > 1 ? "merge " + std::to_string(m) : "block";
 }
 
 bool attention_uses_short_path(const AttentionParams& p) {
@@ -773,7 +913,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
     throw runtime_error("attention: invalid batch " + std::to_string(p.batch) +
                         " (cache_stride and input_stride must cover a sequence)");
   }
-  if (p.path < 0 || p.path > 4) {
+  if (p.path < 0 || p.path > 5) {
     throw runtime_error("attention: invalid path " + std::to_string(p.path));
   }
   const int merge = attention_merge_splits(p);
@@ -814,6 +954,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   const int cluster = attention_cluster_blocks(p);
   a.splits = !small ? p.splits : merge > 1 ? merge : cluster;
   a.cluster = small && cluster > 1 ? 1 : 0;
+  a.push = a.cluster && p.path == 5 ? 1 : 0;
   a.merge_count = merge > 1 ? p.merge_count : nullptr;
   a.min_chunk = a.cluster || merge > 1 ? kMinChunkCluster : kMinChunk;
   a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);

@@ -35,6 +35,10 @@ struct AttentionParams {
   /// without a cluster; each stores its partials in `scratch` (attention_scratch_floats(n_heads,
   /// head_dim, attention_short_splits(capacity, head_dim)) floats, 16-byte aligned) and the last
   /// to finish, counted in `merge_count`, merges them (one launch, no cluster: any GPU).
+  /// 5 = path 3 with the push merge: the other blocks store their partials into block 0's shared
+  /// memory (st.async, counted on an mbarrier there) and exit; block 0 waits for their bytes
+  /// instead of a cluster barrier and remote reads. The same values in the same order: path 3's
+  /// output bits.
   int path = 0;
   /// Path 4: n_heads zeroed words, one count per block group; every launch leaves them at 0.
   unsigned* merge_count = nullptr;
@@ -82,15 +86,16 @@ struct AttentionParams {
 /// The attention kernel a decode step asks for (AttentionParams::path), from the measurement
 /// switch DECODEBENCH_ATTENTION: unset or empty = 0 (automatic: the cluster form on sm_90 at short
 /// contexts); "cluster" = 3, "block" = 2 (one block per KV head and group of query heads, no
-/// cluster), "merge" = 4 (the short-context blocks merged by the last one, no cluster), "split"
-/// = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1) naming the variable
-/// for any other value.
+/// cluster), "merge" = 4 (the short-context blocks merged by the last one, no cluster), "push" = 5
+/// (the cluster form with the push merge), "split" = 1 (split-KV with its combine kernel). Throws
+/// decodebench::Error (exit 1) naming the variable for any other value.
 int attention_path_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
-/// a thread-block cluster of C blocks), "block" (the short-context form, one block per KV head
-/// and group of query heads), "merge S" (S short-context blocks merged by the last one, no
-/// cluster), "split-kv S" (S splits, and the combine kernel when S > 1).
+/// a thread-block cluster of C blocks; "cluster-push C" with the push merge, path 5), "block" (the
+/// short-context form, one block per KV head and group of query heads), "merge S" (S short-context
+/// blocks merged by the last one, no cluster), "split-kv S" (S splits, and the combine kernel when
+/// S > 1).
 std::string attention_form_name(const AttentionParams& p);
 
 /// Blocks of the short-context form over `capacity` positions: min(8, ceil(capacity / (8192 /
@@ -104,7 +109,7 @@ int attention_merge_splits(const AttentionParams& p);
 bool attention_uses_short_path(const AttentionParams& p);
 
 /// Blocks of the cluster the short-context form runs on for `p` (1: no cluster): min(8,
-/// ceil(capacity / (8192 / head_dim))) for paths 0 (short) and 3 on compute capability >= 9.
+/// ceil(capacity / (8192 / head_dim))) for paths 0 (short), 3 and 5 on compute capability >= 9.
 int attention_cluster_blocks(const AttentionParams& p);
 
 /// Whether launch_attention can write AttentionParams::x_split for `p`: batch 1, head_dim 128 or

@@ -60,6 +60,9 @@
 #          $OUT/timeline.tgz (the device tool returns at most 8 files), and each summary's step,
 #          split and LM-head lines printed; about 3 minutes. TL_VAR, TL_VALUES and TL_TYPES
 #          pick another switch, its values and the types.
+#   push   round 39: decode attention's push merge (DECODEBENCH_ATTENTION=push) against the
+#          cluster form: test_attention, test_backend, --verify, then SmolLM2-shape Q4_1 and F16
+#          and 7B Q4_0 and F16 steps alternated; about 4 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -69,11 +72,11 @@
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|push
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head or timeline}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline or push}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -393,6 +396,29 @@ case $mode in
     line="7b q4_0"
     for form in '' merge '' merge; do line="$line · ${form:-default} $(astep qwen2.5-7b q4_0 "$form")"; done
     echo "$line"
+    ;;
+  push)
+    # Round 39: decode attention's push merge (DECODEBENCH_ATTENTION=push: the other blocks of
+    # the cluster store their partials into block 0's shared memory) against the cluster form:
+    # test_attention and test_backend, --verify with push, then SmolLM2-shape Q4_1 and F16 and 7B
+    # Q4_0 and F16 steps, the two forms alternated, two repetitions; about 4 minutes.
+    "$bin/test_attention" > "$out/attention.log" 2>&1
+    echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
+    backend_tests
+    DECODEBENCH_ATTENTION=push "$bin/decodebench" --preset smollm2-135m --backend cuda \
+      --graph on --prompt-tokens 128 --tokens 8 --verify 8 --dtype q4_1 2>&1 |
+      grep -E "max abs|attention:" | sed "s/^/verify smollm2 q4_1 push /"
+    DECODEBENCH_ATTENTION=push "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
+      --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
+      --dtype q4_0 2>&1 | grep -E "max abs|attention:" | sed "s/^/verify 7b q4_0 push /"
+    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0" "qwen2.5-7b f16"; do
+      for rep in 1 2; do
+        line="$pd"
+        for form in cluster push; do line="$line · $form $(astep $pd "$form")"; done
+        echo "$line"
+      done
+    done
     ;;
   split)
     "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1

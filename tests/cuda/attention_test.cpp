@@ -173,7 +173,7 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
   // sm_90, 4 the same blocks without a cluster, merged by the last one); SmolLM2-like (9/3 heads of
   // 64) and Qwen-like shapes, a context that spans several 32-position tiles per warp, clusters of
   // 1 to 8 blocks with empty ones (seq_len 1, 17), and seq_len 0 / > capacity.
-  for (const int path : {1, 2, 3, 4}) {
+  for (const int path : {1, 2, 3, 4, 5}) {
     check_attention({9, 3, 64, 256, 0, path}, {0, 1, 31, 32, 33, 129, 256, 300});
     check_attention({28, 4, 128, 256, 0, path}, {1, 129, 256});
     check_attention({8, 2, 256, 512, 0, path}, {1, 255, 512});
@@ -199,7 +199,7 @@ size_t attention_launches(const AttentionParams& p) {
 // themselves); split-KV with 2 splits adds the combine kernel.
 TEST(Attention, ShortContextFormsAreOneLaunch) {
   DB_REQUIRE_CUDA();
-  for (const int path : {1, 2, 3, 4}) {
+  for (const int path : {1, 2, 3, 4, 5}) {
     CaseRig rig({9, 3, 64, 256, 0, path});
     EXPECT_EQ(attention_launches(rig.p), path == 1 ? 2u : 1u) << "path " << path;
   }
@@ -319,7 +319,7 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
 
 TEST(Attention, FusedRopeAndKvAppend) {
   DB_REQUIRE_CUDA();
-  for (const int path : {1, 2, 3, 4}) {
+  for (const int path : {1, 2, 3, 4, 5}) {
     for (const bool norm : {false, true}) {
       check_fused_rope({9, 3, 64, 256, 0, path}, 128, norm, RopeStyle::kHalfSplit);
       check_fused_rope({28, 4, 128, 300, 0, path}, 0, norm, RopeStyle::kHalfSplit);
@@ -334,6 +334,7 @@ TEST(Attention, FusedRopeAndKvAppend) {
   // split-KV, and a cluster of 7 blocks with 2 heads each.
   check_fused_rope({28, 4, 128, 5000, 0, 0}, 4000, true, RopeStyle::kAdjacent);
   check_fused_rope({40, 8, 128, 400, 0, 3}, 300, false, RopeStyle::kHalfSplit, 20);
+  check_fused_rope({40, 8, 128, 400, 0, 5}, 300, false, RopeStyle::kHalfSplit, 20);
 }
 
 TEST(Attention, FusedFormReadsItsInputsAfterThePdlWait) {
@@ -342,7 +343,7 @@ TEST(Attention, FusedFormReadsItsInputsAfterThePdlWait) {
   DB_REQUIRE_PDL_OVERLAP(stream);
   // Each case first with its inputs in place (which also loads the kernels), then late.
   for (const bool late : {false, true}) {
-    for (const int path : {1, 2, 3, 4}) {
+    for (const int path : {1, 2, 3, 4, 5}) {
       check_fused_rope({28, 4, 128, 256, 0, path}, 128, true, RopeStyle::kHalfSplit, 0, late);
       check_fused_rope({9, 3, 64, 256, 0, path}, 40, false, RopeStyle::kAdjacent, 0, late);
     }
@@ -372,7 +373,7 @@ TEST(Attention, PathRequestReadsTheSwitch) {
   const char* before = std::getenv("DECODEBENCH_ATTENTION");
   const std::string saved = before != nullptr ? before : "";
   for (const auto& [value, path] : std::vector<std::pair<std::string, int>>{
-           {"", 0}, {"split", 1}, {"block", 2}, {"cluster", 3}, {"merge", 4}}) {
+           {"", 0}, {"split", 1}, {"block", 2}, {"cluster", 3}, {"merge", 4}, {"push", 5}}) {
     setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
     EXPECT_EQ(attention_path_request(), path) << value;
   }
@@ -421,8 +422,82 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
   EXPECT_EQ(attention_form_name(p), "merge 8");
   p.path = 3;
   EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster 8" : "block");
+  p.path = 5;  // the cluster form with the push merge
+  EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 8 : 1);
+  EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster-push 8" : "block");
   p.path = 2;
   EXPECT_EQ(attention_form_name(p), "block");
+}
+
+// The push merge (path 5: the other blocks store their partials into block 0's shared memory,
+// st.async on an mbarrier there) merges the same values in the same order as the cluster form
+// (path 3): the same output bits and the same x' split bytes, for clusters of 2 to 8 blocks,
+// with empty blocks (seq_len 1, 17), several query heads per block (z-spread heads) and head_dim
+// 64 to 256; eagerly and replayed from a graph with PDL.
+TEST(Attention, PushMergeGivesTheClusterFormsBits) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9 (sm_90)";
+  const struct {
+    Case c;
+    std::vector<int32_t> seq_lens;
+  } cases[] = {{{9, 3, 64, 256, 0, 3}, {1, 17, 129, 256}},
+               {{28, 4, 128, 256, 0, 3}, {1, 65, 200, 256}},
+               {{40, 8, 128, 400, 0, 3}, {300, 400}},
+               {{8, 2, 256, 512, 0, 3}, {1, 255, 512}},
+               {{16, 4, 128, 512, 0, 3}, {17, 512}}};
+  for (const auto& [c, seq_lens] : cases) {
+    CaseRig rig(c);
+    const int64_t cols = c.n_heads * c.head_dim;
+    const bool split = c.head_dim >= 128;
+    DeviceBuffer d_split(split ? gemv_x_split_bytes(cols) : 16);
+    for (const int32_t seq_len : seq_lens) {
+      poke(rig.d_seq.get(), seq_len);
+      std::vector<float> out[2];
+      std::vector<uint8_t> bytes[2];
+      for (const int path : {3, 5}) {
+        AttentionParams p = rig.p;
+        p.path = path;
+        p.pdl = true;
+        if (split) {
+          p.x_split = d_split.get();
+          DB_CUDA_CHECK(cudaMemset(d_split.get(), 0x5A, gemv_x_split_bytes(cols)));
+        }
+        EXPECT_EQ(attention_form_name(p).rfind(path == 5 ? "cluster-push " : "cluster ", 0), 0u)
+            << attention_form_name(p);
+        const CudaStream stream;
+        launch_attention(p, stream.get());  // eager, then replayed into the same buffers
+        stream.synchronize();
+        const std::vector<float> eager =
+            download<float>(rig.d_out.get(), static_cast<size_t>(cols));
+        DB_CUDA_CHECK(cudaMemset(rig.d_out.get(), 0xFF, static_cast<size_t>(cols) * 4));
+        cudaGraph_t g = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+        launch_attention(p, stream.get());
+        DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+        DB_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+        DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+        stream.synchronize();
+        DB_CUDA_CHECK(cudaGraphExecDestroy(exec));
+        DB_CUDA_CHECK(cudaGraphDestroy(g));
+        const int k = path == 5;
+        out[k] = download<float>(rig.d_out.get(), static_cast<size_t>(cols));
+        const std::string what =
+            "Hq=" + std::to_string(c.n_heads) + " hd=" + std::to_string(c.head_dim) +
+            " cap=" + std::to_string(c.capacity) + " seq_len=" + std::to_string(seq_len) +
+            " path " + std::to_string(path);
+        EXPECT_TRUE(testing::all_bits_equal(out[k], eager, what + ": replay against eager"));
+        if (split) bytes[k] = download<uint8_t>(d_split.get(), gemv_x_split_bytes(cols));
+      }
+      const std::string what =
+          "Hq=" + std::to_string(c.n_heads) + " hd=" + std::to_string(c.head_dim) +
+          " cap=" + std::to_string(c.capacity) + " seq_len=" + std::to_string(seq_len);
+      EXPECT_TRUE(testing::all_bits_equal(out[1], out[0], what + ": push against cluster"));
+      EXPECT_TRUE(bytes[1] == bytes[0]) << what << ": x' split bytes differ";
+    }
+  }
 }
 
 /// The split of `out` that attention writes (AttentionParams::x_split) against the standalone
@@ -476,6 +551,9 @@ TEST(Attention, WritesTheOProjectionsSplitAsTheSplitKernelDoes) {
   // The merge form: the last of 4 blocks (7B shape) or 7 (z-spread heads) writes the split.
   check_x_split({28, 4, 128, 256, 0, 4}, {0, 1, 16, 129, 256});
   check_x_split({40, 8, 128, 400, 0, 4}, {300, 400});
+  // The push merge: block 0 of 4 (7B shape) or 7 writes the split.
+  check_x_split({28, 4, 128, 256, 0, 5}, {0, 1, 16, 129, 256});
+  check_x_split({40, 8, 128, 400, 0, 5}, {300, 400});
 }
 
 TEST(Attention, RefusesAnXSplitItCannotWrite) {
