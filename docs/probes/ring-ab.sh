@@ -61,8 +61,8 @@
 #          split and LM-head lines printed; about 3 minutes. TL_VAR, TL_VALUES and TL_TYPES
 #          pick another switch, its values and the types.
 #   push   round 39: decode attention's push merge (DECODEBENCH_ATTENTION=push) against the
-#          cluster form: test_attention, test_backend, --verify, then SmolLM2-shape Q4_1 and F16
-#          and 7B Q4_0 and F16 steps alternated; about 4 minutes.
+#          cluster form: test_attention, --verify, SmolLM2-shape Q4_1 and F16 and 7B Q4_0 steps
+#          alternated, then test_backend; about 5 minutes.
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
@@ -400,25 +400,25 @@ case $mode in
   push)
     # Round 39: decode attention's push merge (DECODEBENCH_ATTENTION=push: the other blocks of
     # the cluster store their partials into block 0's shared memory) against the cluster form:
-    # test_attention and test_backend, --verify with push, then SmolLM2-shape Q4_1 and F16 and 7B
-    # Q4_0 and F16 steps, the two forms alternated, two repetitions; about 4 minutes.
+    # test_attention, --verify with push, then SmolLM2-shape Q4_1 and F16 and 7B Q4_0 steps
+    # (PUSH_SHAPES), the two forms alternated, two repetitions, then test_backend.
     "$bin/test_attention" > "$out/attention.log" 2>&1
     echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
-    backend_tests
     DECODEBENCH_ATTENTION=push "$bin/decodebench" --preset smollm2-135m --backend cuda \
       --graph on --prompt-tokens 128 --tokens 8 --verify 8 --dtype q4_1 2>&1 |
       grep -E "max abs|attention:" | sed "s/^/verify smollm2 q4_1 push /"
     DECODEBENCH_ATTENTION=push "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
       --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
       --dtype q4_0 2>&1 | grep -E "max abs|attention:" | sed "s/^/verify 7b q4_0 push /"
-    for pd in "smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0" "qwen2.5-7b f16"; do
+    for pd in ${PUSH_SHAPES:-"smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0"}; do
       for rep in 1 2; do
         line="$pd"
         for form in cluster push; do line="$line · $form $(astep $pd "$form")"; done
         echo "$line"
       done
     done
+    backend_tests
     ;;
   split)
     "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1
