@@ -401,7 +401,7 @@ case $mode in
     # Round 39: decode attention's push merge (DECODEBENCH_ATTENTION=push: the other blocks of
     # the cluster store their partials into block 0's shared memory) against the cluster form:
     # test_attention, --verify with push, then SmolLM2-shape Q4_1 and F16 and 7B Q4_0 steps
-    # (PUSH_SHAPES), the two forms alternated, two repetitions, then test_backend.
+    # (PUSH_SHAPES, preset:dtype words), the two forms alternated, two repetitions, then test_backend.
     "$bin/test_attention" > "$out/attention.log" 2>&1
     echo "attention rc=$? $((SECONDS - start))s $(tail -1 "$out/attention.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/attention.log" | sort -u | head
@@ -411,10 +411,12 @@ case $mode in
     DECODEBENCH_ATTENTION=push "$bin/decodebench" --preset qwen2.5-7b --backend cuda \
       --graph on --layers 4 --vocab 152064 --prompt-tokens 128 --tokens 4 --verify 4 \
       --dtype q4_0 2>&1 | grep -E "max abs|attention:" | sed "s/^/verify 7b q4_0 push /"
-    for pd in ${PUSH_SHAPES:-"smollm2-135m q4_1" "smollm2-135m f16" "qwen2.5-7b q4_0"}; do
+    for pd in ${PUSH_SHAPES:-smollm2-135m:q4_1 smollm2-135m:f16 qwen2.5-7b:q4_0}; do
       for rep in 1 2; do
         line="$pd"
-        for form in cluster push; do line="$line · $form $(astep $pd "$form")"; done
+        for form in cluster push; do
+          line="$line · $form $(astep "${pd%%:*}" "${pd##*:}" "$form")"
+        done
         echo "$line"
       done
     done
