@@ -59,8 +59,8 @@ struct KernelMix {
   /// (cuda::split_trigger_after_wait; 0 without PDL).
   int64_t x_split_kernels_after_wait = 0;
   int64_t x_splits_in_attention = 0;
-  /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2", "merge 4",
-  /// "block", "split-kv 4"); empty when not told.
+  /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2",
+  /// "cluster-push 2", "merge 4", "block", "split-kv 4"); empty when not told.
   std::string attention;
 };
 

@@ -840,7 +840,7 @@ std::string attention_form_name(const AttentionParams& p) {
   if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
   const int c = attention_cluster_blocks(p);
   const int m = attention_merge_splits(p);
-  const std::string cluster = p.path == 5 ? "cluster-push " : "cluster ";
+  const std::string cluster = attention_pushes(p) ? "cluster-push " : "cluster ";
   return c > 1 ? cluster + std::to_string(c) : m > 1 ? "merge " + std::to_string(m) : "block";
 }
 
@@ -860,6 +860,18 @@ int attention_cluster_blocks(const AttentionParams& p) {
     return 1;
   }
   return attention_short_splits(p.capacity, p.head_dim);
+}
+
+bool attention_pushes(const AttentionParams& p) {
+  // Automatic: the push merge unless block 0 also writes the o projection's x' split. Measured
+  // on the H200 (round 39, median TPOT, graph, 128 tokens after 128, the cluster form against
+  // push): SmolLM2-135M shape Q4_1 430.9 / 431.2 → 423.5 / 423.3 µs, F16 414.6 / 414.6 → 404.6
+  // / 404.5, F16 with a 384-token prompt (4 blocks) 421.8 → 413.8, 7B F16 3,794.9 → 3,787.1; but
+  // 7B Q4_0, whose attention writes the split, 1,594.0 / 1,591.9 → 1,642.4 / 1,645.4 µs
+  // (docs/performance.md, round 39).
+  // Batched steps keep the cluster form: not measured with the push merge.
+  if (attention_cluster_blocks(p) <= 1) return false;
+  return p.path == 5 || (p.path == 0 && p.x_split == nullptr && p.batch == 1);
 }
 
 int attention_merge_splits(const AttentionParams& p) {
@@ -954,7 +966,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   const int cluster = attention_cluster_blocks(p);
   a.splits = !small ? p.splits : merge > 1 ? merge : cluster;
   a.cluster = small && cluster > 1 ? 1 : 0;
-  a.push = a.cluster && p.path == 5 ? 1 : 0;
+  a.push = a.cluster && attention_pushes(p) ? 1 : 0;
   a.merge_count = merge > 1 ? p.merge_count : nullptr;
   a.min_chunk = a.cluster || merge > 1 ? kMinChunkCluster : kMinChunk;
   a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);

@@ -26,19 +26,19 @@ struct AttentionParams {
   float* scratch = nullptr;    ///< attention_scratch_floats(...) floats; unused if splits == 1
   int32_t* d_error = nullptr;  ///< optional device error word (kv_cache.cuh): seq_len clamped
   /// Kernel choice: 0 = automatic (short-context form when capacity <= 512, on clusters on
-  /// sm_90), 1 = split-KV with `splits`, 2 = short-context form in one block per KV head (one
-  /// split, so no combine kernel: one launch; splits and scratch unused), 3 = short-context form
-  /// on a thread-block cluster (sm_90; elsewhere as 2): min(8, ceil(capacity / tile)) blocks (tile
-  /// = 8192 / head_dim positions) split the positions and block 0 merges their partials from
-  /// distributed shared memory (one launch, no scratch).
-  /// 4 = the merge form (batch 1): the short-context form's min(8, ceil(capacity / tile)) blocks
-  /// without a cluster; each stores its partials in `scratch` (attention_scratch_floats(n_heads,
-  /// head_dim, attention_short_splits(capacity, head_dim)) floats, 16-byte aligned) and the last
-  /// to finish, counted in `merge_count`, merges them (one launch, no cluster: any GPU).
-  /// 5 = path 3 with the push merge: the other blocks store their partials into block 0's shared
-  /// memory (st.async, counted on an mbarrier there) and exit; block 0 waits for their bytes
-  /// instead of a cluster barrier and remote reads. The same values in the same order: path 3's
-  /// output bits.
+  /// sm_90, merged as path 5 does at batch 1 unless x_split is set: attention_pushes), 1 = split-KV
+  /// with `splits`, 2 = short-context form in one block per KV head (one split, so no combine
+  /// kernel: one launch; splits and scratch unused), 3 = short-context form on a thread-block
+  /// cluster (sm_90; elsewhere as 2): min(8, ceil(capacity / tile)) blocks (tile = 8192 / head_dim
+  /// positions) split the positions and block 0 merges their partials from distributed shared
+  /// memory (one launch, no scratch). 4 = the merge form (batch 1): the short-context form's min(8,
+  /// ceil(capacity / tile)) blocks without a cluster; each stores its partials in `scratch`
+  /// (attention_scratch_floats(n_heads, head_dim, attention_short_splits(capacity, head_dim))
+  /// floats, 16-byte aligned) and the last to finish, counted in `merge_count`, merges them (one
+  /// launch, no cluster: any GPU). 5 = path 3 with the push merge: the other blocks store their
+  /// partials into block 0's shared memory (st.async, counted on an mbarrier there) and exit; block
+  /// 0 waits for their bytes instead of a cluster barrier and remote reads. The same values in the
+  /// same order: path 3's output bits.
   int path = 0;
   /// Path 4: n_heads zeroed words, one count per block group; every launch leaves them at 0.
   unsigned* merge_count = nullptr;
@@ -85,10 +85,11 @@ struct AttentionParams {
 
 /// The attention kernel a decode step asks for (AttentionParams::path), from the measurement
 /// switch DECODEBENCH_ATTENTION: unset or empty = 0 (automatic: the cluster form on sm_90 at short
-/// contexts); "cluster" = 3, "block" = 2 (one block per KV head and group of query heads, no
-/// cluster), "merge" = 4 (the short-context blocks merged by the last one, no cluster), "push" = 5
-/// (the cluster form with the push merge), "split" = 1 (split-KV with its combine kernel). Throws
-/// decodebench::Error (exit 1) naming the variable for any other value.
+/// contexts, with the push merge at batch 1 where it writes no x' split); "cluster" = 3, "block" =
+/// 2 (one block per KV head and group of query heads, no cluster), "merge" = 4 (the short-context
+/// blocks merged by the last one, no cluster), "push" = 5 (the cluster form with the push merge),
+/// "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1) naming the
+/// variable for any other value.
 int attention_path_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
@@ -107,6 +108,12 @@ int attention_merge_splits(const AttentionParams& p);
 
 /// Whether launch_attention takes the short-context kernel for `p` (path and capacity).
 bool attention_uses_short_path(const AttentionParams& p);
+
+/// Whether the cluster form merges by pushing (path 5's merge) for `p`: on a cluster of more than
+/// one block, for path 5, and for path 0 at batch 1 when attention writes no x' split (x_split
+/// null; with a split the push merge measured slower, docs/performance.md round 39; batched steps
+/// were not measured with it).
+bool attention_pushes(const AttentionParams& p);
 
 /// Blocks of the cluster the short-context form runs on for `p` (1: no cluster): min(8,
 /// ceil(capacity / (8192 / head_dim))) for paths 0 (short), 3 and 5 on compute capability >= 9.

@@ -425,6 +425,23 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
   p.path = 5;  // the cluster form with the push merge
   EXPECT_EQ(attention_cluster_blocks(p), major >= 9 ? 8 : 1);
   EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster-push 8" : "block");
+  // Automatic: the push merge at batch 1 unless attention writes the o projection's x' split.
+  p.path = 0;
+  EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster-push 8" : "block");
+  EXPECT_EQ(attention_pushes(p), major >= 9);
+  float split_buffer[4];
+  p.x_split = split_buffer;  // only its presence is read here
+  EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster 8" : "block");
+  EXPECT_FALSE(attention_pushes(p));
+  p.x_split = nullptr;
+  p.batch = 2;  // batched steps keep the cluster form
+  EXPECT_FALSE(attention_pushes(p));
+  EXPECT_EQ(attention_form_name(p), major >= 9 ? "cluster 8" : "block");
+  p.batch = 1;
+  p.path = 5;
+  EXPECT_EQ(attention_pushes(p), major >= 9);
+  p.path = 3;
+  EXPECT_FALSE(attention_pushes(p));
   p.path = 2;
   EXPECT_EQ(attention_form_name(p), "block");
 }

@@ -403,7 +403,8 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
 // DECODEBENCH_ATTENTION picks the attention kernel (a measurement switch): each form gives the
 // CPU's logits (within f32 rounding: the forms add the positions in different orders) and the run
 // record names the form; a bad value is an error naming the variable. Capacity 300 at head_dim 64
-// is three 128-position tiles: a cluster of 3 by default, 3 merged blocks, 3 splits for split-KV.
+// is three 128-position tiles: a cluster of 3 by default (with the push merge: this F32 model's
+// attention writes no x' split), 3 merged blocks, 3 splits for split-KV.
 TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   DB_REQUIRE_CUDA();
   const char* was = std::getenv("DECODEBENCH_ATTENTION");  // restored when the test ends
@@ -413,11 +414,13 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   const std::string cluster = major >= 9 ? "cluster 3" : "block";
+  const std::string push = major >= 9 ? "cluster-push 3" : "block";
   CudaBackendOptions o;
   o.max_positions = 300;
   for (const auto& [value, form] :
-       std::vector<std::pair<std::string, std::string>>{{"", cluster},
+       std::vector<std::pair<std::string, std::string>>{{"", push},  // F32: no x' split
                                                         {"cluster", cluster},
+                                                        {"push", push},
                                                         {"block", "block"},
                                                         {"merge", "merge 3"},
                                                         {"split", "split-kv 3"}}) {
