@@ -603,12 +603,12 @@ class OpsSection {
       const int launches = static_cast<int>(m.layers) * 4;
       // Both kernels where the short-context one is reasonable, else the automatic choice.
       const std::vector<int> paths =
-          c.capacity <= 1024 ? std::vector<int>{1, 2, 3} : std::vector<int>{0};
+          c.capacity <= 1024 ? std::vector<int>{1, 2, 3, 5} : std::vector<int>{0};
       DeviceBuffer kn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
       DeviceBuffer vn = filled(static_cast<size_t>(m.kv_dim()) * 4, 0x3C);
       DeviceBuffer err = filled(16, 0);
       const bool step_form = c.capacity == 256;  // the first case
-      for (const int path : step_form ? std::vector<int>{1, 2, 3, 0} : paths) {
+      for (const int path : step_form ? std::vector<int>{1, 2, 3, 5, 0} : paths) {
         p.path = path;
         const bool fused = step_form && path == 0;
         if (fused) {
@@ -623,10 +623,11 @@ class OpsSection {
         const int cluster = attention_cluster_blocks(p);
         const std::string detail =
             "seq_len " + std::to_string(c.seq_len) + " capacity " + std::to_string(c.capacity) +
-            (fused                           ? " fused rope + kv append, pdl"
+            (fused ? " fused rope + kv append, pdl, " + attention_form_name(p)
              : !attention_uses_short_path(p) ? " split-kv splits " + std::to_string(splits)
-             : cluster > 1                   ? " short-path cluster " + std::to_string(cluster)
-                                             : " short-path");
+             : cluster > 1
+                 ? " short-path " + attention_form_name(p)  // "cluster 2", "cluster-push 2"
+                 : " short-path");
         measure(
             m, "attention", detail, 8.0 * static_cast<double>(m.kv_dim()) * c.seq_len, launches,
             [&](cudaStream_t s) {

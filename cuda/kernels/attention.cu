@@ -22,6 +22,9 @@
 // partials in the scratch, the last of a group (an atomic count) merges them. It was slower than
 // the cluster on the H200 (SmolLM2 steps +0.6–0.9 µs per layer, 7B Q8_0 +2.2–2.4%, Q4_K_M
 // +1.3–1.4%, Q4_0 within ±1%; docs/performance.md, round 31), so the cluster stays automatic.
+// The push merge (path 5) keeps the cluster and replaces its barrier and remote reads: the other
+// blocks store their partials into block 0 (st.async) and exit; automatic where attention writes
+// no x' split (attention_pushes, round 39).
 //
 // The split size is computed on the device from *d_seq_len (max(kMinChunk, ceil(seq_len /
 // splits))), so the launch shape is fixed by the capacity alone and every split has work once
@@ -242,6 +245,8 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity
 __host__ __device__ constexpr int push_bytes(int splits, int hpb, int head_dim) {
   return (splits - 1) * hpb * (head_dim + 2) * 4;
 }
+// Block 0's mbarrier counts every byte of one launch: its tx count holds at most 2^20 − 1.
+static_assert(push_bytes(kMaxCluster, kMaxGroup, 256) < (1 << 20), "push merge tx count");
 
 /// NG: query heads per block at most (1, or kMaxGroup); the block's own count ng <= NG is a
 /// runtime value. Per-group work runs for all NG groups (padding groups have q = 0), so the
@@ -866,9 +871,9 @@ bool attention_pushes(const AttentionParams& p) {
   // Automatic: the push merge unless block 0 also writes the o projection's x' split. Measured
   // on the H200 (round 39, median TPOT, graph, 128 tokens after 128, the cluster form against
   // push): SmolLM2-135M shape Q4_1 430.9 / 431.2 → 423.5 / 423.3 µs, F16 414.6 / 414.6 → 404.6
-  // / 404.5, F16 with a 384-token prompt (4 blocks) 421.8 → 413.8, 7B F16 3,794.9 → 3,787.1; but
-  // 7B Q4_0, whose attention writes the split, 1,594.0 / 1,591.9 → 1,642.4 / 1,645.4 µs
-  // (docs/performance.md, round 39).
+  // / 404.5, F16 with a 384-token prompt (4 blocks) 421.8 → 413.8; 7B F16 (power-capped) no
+  // measurable change; but 7B Q4_0, whose attention writes the split, 1,594.0 / 1,591.9 → 1,642.4
+  // / 1,645.4 µs (docs/performance.md, round 39).
   // Batched steps keep the cluster form: not measured with the push merge.
   if (attention_cluster_blocks(p) <= 1) return false;
   return p.path == 5 || (p.path == 0 && p.x_split == nullptr && p.batch == 1);

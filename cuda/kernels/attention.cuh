@@ -93,7 +93,8 @@ struct AttentionParams {
 int attention_path_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
-/// a thread-block cluster of C blocks; "cluster-push C" with the push merge, path 5), "block" (the
+/// a thread-block cluster of C blocks; "cluster-push C" with the push merge: path 5, and path 0
+/// where attention_pushes), "block" (the
 /// short-context form, one block per KV head and group of query heads), "merge S" (S short-context
 /// blocks merged by the last one, no cluster), "split-kv S" (S splits, and the combine kernel when
 /// S > 1).

@@ -164,11 +164,12 @@ ab_7b() {  # $1 tag, $2 switch variable, $3 dtype, then its values ("" = unset):
     echo "$line"
   done
 }
-astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION: prints the median TPOT in µs and the
-  # attention form the run record names, or "failed: " and the run's last line
-  local base="$out/attn-$1-$2-${3:-default}"
+astep() {  # $1 preset, $2 dtype, $3 DECODEBENCH_ATTENTION, $4 a tag for the file names (e.g. the
+  # repetition): prints the median TPOT in µs and the attention form the run record names, or
+  # "failed: " and the run's last line
+  local base="$out/attn-$1-$2-${3:-default}${4:+-$4}"
   switch_step "$base" DECODEBENCH_ATTENTION "$3" "$1" "$2"
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(round(d['runs'][0]['results']['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + ')')" "$base.json" 2>/dev/null ||
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['runs'][0]['results']; t=r.get('telemetry') or {}; held=sum(x.get('power_throttled_ms',0)+x.get('thermal_throttled_ms',0) for x in t.get('rounds',[])); print(round(r['stats']['tpot_ns']['median']/1e3,1), '(' + d['backend']['kernels'].get('attention', '?') + (f', held back {held:.0f} ms' if held else '') + ')')" "$base.json" 2>/dev/null ||
     echo "failed: $(tail -1 "$base.log")"
 }
 host_line() {  # $1 a run's JSON, $2 its log: median TPOT, tok/s, host figures, graph nodes,
@@ -415,12 +416,14 @@ case $mode in
       for rep in 1 2; do
         line="$pd"
         for form in cluster push; do
-          line="$line · $form $(astep "${pd%%:*}" "${pd##*:}" "$form")"
+          line="$line · $form $(astep "${pd%%:*}" "${pd##*:}" "$form" "$rep")"
         done
         echo "$line"
       done
     done
     backend_tests
+    mkdir -p "$out/runs" && mv "$out"/attn-*.json "$out/runs/" && tar czf "$out/push-runs.tgz" \
+      -C "$out" runs && rm -rf "$out/runs" "$out"/attn-*.log
     ;;
   split)
     "$bin/test_gemv" --gtest_filter='Gemv.Stream*' > "$out/gemv-stream.log" 2>&1

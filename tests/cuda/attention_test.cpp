@@ -449,8 +449,9 @@ TEST(Attention, ShortContextsRunOnClustersOnSm90) {
 // The push merge (path 5: the other blocks store their partials into block 0's shared memory,
 // st.async on an mbarrier there) merges the same values in the same order as the cluster form
 // (path 3): the same output bits and the same x' split bytes, for clusters of 2 to 8 blocks,
-// with empty blocks (seq_len 1, 17), several query heads per block (z-spread heads) and head_dim
-// 64 to 256; eagerly and replayed from a graph with PDL.
+// with empty blocks (seq_len 1, 17), several query heads per block (z-spread heads, and 8 heads of
+// 256: a receive buffer above 48 KB) and head_dim 64 to 256; eagerly and replayed from a graph
+// with PDL, whose one kernel node has dynamic shared memory with the push merge only.
 TEST(Attention, PushMergeGivesTheClusterFormsBits) {
   DB_REQUIRE_CUDA();
   int major = 0;
@@ -463,7 +464,10 @@ TEST(Attention, PushMergeGivesTheClusterFormsBits) {
                {{28, 4, 128, 256, 0, 3}, {1, 65, 200, 256}},
                {{40, 8, 128, 400, 0, 3}, {300, 400}},
                {{8, 2, 256, 512, 0, 3}, {1, 255, 512}},
-               {{16, 4, 128, 512, 0, 3}, {17, 512}}};
+               {{16, 4, 128, 512, 0, 3}, {17, 512}},
+               // 8 query heads of 256 per block on a GPU of ~132 SMs: block 0 receives 57,792
+               // bytes, more than the default 48 KB of dynamic shared memory.
+               {{256, 32, 256, 512, 0, 3}, {300}}};
   for (const auto& [c, seq_lens] : cases) {
     CaseRig rig(c);
     const int64_t cols = c.n_heads * c.head_dim;
@@ -494,6 +498,20 @@ TEST(Attention, PushMergeGivesTheClusterFormsBits) {
         DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
         launch_attention(p, stream.get());
         DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+        // One kernel node; only the push merge asks for dynamic shared memory (block 0's receive
+        // buffer), so a launch that silently ignored the push would show here.
+        size_t nodes = 0;
+        DB_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
+        ASSERT_EQ(nodes, 1u);
+        cudaGraphNode_t node = nullptr;
+        DB_CUDA_CHECK(cudaGraphGetNodes(g, &node, &nodes));
+        cudaKernelNodeParams kp{};
+        DB_CUDA_CHECK(cudaGraphKernelNodeGetParams(node, &kp));
+        if (path == 5) {
+          EXPECT_GT(kp.sharedMemBytes, 0u);
+        } else {
+          EXPECT_EQ(kp.sharedMemBytes, 0u);
+        }
         DB_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
         DB_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
         stream.synchronize();

@@ -403,7 +403,7 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
 // DECODEBENCH_ATTENTION picks the attention kernel (a measurement switch): each form gives the
 // CPU's logits (within f32 rounding: the forms add the positions in different orders) and the run
 // record names the form; a bad value is an error naming the variable. Capacity 300 at head_dim 64
-// is three 128-position tiles: a cluster of 3 by default (with the push merge: this F32 model's
+// is three 128-position tiles: a cluster of 3 by default (with the push merge: at head_dim 64
 // attention writes no x' split), 3 merged blocks, 3 splits for split-KV.
 TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   DB_REQUIRE_CUDA();
