@@ -356,7 +356,8 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
 
 // With head_dim 128 the attention kernel writes the o projection's pre-split x' itself: one split
 // kernel fewer per layer, and logits bit for bit those of the form with the split kernel, eagerly
-// and replayed from a graph; tokens as the CPU's.
+// and replayed from a graph; tokens as the CPU's. On a cluster, the form that writes the split
+// keeps the cluster merge and the other pushes: the same bits too.
 TEST(Backend, AttentionWritesTheOProjectionsSplit) {
   DB_REQUIRE_CUDA();
   ModelConfig c = test_config();
@@ -370,7 +371,10 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
     expect_same_tokens_as_cpu(m, 16, name + " head_dim 128, presplit", 1);
     for (const ExecMode mode : {ExecMode::kEager, ExecMode::kGraph}) {
       CudaBackendOptions o;
-      o.max_positions = static_cast<int64_t>(kPrompt.size()) + 17;
+      // 200 positions of head_dim 128: 4 tiles, attention on a cluster of 4 on sm_90. The backend
+      // that writes the split keeps the cluster merge, the other pushes (attention_pushes), and
+      // their logits must still agree bit for bit.
+      o.max_positions = 200;
       o.gemv_presplit = 1;
       CudaBackend with(m, o);
       o.attention_x_split = false;
@@ -396,6 +400,10 @@ TEST(Backend, AttentionWritesTheOProjectionsSplit) {
       EXPECT_EQ(with.kernel_mix().x_split_kernels, per_step - layers) << what;
       EXPECT_EQ(without.kernel_mix().x_splits_in_attention, 0) << what;
       EXPECT_EQ(without.kernel_mix().x_split_kernels, per_step) << what;
+      int major = 0;
+      DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+      EXPECT_EQ(with.kernel_mix().attention, major >= 9 ? "cluster 4" : "block") << what;
+      EXPECT_EQ(without.kernel_mix().attention, major >= 9 ? "cluster-push 4" : "block") << what;
     }
   }
 }
