@@ -269,36 +269,29 @@ TEST(SuiteCli, EndToEndRecordsAFailingConfigurationAndContinues) {
 TEST(SuiteCli, InvalidConfigurationIsRefusedBeforeAnythingRuns) {
   TempDir dir;
   const auto suite = dir / "bad.json";
-  write(suite, R"({"name": "bad", "configurations": [
-      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
-      {"preset": "smollm2-135m", "layers": 0, "backend": "cpu"}]})");
   const auto out = dir / "out.json";
-  const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
-  EXPECT_EQ(r.exit_code, 2);
+  // A suite whose second entry has `layers` as given (JSON): refused with exit 2 and a message
+  // holding `want`, before anything runs (no document).
+  const auto expect_refused = [&](const std::string& layers, const std::string& want) {
+    write(suite, R"({"name": "bad", "configurations": [
+      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
+      {"preset": "smollm2-135m", "layers": )" +
+                     layers + R"(, "backend": "cpu"}]})");
+    const auto r = run_decodebench({"suite", suite.string(), "--json", out.string()});
+    EXPECT_EQ(r.exit_code, 2) << layers;
+    EXPECT_TRUE(contains(r.err, want)) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << layers;
+    return r.err;
+  };
   // Numbered among the runs (from 1) and by the file's entry (from 0, as errors found while
   // reading the file are).
-  EXPECT_TRUE(contains(r.err, "configuration 2 of 2 (layers=0), from configurations[1]: "))
-      << r.err;
-  EXPECT_TRUE(contains(r.err, "--layers must be > 0")) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(out));
+  const std::string zero =
+      expect_refused("0", "configuration 2 of 2 (layers=0), from configurations[1]: ");
+  EXPECT_TRUE(contains(zero, "--layers must be > 0")) << zero;
   // An entry that expands to several runs: the run's number and its entry's differ.
-  write(suite, R"({"name": "bad", "configurations": [
-      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
-      {"preset": "smollm2-135m", "layers": [1, 0], "backend": "cpu"}]})");
-  const auto list = run_decodebench({"suite", suite.string(), "--json", out.string()});
-  EXPECT_EQ(list.exit_code, 2);
-  EXPECT_TRUE(contains(list.err, "configuration 3 of 3 (layers=0), from configurations[1]: "))
-      << list.err;
-  EXPECT_FALSE(std::filesystem::exists(out));
+  expect_refused("[1, 0]", "configuration 3 of 3 (layers=0), from configurations[1]: ");
   // A value that is no integer at all is refused as the file is read, naming the key.
-  write(suite, R"({"name": "bad", "configurations": [
-      {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4},
-      {"preset": "smollm2-135m", "layers": "many", "backend": "cpu"}]})");
-  const auto many = run_decodebench({"suite", suite.string(), "--json", out.string()});
-  EXPECT_EQ(many.exit_code, 2);
-  EXPECT_TRUE(contains(many.err, "configurations[1]: key 'layers': 'many' is not an integer"))
-      << many.err;
-  EXPECT_FALSE(std::filesystem::exists(out));
+  expect_refused(R"("many")", "configurations[1]: key 'layers': 'many' is not an integer");
   // --threads overrides every configuration's: 0 is an error (it was once read as "not given").
   write(suite, R"({"name": "ok", "configurations": [
       {"preset": "smollm2-135m", "layers": 1, "backend": "cpu", "tokens": 4}]})");

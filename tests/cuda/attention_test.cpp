@@ -182,13 +182,19 @@ TEST(Attention, ShortContextPathAgreesWithSplitKv) {
   }
 }
 
+/// A graph of what launch_attention(p) enqueues, captured on `stream`; the caller destroys it.
+cudaGraph_t capture_attention(const AttentionParams& p, cudaStream_t stream) {
+  cudaGraph_t g = nullptr;
+  DB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  launch_attention(p, stream);
+  DB_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+  return g;
+}
+
 /// Kernel launches launch_attention makes for `p`: the nodes of a graph captured around it.
 size_t attention_launches(const AttentionParams& p) {
   const CudaStream stream;
-  cudaGraph_t g = nullptr;
-  DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-  launch_attention(p, stream.get());
-  DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+  cudaGraph_t g = capture_attention(p, stream.get());
   size_t n = 0;
   DB_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
   DB_CUDA_CHECK(cudaGraphDestroy(g));
@@ -493,11 +499,8 @@ TEST(Attention, PushMergeGivesTheClusterFormsBits) {
         const std::vector<float> eager =
             download<float>(rig.d_out.get(), static_cast<size_t>(cols));
         DB_CUDA_CHECK(cudaMemset(rig.d_out.get(), 0xFF, static_cast<size_t>(cols) * 4));
-        cudaGraph_t g = nullptr;
+        cudaGraph_t g = capture_attention(p, stream.get());
         cudaGraphExec_t exec = nullptr;
-        DB_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-        launch_attention(p, stream.get());
-        DB_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
         // One kernel node; only the push merge asks for dynamic shared memory (block 0's receive
         // buffer), so a launch that silently ignored the push would show here.
         size_t nodes = 0;
