@@ -4,6 +4,16 @@
 
 namespace decodebench {
 
+std::string describe_attention_forms(std::span<const std::pair<std::string, int64_t>> forms) {
+  if (forms.size() == 1) return forms.front().first;
+  std::string out;
+  for (const auto& [form, layers] : forms) {
+    if (!out.empty()) out += ", ";
+    out += form + " (" + std::to_string(layers) + (layers == 1 ? " layer)" : " layers)");
+  }
+  return out;
+}
+
 int32_t Backend::prefill(std::span<const int32_t> tokens) {
   if (tokens.empty()) throw usage_error("prefill needs at least one prompt token");
   int32_t next = 0;

@@ -60,9 +60,17 @@ struct KernelMix {
   int64_t x_split_kernels_after_wait = 0;
   int64_t x_splits_in_attention = 0;
   /// The attention kernel's form in that step (cuda::attention_form_name: "cluster 2",
-  /// "cluster-push 2", "merge 4", "block", "split-kv 4"); empty when not told.
+  /// "cluster-push 2", "merge 4", "block", "split-kv 4"); when layers ran different forms, each
+  /// with its layer count (describe_attention_forms); empty when not told.
   std::string attention;
 };
+
+/// KernelMix::attention from the forms of one step's attention launches, counted per form in
+/// order of first launch ({form, layers}): the form alone when every layer ran it ("cluster 4"),
+/// else each with its layers ("cluster 4 (20 layers), cluster-push 4 (8 layers)"), since a layer
+/// whose attention writes the o projection's x' split keeps the cluster merge while the others
+/// push; "" for none.
+std::string describe_attention_forms(std::span<const std::pair<std::string, int64_t>> forms);
 
 /// Backend::enqueue_step's token for "the previous step's argmax, held by the device".
 inline constexpr int32_t kTokenOnDevice = -1;

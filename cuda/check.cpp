@@ -1,7 +1,10 @@
 #include "cuda/check.hpp"
 
 #include <cstdio>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace decodebench::cuda {
 namespace {
@@ -51,6 +54,19 @@ void report_cuda_error(cudaError_t err, const char* call, const char* file, int 
   } catch (...) {
     std::fprintf(stderr, "decodebench: CUDA call failed: %s (%s:%d)\n", call, file, line);
   }
+}
+
+void raise_dynamic_smem(const void* kernel, int bytes) {
+  static std::mutex mu;
+  static std::vector<std::tuple<const void*, int, int>> raised;  // kernel, device, bytes
+  int device = 0;
+  DB_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [k, d, b] : raised) {
+    if (k == kernel && d == device && b >= bytes) return;
+  }
+  DB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  raised.emplace_back(kernel, device, bytes);
 }
 
 }  // namespace decodebench::cuda

@@ -37,6 +37,12 @@ class CudaError : public Error {
 /// stderr and returns.
 void report_cuda_error(cudaError_t err, const char* call, const char* file, int line) noexcept;
 
+/// Raises `kernel`'s dynamic shared-memory limit (cudaFuncAttributeMaxDynamicSharedMemorySize)
+/// to at least `bytes` on the current device, once per kernel and device: the attribute is set
+/// per device, so a process that launches on a second GPU raises it there too. Thread-safe.
+/// Throws CudaError when the runtime refuses (e.g. more than the device's opt-in limit).
+void raise_dynamic_smem(const void* kernel, int bytes);
+
 }  // namespace decodebench::cuda
 
 /// Evaluates a CUDA runtime call; throws CudaError (a decodebench::Error) unless it returns

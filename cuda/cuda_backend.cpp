@@ -204,6 +204,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   upload_weights();
   allocate_workspace();
   step_gemv_forms_.reserve(16);
+  step_attention_forms_.reserve(4);
 }
 
 CudaBackend::~CudaBackend() {
@@ -579,8 +580,18 @@ KernelMix CudaBackend::kernel_mix() const {
   m.x_split_kernels = step_split_kernels_;
   m.x_split_kernels_after_wait = step_late_splits_;
   m.x_splits_in_attention = step_attention_splits_;
-  m.attention = step_attention_form_;
+  m.attention = describe_attention_forms(step_attention_forms_);
   return m;
+}
+
+void CudaBackend::count_attention_form(std::string form) {
+  for (auto& [name, count] : step_attention_forms_) {
+    if (name == form) {
+      ++count;
+      return;
+    }
+  }
+  step_attention_forms_.emplace_back(std::move(form), 1);
 }
 
 void CudaBackend::enqueue_forward() {
@@ -589,6 +600,7 @@ void CudaBackend::enqueue_forward() {
   step_split_kernels_ = 0;
   step_late_splits_ = 0;
   step_attention_splits_ = 0;
+  step_attention_forms_.clear();
   cudaStream_t s = stream_.get();
   const bool pdl = options_.pdl;
   const auto* in = d_inputs_.data<StepInputs>();
@@ -661,7 +673,7 @@ void CudaBackend::enqueue_forward() {
       o.x_split = x_split_.data();
       ++step_attention_splits_;
     }
-    step_attention_form_ = attention_form_name(ap);
+    count_attention_form(attention_form_name(ap));
     launch_attention(ap, s);
     enqueue_gemv(o);
     // Gate and up from RMSNorm(x), then down from SwiGLU(gate, up) with the residual add. The

@@ -170,6 +170,9 @@ class CudaBackend final : public Backend {
   /// Enqueues one batch-1 GEMV (splitting x' first where presplit says so). Returns the pre-split
   /// x' it read (x_split_ when it split x' itself, or p.x_split), or null for an unsplit input.
   const void* enqueue_gemv(GemvParams p);
+  /// Counts one attention launch of the step being enqueued under `form` (attention_form_name)
+  /// in step_attention_forms_.
+  void count_attention_form(std::string form);
   /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
   /// least 4 Mi weights, or as CudaBackendOptions::gemv_presplit says).
   [[nodiscard]] bool presplit(const GemvParams& p) const;
@@ -222,7 +225,8 @@ class CudaBackend final : public Backend {
   int64_t step_split_kernels_ = 0;     ///< standalone x' splits of the last enqueue_forward
   int64_t step_late_splits_ = 0;       ///< those that let the next kernel launch after their wait
   int64_t step_attention_splits_ = 0;  ///< x' splits the attention kernel wrote in it
-  std::string step_attention_form_;    ///< attention_form_name of its attention launches
+  /// attention_form_name of its attention launches, with their counts, in order of first launch
+  std::vector<std::pair<std::string, int64_t>> step_attention_forms_;
   int64_t max_positions_;
   std::string device_name_;
 

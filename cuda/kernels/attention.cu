@@ -778,17 +778,9 @@ void launch_for_head_dim(const AttnArgs& args, int64_t batch, bool pdl, cudaStre
     cfg.stream = stream;
     if (args.push) {
       cfg.dynamicSmemBytes = static_cast<size_t>(push_bytes(args.splits, args.hpb, HD));
-      // Up to 7 × 8 × 258 floats (57 KB) beside the static arrays: raised once for both kernels
-      // of this head_dim.
-      static const bool raised = [] {
-        for (const void* k : {reinterpret_cast<const void*>(&attention_kernel<HD, 1>),
-                              reinterpret_cast<const void*>(&attention_kernel<HD, kMaxGroup>)}) {
-          DB_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             push_bytes(kMaxCluster, kMaxGroup, HD)));
-        }
-        return true;
-      }();
-      (void)raised;
+      // Up to 7 × 8 × 258 floats (57 KB) beside the static arrays: the most any launch of this
+      // head_dim asks for, raised once per device.
+      raise_dynamic_smem(kernel, push_bytes(kMaxCluster, kMaxGroup, HD));
     }
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;

@@ -583,12 +583,7 @@ template <WeightType T, int NT>
 void launch_typed(const MmaArgs& args, cudaStream_t stream) {
   using L = Layout<T, NT>;
   const auto* kernel = reinterpret_cast<const void*>(&gemm_mma_kernel<T, NT>);
-  static const bool raised = [&] {
-    DB_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
-    return true;
-  }();
-  (void)raised;
+  raise_dynamic_smem(kernel, L::kBytes);
   const int64_t chunks =
       ceil_div<int64_t>(args.cols / MmaOps<T>::kBlockElems, MmaOps<T>::kChunkBlocks);
   MmaArgs a = args;

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "app/report/terminal.hpp"
 
@@ -41,6 +43,24 @@ TEST(TerminalReport, KernelsLineCountsTheSplitsTriggeredAfterTheirWait) {
   EXPECT_EQ(kernels_line(k),
             "kernels  GEMVs per step: stream ring 8x2x2 6 · stream split 1x2 3 · 1 matrix in the "
             "tiled layout");
+}
+
+// Layers that ran different attention forms (a layer writing the o projection's x' split keeps
+// the cluster merge, the others push) are each counted; one form is named alone.
+TEST(TerminalReport, AttentionFormsPerLayerAreCountedWhenTheyDiffer) {
+  using Forms = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(describe_attention_forms(Forms{}), "");
+  EXPECT_EQ(describe_attention_forms(Forms{{"cluster-push 2", 30}}), "cluster-push 2");
+  EXPECT_EQ(describe_attention_forms(Forms{{"cluster 4", 20}, {"cluster-push 4", 8}}),
+            "cluster 4 (20 layers), cluster-push 4 (8 layers)");
+  EXPECT_EQ(describe_attention_forms(Forms{{"block", 1}, {"split-kv 4", 3}}),
+            "block (1 layer), split-kv 4 (3 layers)");
+  KernelMix k;
+  k.gemv_per_step = {{"stream", 9}};
+  k.attention = describe_attention_forms(Forms{{"cluster 4", 20}, {"cluster-push 4", 8}});
+  EXPECT_EQ(kernels_line(k),
+            "kernels  GEMVs per step: stream 9 · 0 matrices in the tiled layout · attention: "
+            "cluster 4 (20 layers), cluster-push 4 (8 layers)");
 }
 
 // The whole report prints the same line; a report without passes (never the runner's) prints its

@@ -11,9 +11,12 @@
 #include "core/cpu/thread_pool.hpp"
 #include "core/error.hpp"
 #include "core/model/synthetic.hpp"
+#include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/kernels/attention.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/support/model_configs.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench::cuda {
 namespace {
@@ -208,6 +211,67 @@ TEST(Batch, SequencesAtDifferentPositionsWithSplitKvAttention) {
   b.logits_batch(0, c);
   EXPECT_EQ(a, c);
   EXPECT_THROW(b.logits_batch(1, c), Error);
+}
+
+// The push merge (DECODEBENCH_ATTENTION=push) at batch > 1: each cluster is one KV head of one
+// sequence, and its blocks push into that cluster's block 0; every sequence's tokens and logits
+// must be the cluster form's bit for bit (the same values merged in the same order). Contexts of
+// 300-324 positions on a cluster of 4 blocks (128 positions each): two full, one partial and one
+// empty block per cluster.
+TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
+  DB_REQUIRE_CUDA();
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9 (sm_90)";
+  const Model model = make_model(WeightType::kF16);
+  constexpr int kBatch = 3;
+  constexpr int kLongPrompt = 300;
+  constexpr int64_t kCapacity = 400;
+  AttentionParams shape;  // what the backend's attention launches are, for the test's premise
+  shape.n_heads = test_config().n_heads;
+  shape.head_dim = test_config().head_dim;
+  shape.capacity = kCapacity;
+  shape.batch = kBatch;
+  shape.path = 5;
+  ASSERT_EQ(attention_cluster_blocks(shape), 4);
+  ASSERT_TRUE(attention_pushes(shape));
+  const auto run = [&](const char* form, std::vector<std::vector<float>>* logits) {
+    const ::decodebench::testing::ScopedVariable v("DECODEBENCH_ATTENTION", form);
+    CudaBackendOptions o;
+    o.max_positions = kCapacity;
+    o.max_batch = kBatch;
+    CudaBackend b(model, o);
+    std::vector<std::vector<int32_t>> prompts(kBatch);
+    for (int i = 0; i < kBatch; ++i) {
+      for (int j = 0; j < kLongPrompt; ++j) prompts[i].push_back((7 + 131 * j + 1009 * i) % 3000);
+    }
+    std::vector<int32_t> next(kBatch);
+    b.prefill_batch(prompts, next);
+    EXPECT_TRUE(b.set_exec_mode_batch(ExecMode::kGraph, kBatch).captured) << form;
+    std::vector<std::vector<int32_t>> ids(kBatch);
+    std::vector<int64_t> pos(kBatch);
+    for (int s = 0; s < kSteps; ++s) {
+      for (int i = 0; i < kBatch; ++i) {
+        ids[i].push_back(next[i]);
+        pos[i] = kLongPrompt + s;
+      }
+      const std::vector<int32_t> tokens = next;
+      b.step_batch(tokens, pos, next, nullptr);
+    }
+    logits->resize(kBatch);
+    for (int i = 0; i < kBatch; ++i) {
+      ids[i].push_back(next[i]);
+      b.logits_batch(i, (*logits)[i]);
+    }
+    return ids;
+  };
+  std::vector<std::vector<float>> cluster_logits, push_logits;
+  const auto cluster = run("cluster", &cluster_logits);
+  const auto push = run("push", &push_logits);
+  for (int i = 0; i < kBatch; ++i) {
+    EXPECT_EQ(push[i], cluster[i]) << "sequence " << i;
+    EXPECT_EQ(push_logits[i], cluster_logits[i]) << "sequence " << i;
+  }
 }
 
 TEST(Batch, BadInputsAreRefused) {
