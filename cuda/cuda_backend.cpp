@@ -181,6 +181,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   if (max_batch_ < 1 || max_batch_ > 256) {
     throw usage_error("batch must be in 1..256, got " + std::to_string(max_batch_));
   }
+  attn_trigger_at_exit_ = attention_trigger_request();
   attn_path_ = attention_path_request();     // a bad DECODEBENCH_ATTENTION fails before any upload
   token_copy_ = token_copy_request();        // and a bad DECODEBENCH_TOKEN_D2H
   split_trigger_ = split_trigger_request();  // and DECODEBENCH_SPLIT_TRIGGER
@@ -555,6 +556,7 @@ AttentionParams CudaBackend::attention_params(const DeviceLayer& L, size_t l, co
   ap.merge_count = attn_merge_count_.data<unsigned>();
   ap.d_error = d_error_flag_.data<int32_t>();
   ap.pdl = options_.pdl;
+  ap.trigger_at_exit = attn_trigger_at_exit_;
   // (QK-norm,) RoPE of q and k and the KV-cache append happen inside the attention kernel.
   ap.d_pos = d_pos;
   ap.d_inv_freq = inv_freq_.data<double>();

@@ -242,8 +242,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer fault_scratch_;  // target of the injected legacy-stream copy (never read)
   DeviceBuffer x_split_;        // pre-split GEMV input for the tensor-core kernels
   int attn_splits_ = 1;
-  DeviceBuffer attn_merge_count_;  ///< AttentionParams::merge_count (n_heads words)
-  DeviceBuffer step_clock_;        ///< StepClock: the GPU's idle time between batch-1 steps
+  DeviceBuffer attn_merge_count_;      ///< AttentionParams::merge_count (n_heads words)
+  DeviceBuffer step_clock_;            ///< StepClock: the GPU's idle time between batch-1 steps
+  bool attn_trigger_at_exit_ = false;  ///< attention_trigger_request()
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_;
   /// The tokens of batch-1 steps: kTokenSlots slots, the step at pos in slot pos % kTokenSlots

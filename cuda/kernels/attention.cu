@@ -116,6 +116,9 @@ struct AttnArgs {
   /// 0's shared memory (st.async, completing on an mbarrier there) and exits; block 0 waits for
   /// their bytes instead of meeting them at a cluster barrier and reading theirs.
   int push;
+  /// 1: no explicit PDL trigger; the next kernel launches when every block has exited
+  /// (AttentionParams::trigger_at_exit).
+  int trigger_at_exit;
   int min_chunk;  ///< smallest split, in positions (kMinChunk; kMinChunkCluster for clusters)
   /// Not null: the merge form (path 4, batch 1). Every block stores its split's partials in the
   /// scratch and counts itself in merge_count[blockIdx.y · gridDim.z + blockIdx.z] (wrapping to
@@ -382,7 +385,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
   // SmolLM2-135M shape Q4_1 step 477.9 → 466.7 µs, F16 437.3 → 435.3 µs, 7B shape Q4_0 1,835.9 /
   // 1,838.9 → 1,820.6 / 1,821.8 µs, F16 (power-capped) 3,787.8 / 3,793.7 → 3,800.1 / 3,801.0 µs
   // (docs/performance.md, round 17).
-  kernels::grid_dependency_trigger();
+  if (!a.trigger_at_exit) kernels::grid_dependency_trigger();
   if (fused) {
     if (too_long && reporter && a.d_error != nullptr) atomicOr(a.d_error, kDeviceErrorSeqLen);
   } else {
@@ -833,6 +836,17 @@ int attention_path_request() {
                       "last one, no cluster) and split (split-KV and its combine kernel)");
 }
 
+bool attention_trigger_request() {
+  const char* e = std::getenv("DECODEBENCH_ATTENTION_TRIGGER");
+  if (e == nullptr || *e == '\0') return false;
+  const std::string v(e);
+  if (v == "wait") return false;
+  if (v == "exit") return true;
+  throw runtime_error("DECODEBENCH_ATTENTION_TRIGGER: '" + v +
+                      "' is neither wait (the next kernel launches once every attention block is "
+                      "past its PDL wait) nor exit (once every block has exited)");
+}
+
 std::string attention_form_name(const AttentionParams& p) {
   if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
   const int c = attention_cluster_blocks(p);
@@ -964,6 +978,7 @@ void launch_attention(const AttentionParams& p, cudaStream_t stream) {
   a.splits = !small ? p.splits : merge > 1 ? merge : cluster;
   a.cluster = small && cluster > 1 ? 1 : 0;
   a.push = a.cluster && attention_pushes(p) ? 1 : 0;
+  a.trigger_at_exit = p.trigger_at_exit ? 1 : 0;
   a.merge_count = merge > 1 ? p.merge_count : nullptr;
   a.min_chunk = a.cluster || merge > 1 ? kMinChunkCluster : kMinChunk;
   a.hpb = heads_per_block(a.splits, p.n_kv_heads * p.batch, a.group);

@@ -43,6 +43,9 @@ struct AttentionParams {
   /// Path 4: n_heads zeroed words, one count per block group; every launch leaves them at 0.
   unsigned* merge_count = nullptr;
   bool pdl = false;  ///< programmatic dependent launch (see GemvParams::pdl)
+  /// With pdl: the kernel after this one launches when every block has exited, not once every
+  /// block is past its PDL wait (attention_trigger_request: a measurement switch).
+  bool trigger_at_exit = false;
 
   // ---- fused RoPE + KV append (+ QK-norm), instead of launch_rope_kv_append ----------------
   // When k_new is set, every block writes this token's rope(qk_norm(k)) and v for its KV head
@@ -91,6 +94,13 @@ struct AttentionParams {
 /// "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1) naming the
 /// variable for any other value.
 int attention_path_request();
+
+/// Where the attention kernel lets the next kernel launch under PDL
+/// (AttentionParams::trigger_at_exit), from the measurement switch DECODEBENCH_ATTENTION_TRIGGER:
+/// unset, empty or "wait" = false (once every block is past its PDL wait, the default), "exit" =
+/// true (when every block has exited). Throws decodebench::Error (exit 1) naming the variable for
+/// any other value.
+bool attention_trigger_request();
 
 /// What launch_attention runs for `p`, for the run record: "cluster C" (the short-context form on
 /// a thread-block cluster of C blocks; "cluster-push C" with the push merge: path 5, and path 0

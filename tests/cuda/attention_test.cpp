@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "cuda/kernels/gemv.cuh"
 #include "cuda/kernels/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench::cuda {
 namespace {
@@ -399,6 +401,30 @@ TEST(Attention, PathRequestReadsTheSwitch) {
     setenv("DECODEBENCH_ATTENTION", saved.c_str(), 1);
   } else {
     unsetenv("DECODEBENCH_ATTENTION");
+  }
+}
+
+// DECODEBENCH_ATTENTION_TRIGGER's values map to AttentionParams::trigger_at_exit; anything else
+// is an error naming the variable (exit 1). Host code only: runs without a GPU too.
+TEST(Attention, TriggerRequestReadsTheSwitch) {
+  for (const auto& [value, at_exit] :
+       std::vector<std::pair<std::string, bool>>{{"", false}, {"wait", false}, {"exit", true}}) {
+    const decodebench::testing::ScopedVariable v("DECODEBENCH_ATTENTION_TRIGGER", value);
+    EXPECT_EQ(attention_trigger_request(), at_exit) << value;
+  }
+  {
+    const decodebench::testing::ScopedVariable unset("DECODEBENCH_ATTENTION_TRIGGER", std::nullopt);
+    EXPECT_FALSE(attention_trigger_request());
+  }
+  const decodebench::testing::ScopedVariable bad("DECODEBENCH_ATTENTION_TRIGGER", "end");
+  try {
+    (void)attention_trigger_request();
+    ADD_FAILURE() << "DECODEBENCH_ATTENTION_TRIGGER=end was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(
+        std::string(e.what()).rfind("DECODEBENCH_ATTENTION_TRIGGER: 'end' is neither wait", 0), 0u)
+        << e.what();
   }
 }
 

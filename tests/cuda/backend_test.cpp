@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/cpu/cpu_backend.hpp"
@@ -425,14 +426,19 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
   const std::string push = major >= 9 ? "cluster-push 3" : "block";
   CudaBackendOptions o;
   o.max_positions = 300;
-  for (const auto& [value, form] :
-       std::vector<std::pair<std::string, std::string>>{{"", push},  // F32: no x' split
-                                                        {"cluster", cluster},
-                                                        {"push", push},
-                                                        {"block", "block"},
-                                                        {"merge", "merge 3"},
-                                                        {"split", "split-kv 3"}}) {
+  // The third word: DECODEBENCH_ATTENTION_TRIGGER (where attention lets the o projection launch).
+  for (const auto& [value, form, trigger] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"", push, ""},  // F32: no x' split
+           {"cluster", cluster, ""},
+           {"push", push, ""},
+           {"block", "block", ""},
+           {"merge", "merge 3", ""},
+           {"split", "split-kv 3", ""},
+           {"", push, "exit"},
+           {"cluster", cluster, "exit"}}) {
     setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
+    const decodebench::testing::ScopedVariable at("DECODEBENCH_ATTENTION_TRIGGER", trigger);
     CudaBackend gpu(m, o);
     cpu::CpuBackend cpu(m, o.max_positions, 4);
     int32_t g = gpu.prefill(kPrompt);
@@ -448,7 +454,7 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
       cpu.logits(cl);
       worst = std::max(worst, logit_error(gl, cl).relative());
     }
-    EXPECT_LT(worst, 1e-4) << "DECODEBENCH_ATTENTION=" << value;
+    EXPECT_LT(worst, 1e-4) << "DECODEBENCH_ATTENTION=" << value << " trigger " << trigger;
     EXPECT_EQ(gpu.kernel_mix().attention, form) << "DECODEBENCH_ATTENTION=" << value;
     (void)g;
   }
