@@ -57,16 +57,29 @@ void report_cuda_error(cudaError_t err, const char* call, const char* file, int 
 }
 
 void raise_dynamic_smem(const void* kernel, int bytes) {
-  static std::mutex mu;
-  static std::vector<std::tuple<const void*, int, int>> raised;  // kernel, device, bytes
+  using Raised = std::tuple<const void*, int, int>;  // kernel, device, bytes
+  const auto covers = [&](const std::vector<Raised>& list, int device) {
+    for (const auto& [k, d, b] : list) {
+      if (k == kernel && d == device && b >= bytes) return true;
+    }
+    return false;
+  };
   int device = 0;
   DB_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(mu);
-  for (const auto& [k, d, b] : raised) {
-    if (k == kernel && d == device && b >= bytes) return;
+  // Eager steps launch per layer: a thread's own copy answers without the lock.
+  thread_local std::vector<Raised> seen;
+  if (covers(seen, device)) return;
+  static std::mutex mu;
+  static std::vector<Raised> raised;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    if (!covers(raised, device)) {
+      DB_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      raised.emplace_back(kernel, device, bytes);
+    }
   }
-  DB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  raised.emplace_back(kernel, device, bytes);
+  seen.emplace_back(kernel, device, bytes);
 }
 
 }  // namespace decodebench::cuda

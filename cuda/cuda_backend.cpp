@@ -586,6 +586,10 @@ KernelMix CudaBackend::kernel_mix() const {
   return m;
 }
 
+std::string CudaBackend::batch_attention_form() const {
+  return batch_attention_.path < 0 ? "" : attention_form_name(batch_attention_);
+}
+
 void CudaBackend::count_attention_form(std::string form) {
   for (auto& [name, count] : step_attention_forms_) {
     if (name == form) {
@@ -1100,6 +1104,7 @@ void CudaBackend::enqueue_forward_batch(int64_t m) {
     ap.kv_new_stride = kvd;
     ap.cache_stride = slot_stride;
     ap.input_stride = kInputStride;
+    batch_attention_ = ap;
     launch_attention(ap, s);
     run(gemm(L.wo, batt_.data<float>(), x, hd, nullptr, x));
     launch_rms_norm(x, L.ffn_norm.f32(), xn, m, hd, eps, s);

@@ -154,6 +154,10 @@ class CudaBackend final : public Backend {
   /// GEMVs of the last batch-1 step enqueued, by kernel name and by kernel form
   /// (gemv_form_name); matrices uploaded tiled.
   [[nodiscard]] KernelMix kernel_mix() const override;
+  /// attention_form_name of the last batched step (step_batch) enqueued, eagerly or into a
+  /// graph ("cluster-push 4", ...); "" before any. Diagnostics and tests (kernel_mix tells the
+  /// batch-1 step's).
+  [[nodiscard]] std::string batch_attention_form() const;
   /// Batch-1 steps so far whose inputs were copied to the device (the others found them there,
   /// written by the previous step's argmax kernel). Diagnostics and tests.
   [[nodiscard]] int64_t input_copies() const { return input_copies_; }
@@ -245,6 +249,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer attn_merge_count_;      ///< AttentionParams::merge_count (n_heads words)
   DeviceBuffer step_clock_;            ///< StepClock: the GPU's idle time between batch-1 steps
   bool attn_trigger_at_exit_ = false;  ///< attention_trigger_request()
+  /// The last batched step's attention launch (batch_attention_form); path -1: none yet.
+  AttentionParams batch_attention_{.path = -1};
   int attn_path_ = 0;  ///< AttentionParams::path: attention_path_request() (DECODEBENCH_ATTENTION)
   PinnedBuffer h_inputs_;
   /// The tokens of batch-1 steps: kTokenSlots slots, the step at pos in slot pos % kTokenSlots

@@ -125,6 +125,7 @@ constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING_CTAS",         // ring GEMV registers per CTA (measurements)
     "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
+    "DECODEBENCH_ATTENTION_TRIGGER",      // where attention triggers PDL (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)
     "DECODEBENCH_SPLIT_TRIGGER",          // where x' split kernels trigger PDL (measurements)
     "CUDA_LAUNCH_BLOCKING",               // every launch synchronous

@@ -742,7 +742,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttnArgs args
 
 /// Merges the partials of the active splits: block h, thread d.
 __global__ void __launch_bounds__(256) attention_combine_kernel(const AttnArgs args) {
-  kernels::grid_dependency_trigger();
+  if (!args.trigger_at_exit) kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
   const AttnArgs a = seq_args(args, blockIdx.x / args.n_heads);
   const int h = static_cast<int>(blockIdx.x % args.n_heads);
@@ -848,11 +848,15 @@ bool attention_trigger_request() {
 }
 
 std::string attention_form_name(const AttentionParams& p) {
-  if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits);
+  const std::string trigger = p.pdl && p.trigger_at_exit ? " (trigger at exit)" : "";
+  if (!attention_uses_short_path(p)) return "split-kv " + std::to_string(p.splits) + trigger;
   const int c = attention_cluster_blocks(p);
   const int m = attention_merge_splits(p);
   const std::string cluster = attention_pushes(p) ? "cluster-push " : "cluster ";
-  return c > 1 ? cluster + std::to_string(c) : m > 1 ? "merge " + std::to_string(m) : "block";
+  return (c > 1   ? cluster + std::to_string(c)
+          : m > 1 ? "merge " + std::to_string(m)
+                  : "block") +
+         trigger;
 }
 
 bool attention_uses_short_path(const AttentionParams& p) {

@@ -107,7 +107,7 @@ bool attention_trigger_request();
 /// where attention_pushes), "block" (the
 /// short-context form, one block per KV head and group of query heads), "merge S" (S short-context
 /// blocks merged by the last one, no cluster), "split-kv S" (S splits, and the combine kernel when
-/// S > 1).
+/// S > 1); followed by " (trigger at exit)" when p.pdl and p.trigger_at_exit.
 std::string attention_form_name(const AttentionParams& p);
 
 /// Blocks of the short-context form over `capacity` positions: min(8, ceil(capacity / (8192 /

@@ -416,6 +416,16 @@ TEST(Attention, TriggerRequestReadsTheSwitch) {
     const decodebench::testing::ScopedVariable unset("DECODEBENCH_ATTENTION_TRIGGER", std::nullopt);
     EXPECT_FALSE(attention_trigger_request());
   }
+  // The run record names it after the form (split-KV: no device query), and only with PDL.
+  AttentionParams p;
+  p.path = 1;
+  p.splits = 3;
+  p.trigger_at_exit = true;
+  EXPECT_EQ(attention_form_name(p), "split-kv 3");
+  p.pdl = true;
+  EXPECT_EQ(attention_form_name(p), "split-kv 3 (trigger at exit)");
+  p.trigger_at_exit = false;
+  EXPECT_EQ(attention_form_name(p), "split-kv 3");
   const decodebench::testing::ScopedVariable bad("DECODEBENCH_ATTENTION_TRIGGER", "end");
   try {
     (void)attention_trigger_request();

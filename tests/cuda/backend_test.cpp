@@ -435,8 +435,8 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
            {"block", "block", ""},
            {"merge", "merge 3", ""},
            {"split", "split-kv 3", ""},
-           {"", push, "exit"},
-           {"cluster", cluster, "exit"}}) {
+           {"", push + " (trigger at exit)", "exit"},
+           {"cluster", cluster + " (trigger at exit)", "exit"}}) {
     setenv("DECODEBENCH_ATTENTION", value.c_str(), 1);
     const decodebench::testing::ScopedVariable at("DECODEBENCH_ATTENTION_TRIGGER", trigger);
     CudaBackend gpu(m, o);

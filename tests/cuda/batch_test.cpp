@@ -13,7 +13,6 @@
 #include "core/model/synthetic.hpp"
 #include "cuda/check.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/kernels/attention.cuh"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/support/model_configs.hpp"
 #include "tests/support/support.hpp"
@@ -215,9 +214,9 @@ TEST(Batch, SequencesAtDifferentPositionsWithSplitKvAttention) {
 
 // The push merge (DECODEBENCH_ATTENTION=push) at batch > 1: each cluster is one KV head of one
 // sequence, and its blocks push into that cluster's block 0; every sequence's tokens and logits
-// must be the cluster form's bit for bit (the same values merged in the same order). Contexts of
-// 300-324 positions on a cluster of 4 blocks (128 positions each): two full, one partial and one
-// empty block per cluster.
+// must be the cluster form's bit for bit (the same values merged in the same order). A capacity of
+// 400 positions gives clusters of 4 blocks; a block takes max(16, ceil(seq_len / 4)) positions, so
+// 300-324 positions keep all four busy and 9-32 positions leave blocks 2 and 3 empty.
 TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
   DB_REQUIRE_CUDA();
   int major = 0;
@@ -225,17 +224,8 @@ TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
   if (major < 9) GTEST_SKIP() << "thread-block clusters need compute capability 9 (sm_90)";
   const Model model = make_model(WeightType::kF16);
   constexpr int kBatch = 3;
-  constexpr int kLongPrompt = 300;
   constexpr int64_t kCapacity = 400;
-  AttentionParams shape;  // what the backend's attention launches are, for the test's premise
-  shape.n_heads = test_config().n_heads;
-  shape.head_dim = test_config().head_dim;
-  shape.capacity = kCapacity;
-  shape.batch = kBatch;
-  shape.path = 5;
-  ASSERT_EQ(attention_cluster_blocks(shape), 4);
-  ASSERT_TRUE(attention_pushes(shape));
-  const auto run = [&](const char* form, std::vector<std::vector<float>>* logits) {
+  const auto run = [&](const char* form, int prompt_len, std::vector<std::vector<float>>* logits) {
     const ::decodebench::testing::ScopedVariable v("DECODEBENCH_ATTENTION", form);
     CudaBackendOptions o;
     o.max_positions = kCapacity;
@@ -243,7 +233,7 @@ TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
     CudaBackend b(model, o);
     std::vector<std::vector<int32_t>> prompts(kBatch);
     for (int i = 0; i < kBatch; ++i) {
-      for (int j = 0; j < kLongPrompt; ++j) prompts[i].push_back((7 + 131 * j + 1009 * i) % 3000);
+      for (int j = 0; j < prompt_len; ++j) prompts[i].push_back((7 + 131 * j + 1009 * i) % 3000);
     }
     std::vector<int32_t> next(kBatch);
     b.prefill_batch(prompts, next);
@@ -253,11 +243,14 @@ TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
     for (int s = 0; s < kSteps; ++s) {
       for (int i = 0; i < kBatch; ++i) {
         ids[i].push_back(next[i]);
-        pos[i] = kLongPrompt + s;
+        pos[i] = prompt_len + s;
       }
       const std::vector<int32_t> tokens = next;
       b.step_batch(tokens, pos, next, nullptr);
     }
+    // The form the batched steps ran: the test compares two forms, not one with itself.
+    EXPECT_EQ(b.batch_attention_form(),
+              std::string(form) == "push" ? "cluster-push 4" : "cluster 4");
     logits->resize(kBatch);
     for (int i = 0; i < kBatch; ++i) {
       ids[i].push_back(next[i]);
@@ -265,12 +258,14 @@ TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
     }
     return ids;
   };
-  std::vector<std::vector<float>> cluster_logits, push_logits;
-  const auto cluster = run("cluster", &cluster_logits);
-  const auto push = run("push", &push_logits);
-  for (int i = 0; i < kBatch; ++i) {
-    EXPECT_EQ(push[i], cluster[i]) << "sequence " << i;
-    EXPECT_EQ(push_logits[i], cluster_logits[i]) << "sequence " << i;
+  for (const int prompt_len : {300, 8}) {
+    std::vector<std::vector<float>> cluster_logits, push_logits;
+    const auto cluster = run("cluster", prompt_len, &cluster_logits);
+    const auto push = run("push", prompt_len, &push_logits);
+    for (int i = 0; i < kBatch; ++i) {
+      EXPECT_EQ(push[i], cluster[i]) << "sequence " << i << ", prompt " << prompt_len;
+      EXPECT_EQ(push_logits[i], cluster_logits[i]) << "sequence " << i << ", prompt " << prompt_len;
+    }
   }
 }
 
