@@ -216,7 +216,8 @@ TEST(Batch, SequencesAtDifferentPositionsWithSplitKvAttention) {
 // sequence, and its blocks push into that cluster's block 0; every sequence's tokens and logits
 // must be the cluster form's bit for bit (the same values merged in the same order). A capacity of
 // 400 positions gives clusters of 4 blocks; a block takes max(16, ceil(seq_len / 4)) positions, so
-// 300-324 positions keep all four busy and 9-32 positions leave blocks 2 and 3 empty.
+// 300-324 positions keep all four busy and 9-32 positions leave blocks 2 and 3 empty (block 1
+// too up to 16 positions).
 TEST(Batch, PushMergeGivesTheClusterFormsTokensAndLogits) {
   DB_REQUIRE_CUDA();
   int major = 0;
