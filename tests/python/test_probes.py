@@ -9,7 +9,8 @@ renamed kernel argument). Checked: kernel-timeline.patch applies to the working 
 --check`; split-in-gemv.patch is an archived experiment, made against 67c6bc1, and is not
 checked); the shell scripts parse (`bash -n`); the Python probes compile; and every mode that
 ring-ab.sh's case statement runs is named in its usage line and described in its header, and
-the other way round.
+the other way round; gguf-row.sh's prompt is the README's (round 40's GGUF runs lost its final
+newline to a `$(printf ...)`), and its halves join back to the file.
 """
 import pathlib
 import py_compile
@@ -67,6 +68,36 @@ class Probes(unittest.TestCase):
         self.assertGreaterEqual(len(run), 10)
         self.assertEqual(run, named, "modes run vs the usage line")
         self.assertEqual(run, described, "modes run vs the header's descriptions")
+
+    def test_gguf_row_uses_the_readme_prompt(self):
+        """gguf-row.sh's prompt is the README's milestone prompt, final newline included."""
+        pattern = re.compile(r"^prompt=(\$'[^']*')$", re.M)
+        readme = pattern.search((ROOT / "README.md").read_text())
+        script = pattern.search((PROBES / "gguf-row.sh").read_text())
+        self.assertIsNotNone(readme, "no prompt=$'...' line in README.md")
+        self.assertIsNotNone(script, "no prompt=$'...' line in gguf-row.sh")
+        self.assertEqual(script.group(1), readme.group(1))
+        self.assertTrue(script.group(1).endswith("\\n'"), script.group(1))
+
+    def test_gguf_row_halves_join_back(self):
+        """halves then join gives the file back (odd size), and a changed half is refused."""
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            model = tmp / "m.gguf"
+            model.write_bytes(bytes(range(256)) * 4 + b"odd")
+            run = lambda *a: subprocess.run(["bash", str(PROBES / "gguf-row.sh"), *map(str, a)],
+                                            capture_output=True, text=True, check=False)
+            done = run("halves", model, tmp / "parts")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual((tmp / "parts/a/p1").stat().st_size, 514)
+            self.assertEqual((tmp / "parts/b/p2").stat().st_size, 513)
+            done = run("join", tmp / "parts/a/p1", tmp / "parts/b", tmp / "joined.gguf")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual((tmp / "joined.gguf").read_bytes(), model.read_bytes())
+            (tmp / "parts/b/p2").write_bytes(b"x" * 513)
+            done = run("join", tmp / "parts/a/p1", tmp / "parts/b", tmp / "bad.gguf")
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("does not match its sha256", done.stderr)
 
 
 if __name__ == "__main__":
