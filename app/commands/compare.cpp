@@ -9,6 +9,7 @@
 #include "core/compare/compare.hpp"
 #include "core/output_file.hpp"
 #include "core/result/json_file.hpp"
+#include "core/result/json_text.hpp"
 #include "core/text.hpp"
 
 namespace decodebench::app {
@@ -87,7 +88,7 @@ void run_compare(const CompareFlags& f, int* exit_code) {
   const CompareReport report = compare_runs(baseline, candidate, options);
   std::string rendered;
   if (f.format == "json") {
-    rendered = compare_json(report).dump(2) + "\n";
+    rendered = json_text(compare_json(report)) + "\n";
   } else if (f.format == "md") {
     rendered = compare_markdown(report);
   } else {

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/model/preset.hpp"
 #include "core/output_file.hpp"
+#include "core/result/json_text.hpp"
 #include "core/text.hpp"
 
 namespace decodebench {
@@ -144,10 +145,9 @@ void write_text_file(const std::string& path, const std::string& text, const std
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  // Generated text can end inside a multi-byte UTF-8 character: replace invalid bytes (U+FFFD)
-  // rather than fail the run.
-  write_text_file(path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                  "--json");
+  // json_text: generated text can end inside a multi-byte UTF-8 character, so invalid bytes
+  // become U+FFFD rather than fail the run; per-step samples are packed into lines.
+  write_text_file(path, json_text(doc) + "\n", "--json");
 }
 
 }  // namespace decodebench

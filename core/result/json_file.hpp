@@ -9,13 +9,13 @@
 
 namespace decodebench {
 
-/// Writes `doc` (pretty-printed, 2-space indent) to `path` through a temporary file in the same
-/// folder that is renamed over `path` (POSIX rename is atomic), so readers see the old file or the
-/// whole new one (OutputFile: a replaced file keeps its permission bits, a link is followed to its
-/// target, a device or FIFO such as /dev/null is written in place). `path` "-" writes to stdout.
-/// Throws decodebench::Error naming the path: exit 2 when the folder does not exist or is not
-/// writable, exit 3 when the disk is full, exit 1 for other write errors (stdout included); the
-/// temporary file is removed.
+/// Writes `doc` as json_text() lays it out (2-space indent, arrays of scalars packed into lines)
+/// to `path` through a temporary file in the same folder that is renamed over `path` (POSIX rename
+/// is atomic), so readers see the old file or the whole new one (OutputFile: a replaced file keeps
+/// its permission bits, a link is followed to its target, a device or FIFO such as /dev/null is
+/// written in place). `path` "-" writes to stdout. Throws decodebench::Error naming the path: exit
+/// 2 when the folder does not exist or is not writable, exit 3 when the disk is full, exit 1 for
+/// other write errors (stdout included); the temporary file is removed.
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 /// Writes `text` to `path` the same way (temporary file + rename; "-" = stdout). `flag` names the
