@@ -532,6 +532,19 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_EQ(doc["exit_code"], 0);
 }
 
+// A file name that is not UTF-8 (allowed on Linux) reaches the JSON report with U+FFFD in place of
+// its bad byte; it used to end the command with an internal error (nlohmann's type_error 316).
+TEST_F(CompareCli, JsonReportOfAFileNameThatIsNotUtf8) {
+  const auto odd = *dir_ / std::string("base\xff.json", 10);
+  std::filesystem::copy_file(*dir_ / "base.json", odd,
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto j = run_decodebench({"compare", odd.string(), path("slow.json"), "--format", "json"});
+  EXPECT_EQ(j.exit_code, 1) << j.err;  // 20% slower: a regression, as in MarkdownAndJsonReports
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["baseline"], (*dir_ / "base\xEF\xBF\xBD.json").string());
+  EXPECT_EQ(doc["exit_code"], 1);
+}
+
 // --threshold 0: every |change| is ≥ 0, so the old rule had no "same"; now the test alone decides,
 // and the legend and the JSON's method say so.
 TEST_F(CompareCli, ThresholdZeroLeavesTheVerdictToTheTest) {
