@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace decodebench {
 
@@ -14,47 +15,51 @@ std::string scalar_text(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-/// Columns already used on the last line of `out`.
+/// Columns (bytes) already used on the last line of `out`.
 size_t column(const std::string& out) {
   const size_t nl = out.rfind('\n');
   return nl == std::string::npos ? out.size() : out.size() - nl - 1;
 }
 
-void append(const json& v, size_t indent, std::string& out);
+void append(const json& v, size_t indent, bool comma_follows, std::string& out);
 
-/// An array of scalars: on the current line when "[a, b, c]" fits, else packed lines one level in.
-void append_packed(const json& v, size_t indent, std::string& out) {
-  std::string one_line = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) one_line += ", ";
-    one_line += scalar_text(v[i]);
-  }
-  one_line += "]";
+/// An array of scalars: on the current line when "[a, b, c]" and the comma that may follow it fit,
+/// else packed lines one level in.
+void append_packed(const json& v, size_t indent, bool comma_follows, std::string& out) {
   const auto width = static_cast<size_t>(kJsonTextColumns);
-  if (column(out) + one_line.size() + 1 <= width) {  // + 1: a following comma
-    out += one_line;
+  std::vector<std::string> items;
+  items.reserve(v.size());
+  size_t one_line = column(out) + 2 + (comma_follows ? 1 : 0);  // "[", "]" and the comma
+  for (const json& e : v) {
+    items.push_back(scalar_text(e));
+    one_line += items.back().size() + (items.size() > 1 ? 2 : 0);
+  }
+  if (one_line <= width) {
+    out += "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i > 0 ? ", " : "") + items[i];
+    out += "]";
     return;
   }
   const std::string pad(indent + 2, ' ');
   out += "[\n" + pad;
   size_t col = pad.size();
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::string item = scalar_text(v[i]);
-    if (i + 1 < v.size()) item += ",";
-    if (col > pad.size() && col + 1 + item.size() > width) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t len = items[i].size() + (i + 1 < items.size() ? 1 : 0);  // its comma
+    if (col > pad.size() && col + 1 + len > width) {
       out += "\n" + pad;
       col = pad.size();
     } else if (col > pad.size()) {
       out += " ";
       ++col;
     }
-    out += item;
-    col += item.size();
+    out += items[i];
+    if (i + 1 < items.size()) out += ",";
+    col += len;
   }
   out += "\n" + std::string(indent, ' ') + "]";
 }
 
-void append(const json& v, size_t indent, std::string& out) {
+void append(const json& v, size_t indent, bool comma_follows, std::string& out) {
   const std::string inner(indent + 2, ' ');
   if (v.is_object()) {
     if (v.empty()) {
@@ -64,9 +69,10 @@ void append(const json& v, size_t indent, std::string& out) {
     out += "{\n";
     size_t i = 0;
     for (const auto& [key, value] : v.items()) {
+      const bool more = ++i < v.size();
       out += inner + scalar_text(json(key)) + ": ";
-      append(value, indent + 2, out);
-      out += ++i < v.size() ? ",\n" : "\n";
+      append(value, indent + 2, more, out);
+      out += more ? ",\n" : "\n";
     }
     out += std::string(indent, ' ') + "}";
   } else if (v.is_array()) {
@@ -75,14 +81,15 @@ void append(const json& v, size_t indent, std::string& out) {
       return;
     }
     if (std::none_of(v.begin(), v.end(), [](const json& e) { return e.is_structured(); })) {
-      append_packed(v, indent, out);
+      append_packed(v, indent, comma_follows, out);
       return;
     }
     out += "[\n";
     for (size_t i = 0; i < v.size(); ++i) {
+      const bool more = i + 1 < v.size();
       out += inner;
-      append(v[i], indent + 2, out);
-      out += i + 1 < v.size() ? ",\n" : "\n";
+      append(v[i], indent + 2, more, out);
+      out += more ? ",\n" : "\n";
     }
     out += std::string(indent, ' ') + "]";
   } else {
@@ -94,7 +101,7 @@ void append(const json& v, size_t indent, std::string& out) {
 
 std::string json_text(const nlohmann::json& doc) {
   std::string out;
-  append(doc, 0, out);
+  append(doc, 0, false, out);
   return out;
 }
 

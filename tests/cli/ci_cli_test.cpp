@@ -156,6 +156,43 @@ TEST(SweepCli, BatchSweepPrintsAScalingTableAndOneDocumentPerBatch) {
   expect_schema_valid(out);
 }
 
+// A preset path with a byte that is not UTF-8 (allowed on Linux): the sweep's summary grouped its
+// runs by their configuration's JSON text, whose strict dump() threw after the runs and before
+// the --json file was written (exit 1, "internal error", every measurement lost). The file is
+// written, the path in it with U+FFFD.
+TEST(SweepCli, PresetPathThatIsNotUtf8KeepsTheSweepsJson) {
+  TempDir dir;
+  const auto preset = dir / std::string("p\xff.json", 7);
+  std::filesystem::copy_file(source_dir() / "bench-configs/presets/smollm2-135m.json", preset);
+  const auto out = dir / "sweep.json";
+  std::vector<std::string> args = kTinyShape;
+  args[1] = preset.string();
+  const auto r = run_decodebench(with(args, {"--layers", "1,2", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "suite sweep: 2 configuration(s), 2 ok, 0 failed")) << r.out;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["results"].size(), 2u);
+  EXPECT_EQ(doc["results"][0]["config"]["preset"]["value"], (dir / "p\xEF\xBF\xBD.json").string());
+}
+
+// The result file is json_text's layout: the run's six per-step samples on their key's line, not
+// one number per line (dump(2)'s).
+TEST(SweepCli, ResultFilePacksThePerStepSamples) {
+  TempDir dir;
+  const auto out = dir / "run.json";
+  const auto r = run_decodebench(with(kTinyShape, {"--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const std::string text = read_file(out);
+  const auto doc = nlohmann::json::parse(text);
+  const auto& samples = doc["runs"][0]["results"]["samples_ns"];
+  ASSERT_EQ(samples.size(), 6u);
+  std::string line = "\"samples_ns\": [";
+  for (size_t i = 0; i < samples.size(); ++i) {
+    line += (i > 0 ? ", " : "") + samples[i].dump();
+  }
+  EXPECT_TRUE(contains(text, line + "],\n")) << line << "\n" << text;
+}
+
 // A value listed twice runs twice (documented: an A/A pair), and --help says so.
 TEST(SweepCli, ValueListedTwiceRunsTwice) {
   TempDir dir;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -71,6 +72,66 @@ TEST(JsonText, PacksLongArraysIntoLinesOfAtMostTheWidth) {
   EXPECT_EQ(wl[2], "    \"" + std::string(120, 'a') + "\",");
   EXPECT_EQ(wl[3], "    \"b\"");
   EXPECT_EQ(json::parse(json_text(wide)), wide);
+}
+
+// The one-line rule counts the key's columns and the comma that follows a member: a line of
+// exactly kJsonTextColumns stays whole, one more byte splits it.
+TEST(JsonText, AnArrayStaysOnItsKeysLineUpToTheWidthWithItsComma) {
+  // `  "k": [` is 8 columns; eight 8-digit numbers and one of `last` digits with their ", ".
+  const auto numbers = [](int last) {
+    json a = json::array();
+    for (int i = 0; i < 8; ++i) a.push_back(10000000 + i);
+    a.push_back(static_cast<int64_t>(std::stoll("1" + std::string(last - 1, '0'))));
+    return a;
+  };
+  // Followed by a comma: 8 + 8·8 + 8·2 + 10 + "]," = 100 columns.
+  std::vector<std::string> lines = lines_of(json_text({{"k", numbers(10)}, {"z", 1}}));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1].size(), 100u) << lines[1];
+  EXPECT_EQ(lines[1].substr(0, 17), "  \"k\": [10000000,");
+  EXPECT_EQ(lines[1].substr(98), "],");
+  lines = lines_of(json_text({{"k", numbers(11)}, {"z", 1}}));  // 101: split
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[1], "  \"k\": [");
+  // The last member has no comma: 100 columns with 11 digits, 101 with 12.
+  lines = lines_of(json_text({{"a", 1}, {"k", numbers(11)}}));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[2].size(), 100u) << lines[2];
+  EXPECT_EQ(lines_of(json_text({{"a", 1}, {"k", numbers(12)}})).size(), 6u);
+  // A long key leaves less room: 86 columns before "[", so 25 more do not fit.
+  const std::string key(80, 'x');
+  lines = lines_of(json_text({{key, json::array({1234567, 1234567, 1234567})}}));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[1], "  \"" + key + "\": [");
+  EXPECT_EQ(lines[2], "    1234567, 1234567, 1234567");
+}
+
+// Packed lines are filled to exactly the width, an element with its comma counted.
+TEST(JsonText, PackedLinesFillTheWidthExactly) {
+  json a = json::array();
+  for (int i = 0; i < 8; ++i) a.push_back(12345678);
+  a.push_back(123456789012345LL);  // 4 + 8·(9 + 1) + 16 = 100 columns with its comma
+  for (int i = 0; i < 20; ++i) a.push_back(i);
+  const std::vector<std::string> lines = lines_of(json_text({{"a", a}}));
+  ASSERT_EQ(lines.size(), 6u);  // {, "a": [, two packed lines, ], }
+  EXPECT_EQ(lines[2],
+            "    12345678, 12345678, 12345678, 12345678, 12345678, 12345678, 12345678, "
+            "12345678, 123456789012345,");
+  EXPECT_EQ(lines[2].size(), 100u);
+  EXPECT_EQ(lines[3], "    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19");
+  EXPECT_EQ(json::parse(json_text({{"a", a}})), json({{"a", a}}));
+  // One digit more: 101 columns with the space before it, so it starts the next line.
+  a[8] = 1234567890123456LL;
+  const std::vector<std::string> wrapped = lines_of(json_text({{"a", a}}));
+  ASSERT_EQ(wrapped.size(), 6u);
+  EXPECT_EQ(wrapped[2].size(), 83u) << wrapped[2];
+  EXPECT_EQ(wrapped[3].substr(0, 22), "    1234567890123456, ");
+}
+
+TEST(JsonText, NotANumberAndInfinityAreNullAsDumpWritesThem) {
+  const json doc = {{"n", json::array({1.5, std::nan(""), -INFINITY})}};
+  EXPECT_EQ(json_text(doc), "{\n  \"n\": [1.5, null, null]\n}");
+  EXPECT_EQ(doc.dump(), "{\"n\":[1.5,null,null]}");
 }
 
 TEST(JsonText, WritesNumbersAsDumpAndReplacesInvalidUtf8) {
