@@ -32,9 +32,9 @@
 // warps of a slot split a task's chunks and add their partial sums in shared memory in a fixed
 // order (deterministic). Piece copies cover the 16-byte aligned span around each row's chunk, so
 // any block size works; the matrix end must be 16-byte aligned (stream_supported). Where a row is
-// one chunk and a 16-byte multiple, a task's rows are adjacent and go in one copy (whole_rows).
-// Where rows are 16-byte multiples and the ring's slots fit the shared memory (ring_request: two
-// of 16 rows, 8 warps of 2; Q8_0 one, 4 warps of 4), the ring form runs instead
+// one chunk and a task's rows a 16-byte multiple, they are adjacent and go in one copy
+// (whole_rows). Where rows are 16-byte multiples and the ring's slots fit the shared memory
+// (ring_request: two of 16 rows, 8 warps of 2; Q8_0 one, 4 warps of 4), the ring form runs instead
 // (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring);
 // where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
 // pair, two slots; not for Q8_0: ring_long_request).
@@ -596,11 +596,16 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const uint32_t last_row_off = static_cast<uint32_t>(a.rows - 1) * row_bytes32;
   const uint32_t rows32 = static_cast<uint32_t>(a.rows);
   const uint32_t task_row_step = static_cast<uint32_t>(task_step) * kRows;
-  // Whole rows in one chunk (rows of at most kChunkCols columns, 16-byte multiples, no column
-  // split): a task's kRows rows are one contiguous range, copied at once, row i at i · row_bytes.
-  // Half the copies for the same bytes: 7B steps on the H200, Q4_0 1,745.8 / 1,743.7 → 1,687.6 /
-  // 1,687.4 µs, Q4_K_M 2,127.3 / 2,129.3 → 2,104.9 / 2,111.1 (docs/performance.md, round 23).
-  const bool whole_rows = ks == 1 && nchunks == 1 && row_bytes % 16 == 0;
+  // Whole rows in one chunk (rows of at most kChunkCols columns, no column split, a task's kRows
+  // rows a 16-byte multiple): a task's rows are one contiguous range, copied at once, row i at
+  // i · row_bytes. Half the copies for the same bytes: 7B steps on the H200, Q4_0 1,745.8 /
+  // 1,743.7 → 1,687.6 / 1,687.4 µs, Q4_K_M 2,127.3 / 2,129.3 → 2,104.9 / 2,111.1
+  // (docs/performance.md, round 23). Rows of 8 bytes past a 16-byte multiple (SmolLM2's Q4_1 LM
+  // head: 360 bytes) qualify too: a task starts at an even row, so at a 16-byte boundary, and
+  // a task of one row would need an odd row count, which stream_supported refuses for them (the
+  // matrix would not end on a 16-byte boundary); row 1 then sits 8 bytes past a boundary in the
+  // stage, an offset the per-piece form's lead bytes also give.
+  const bool whole_rows = ks == 1 && nchunks == 1 && (kRows * row_bytes) % 16 == 0;
   uint32_t issue_row = static_cast<uint32_t>(task0) * kRows;  // first row of the item's task
   uint32_t issue_row_off = issue_row * row_bytes32;
   uint32_t issue_blk = static_cast<uint32_t>(kidx) * cb;  // first block of the item's chunk
