@@ -605,7 +605,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   // a task of one row would need an odd row count, which stream_supported refuses for them (the
   // matrix would not end on a 16-byte boundary); row 1 then sits 8 bytes past a boundary in the
   // stage, an offset the per-piece form's lead bytes also give.
-  const bool whole_rows = ks == 1 && nchunks == 1 && (kRows * row_bytes) % 16 == 0;
+  // The even row count is stream_supported's too, checked here as well so that the copy length
+  // stays a 16-byte multiple wherever this kernel is reached from.
+  const bool whole_rows =
+      ks == 1 && nchunks == 1 && (row_bytes % 16 == 0 || (row_bytes % 8 == 0 && a.rows % 2 == 0));
   uint32_t issue_row = static_cast<uint32_t>(task0) * kRows;  // first row of the item's task
   uint32_t issue_row_off = issue_row * row_bytes32;
   uint32_t issue_blk = static_cast<uint32_t>(kidx) * cb;  // first block of the item's chunk

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -328,6 +329,22 @@ TEST(Gemv, ShortAndOddRows) {
       check_gemv(t, 40, 4864, true, false, 0, 0, v);
       check_gemv(t, 576, 576, false, true, 0, 0, v);  // SmolLM2: rows not 16-byte multiples
     }
+  }
+  // The stream kernel's one copy per task of two rows 8 bytes past a 16-byte multiple (b131ecb):
+  // rows of 504 (Q4_0, 896 columns), 360 (Q4_1, 576), 72 (Q5_1, 96), 952 (Q8_0, 896) and 840
+  // bytes (Q6_K, 1024); 8,192 Q4_1 rows give every warp slot of 132 SMs several tasks (stages
+  // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
+  // row 1 at 8 bytes past a boundary.
+  for (const auto& [t, rows, cols] :
+       std::vector<std::tuple<WeightType, int64_t, int64_t>>{{WeightType::kQ4_0, 64, 896},
+                                                             {WeightType::kQ4_1, 8192, 576},
+                                                             {WeightType::kQ5_1, 64, 96},
+                                                             {WeightType::kQ8_0, 64, 896},
+                                                             {WeightType::kQ6_K, 32, 1024},
+                                                             {WeightType::kQ4_0, 64, 128}}) {
+    ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
+    check_gemv(t, rows, cols, true, false, 0, 0, 4);
+    check_gemv(t, rows, cols, false, true, 0, 0, 4);
   }
   // Float types with cols % 4 != 0 take the fallback.
   for (WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
