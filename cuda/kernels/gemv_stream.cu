@@ -604,9 +604,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   // head: 360 bytes) qualify too: a task starts at an even row, so at a 16-byte boundary, and
   // a task of one row would need an odd row count, which stream_supported refuses for them (the
   // matrix would not end on a 16-byte boundary); row 1 then sits 8 bytes past a boundary in the
-  // stage, an offset the per-piece form's lead bytes also give.
-  // The even row count is stream_supported's too, checked here as well so that the copy length
-  // stays a 16-byte multiple wherever this kernel is reached from.
+  // stage, an offset the per-piece form's lead bytes also give (H100, that LM head alone: 15.0 →
+  // 14.0 µs; docs/performance.md, round 41). The even row count, stream_supported's rule, is
+  // checked here too, so the copy length stays a 16-byte multiple however the kernel is reached.
   const bool whole_rows =
       ks == 1 && nchunks == 1 && (row_bytes % 16 == 0 || (row_bytes % 8 == 0 && a.rows % 2 == 0));
   uint32_t issue_row = static_cast<uint32_t>(task0) * kRows;  // first row of the item's task
