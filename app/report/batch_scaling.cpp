@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/output_file.hpp"
+#include "core/result/json_text.hpp"
 
 namespace decodebench::app {
 
@@ -44,15 +45,12 @@ std::string config_without_batch(const nlohmann::json& result) {
   if (!result.contains("config") || !result["config"].is_object()) return "";
   nlohmann::json c = result["config"];
   c.erase("batch");
-  // A value may hold bytes that are not UTF-8 (a preset path or prompt from the command line):
-  // replaced (U+FFFD) here as in the JSON file, where the strict dump() would throw.
-  const auto text = [](const nlohmann::json& v) {
-    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
+  // json_text, not dump(): a value may hold bytes that are not UTF-8 (a preset path or prompt
+  // from the command line), replaced (U+FFFD) as in the JSON file, where dump() would throw.
   std::string key;
   for (const auto& [name, entry] : c.items()) {
     key += name + "=" +
-           text(entry.is_object() && entry.contains("value") ? entry["value"] : entry) + ";";
+           json_text(entry.is_object() && entry.contains("value") ? entry["value"] : entry) + ";";
   }
   return key;
 }

@@ -44,8 +44,8 @@ void append_packed(const json& v, size_t indent, bool comma_follows, std::string
   out += "[\n" + pad;
   size_t col = pad.size();
   for (size_t i = 0; i < items.size(); ++i) {
-    const size_t len = items[i].size() + (i + 1 < items.size() ? 1 : 0);  // its comma
-    if (col > pad.size() && col + 1 + len > width) {
+    if (i + 1 < items.size()) items[i] += ",";
+    if (col > pad.size() && col + 1 + items[i].size() > width) {
       out += "\n" + pad;
       col = pad.size();
     } else if (col > pad.size()) {
@@ -53,8 +53,7 @@ void append_packed(const json& v, size_t indent, bool comma_follows, std::string
       ++col;
     }
     out += items[i];
-    if (i + 1 < items.size()) out += ",";
-    col += len;
+    col += items[i].size();
   }
   out += "\n" + std::string(indent, ' ') + "]";
 }
