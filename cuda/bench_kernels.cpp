@@ -175,7 +175,7 @@ int device_attribute(cudaDeviceAttr attr) {
 /// values and block scales; 0x3C: floats near 0.0116).
 DeviceBuffer filled(size_t bytes, int pattern) {
   DeviceBuffer b(std::max<size_t>(bytes, 16));
-  DB_CUDA_CHECK(cudaMemset(b.get(), pattern, b.bytes()));
+  fill_device(b.get(), pattern, b.bytes());
   return b;
 }
 
@@ -460,7 +460,7 @@ struct DeviceInputs {
   DeviceBuffer buf{16};
   void set(int32_t token, int32_t pos, int32_t seq_len) const {
     const int32_t v[4] = {token, pos, seq_len, 0};
-    DB_CUDA_CHECK(cudaMemcpy(buf.get(), v, sizeof v, cudaMemcpyHostToDevice));
+    copy_to_device(buf.get(), v, sizeof v);
   }
   [[nodiscard]] const int32_t* token() const { return buf.data<int32_t>(); }
   [[nodiscard]] const int32_t* pos() const { return buf.data<int32_t>() + 1; }
@@ -487,8 +487,7 @@ class OpsSection {
     DeviceBuffer err = filled(16, 0);
     const std::vector<double> inv = inv_freq(m);
     DeviceBuffer d_inv(inv.size() * sizeof(double));
-    DB_CUDA_CHECK(
-        cudaMemcpy(d_inv.get(), inv.data(), inv.size() * sizeof(double), cudaMemcpyHostToDevice));
+    copy_to_device(d_inv.get(), inv.data(), inv.size() * sizeof(double));
     DeviceInputs in;
     in.set(1, 100, 101);
     const int64_t capacity = 256;
@@ -724,8 +723,7 @@ class StepModel {
     split_ = DeviceBuffer(gemv_x_split_bytes(std::max(m.ffn, m.hidden) / 32 * 32 + 32));
     const std::vector<double> inv = inv_freq(m);
     inv_freq_ = DeviceBuffer(inv.size() * sizeof(double));
-    DB_CUDA_CHECK(cudaMemcpy(inv_freq_.get(), inv.data(), inv.size() * sizeof(double),
-                             cudaMemcpyHostToDevice));
+    copy_to_device(inv_freq_.get(), inv.data(), inv.size() * sizeof(double));
   }
 
   void set_inputs(int32_t token, int32_t pos) const { in_.set(token, pos, pos + 1); }

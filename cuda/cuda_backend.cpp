@@ -247,8 +247,7 @@ void CudaBackend::upload_weights() {
         quant::tile_rows(t->type, t->rows, t->cols, t->data, tiled_rows.data());
         src = tiled_rows.data();
       }
-      DB_CUDA_CHECK(cudaMemcpy(base + offset + bytes, src, static_cast<size_t>(t->bytes()),
-                               cudaMemcpyHostToDevice));
+      copy_to_device(base + offset + bytes, src, static_cast<size_t>(t->bytes()));
       bytes += static_cast<size_t>(t->bytes());
     }
     if (!stack) d.rows = first.rows;
@@ -336,14 +335,13 @@ void CudaBackend::allocate_workspace() {
   const auto floats = [](int64_t n) { return DeviceBuffer(static_cast<size_t>(n) * 4); };
   const std::vector<double> inv = rope_inv_freq(c_);
   inv_freq_ = DeviceBuffer(inv.size() * sizeof(double));
-  DB_CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv.data(), inv.size() * sizeof(double),
-                           cudaMemcpyHostToDevice));
+  copy_to_device(inv_freq_.data(), inv.data(), inv.size() * sizeof(double));
   // One KV cache per slot: [slot][layer][kv_head][position][head_dim]; slot 0 serves `step`.
   const int64_t kv = c_.n_layers * c_.kv_dim() * max_positions_ * max_batch_;
   k_cache_ = floats(kv);
   v_cache_ = floats(kv);
-  DB_CUDA_CHECK(cudaMemset(k_cache_.data(), 0, k_cache_.bytes()));
-  DB_CUDA_CHECK(cudaMemset(v_cache_.data(), 0, v_cache_.bytes()));
+  fill_device(k_cache_.data(), 0, k_cache_.bytes());
+  fill_device(v_cache_.data(), 0, v_cache_.bytes());
   x_ = floats(c_.hidden);
   xn_ = floats(c_.hidden);
   q_ = floats(c_.q_dim());
@@ -360,20 +358,19 @@ void CudaBackend::allocate_workspace() {
       c_.n_heads, c_.head_dim,
       std::max(attn_splits_, attention_short_splits(max_positions_, c_.head_dim))));
   attn_merge_count_ = DeviceBuffer(static_cast<size_t>(c_.n_heads) * sizeof(unsigned));
-  DB_CUDA_CHECK(cudaMemset(attn_merge_count_.data(), 0, attn_merge_count_.bytes()));
+  fill_device(attn_merge_count_.data(), 0, attn_merge_count_.bytes());
   argmax_scratch_ = DeviceBuffer(std::max<size_t>(argmax_scratch_bytes(c_.vocab, 1), 16));
   step_clock_ = DeviceBuffer(step_clock_bytes(kIdleCapacity));
   const StepClock clock_header{0, 0, kIdleCapacity};
-  DB_CUDA_CHECK(
-      cudaMemcpy(step_clock_.data(), &clock_header, sizeof clock_header, cudaMemcpyHostToDevice));
+  copy_to_device(step_clock_.data(), &clock_header, sizeof clock_header);
   const int64_t widest = std::max({c_.hidden, c_.q_dim(), c_.ffn});
   x_split_ = DeviceBuffer(gemv_x_split_bytes((widest + 31) / 32 * 32));
   d_next_ = DeviceBuffer(sizeof(int32_t));
   d_inputs_ = DeviceBuffer(sizeof(StepInputs));
   d_error_flag_ = DeviceBuffer(sizeof(int32_t));
   fault_scratch_ = DeviceBuffer(256);
-  DB_CUDA_CHECK(cudaMemset(d_error_flag_.data(), 0, sizeof(int32_t)));
-  DB_CUDA_CHECK(cudaMemset(d_inputs_.data(), 0, sizeof(StepInputs)));  // advance 0 until a copy
+  fill_device(d_error_flag_.data(), 0, sizeof(int32_t));
+  fill_device(d_inputs_.data(), 0, sizeof(StepInputs));  // advance 0 until a copy
   h_inputs_ = PinnedBuffer(sizeof(StepInputs));
   h_next_ = PinnedBuffer(kTokenSlots * sizeof(int32_t));
   for (CudaEvent& e : step_done_) e = CudaEvent(cudaEventDisableTiming);
@@ -450,7 +447,7 @@ void CudaBackend::allocate_batch_workspace() {
   h_binputs_ = PinnedBuffer(static_cast<size_t>(b) * sizeof(StepInputs));
   h_bnext_ = PinnedBuffer(static_cast<size_t>(b) * sizeof(int32_t));
   std::memset(h_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs));
-  DB_CUDA_CHECK(cudaMemset(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs)));
+  fill_device(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs));
 }
 
 namespace {

@@ -30,6 +30,18 @@ void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
 }
 
+void copy_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  DB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy));
+  DB_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
+void fill_device(void* dst, int value, size_t bytes) {
+  if (bytes == 0) return;
+  DB_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, cudaStreamLegacy));
+  DB_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes > 0) DB_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
 }

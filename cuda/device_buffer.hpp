@@ -38,6 +38,20 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+/// Copies `bytes` bytes from host memory at `src` to device memory at `dst` and returns only once
+/// they are there. Plain cudaMemcpy is not enough before work on a non-blocking stream (every
+/// stream here is one): from pageable memory it returns once the source is staged, "but the DMA to
+/// final destination may not have completed" (CUDA Runtime API, "API synchronization behavior"),
+/// and its legacy stream is not one that non-blocking streams wait for. A kernel launched right
+/// after it could then read the old bytes, which happened to a test's graph launch while another
+/// process shared the GPU (docs/performance.md, round 42). Throws Error on a CUDA error.
+void copy_to_device(void* dst, const void* src, size_t bytes);
+
+/// Sets `bytes` bytes of device memory at `dst` to the byte `value` and returns only once they are
+/// set (cudaMemset is asynchronous for device memory, on the legacy stream: see copy_to_device).
+/// Throws Error on a CUDA error.
+void fill_device(void* dst, int value, size_t bytes);
+
 /// Page-locked host memory from cudaMallocHost (for async copies), freed on destruction.
 class PinnedBuffer {
  public:

@@ -277,11 +277,10 @@ void check_fused_rope(const Case& c, int32_t pos, bool qk_norm, RopeStyle style,
   all.insert(all.end(), vn.begin(), vn.end());
   const DeviceBuffer d_all = upload(all);
   if (late) {
-    DB_CUDA_CHECK(cudaMemset(d_late.get(), 0xFF, d_late.bytes()));  // NaN
+    fill_device(d_late.get(), 0xFF, d_late.bytes());  // NaN
     p.q = d_late.data<float>();
     p.k_new = p.q + nq;
     p.v_new = p.q + nq + nkv;
-    testing::sync();
     launch_delayed_copy(d_late.get(), d_all.get(), d_late.bytes(), 50000, stream.get());
   }
   launch_attention(p, stream.get());
@@ -525,7 +524,7 @@ TEST(Attention, PushMergeGivesTheClusterFormsBits) {
         p.pdl = true;
         if (split) {
           p.x_split = d_split.get();
-          DB_CUDA_CHECK(cudaMemset(d_split.get(), 0x5A, gemv_x_split_bytes(cols)));
+          fill_device(d_split.get(), 0x5A, gemv_x_split_bytes(cols));
         }
         EXPECT_EQ(attention_form_name(p).rfind(path == 5 ? "cluster-push " : "cluster ", 0), 0u)
             << attention_form_name(p);
@@ -534,7 +533,7 @@ TEST(Attention, PushMergeGivesTheClusterFormsBits) {
         stream.synchronize();
         const std::vector<float> eager =
             download<float>(rig.d_out.get(), static_cast<size_t>(cols));
-        DB_CUDA_CHECK(cudaMemset(rig.d_out.get(), 0xFF, static_cast<size_t>(cols) * 4));
+        fill_device(rig.d_out.get(), 0xFF, static_cast<size_t>(cols) * 4);
         cudaGraph_t g = capture_attention(p, stream.get());
         cudaGraphExec_t exec = nullptr;
         // One kernel node; only the push merge asks for dynamic shared memory (block 0's receive
@@ -591,8 +590,8 @@ void check_x_split(const Case& c, const std::vector<int32_t>& seq_lens) {
         "Hq=" + std::to_string(c.n_heads) + " hd=" + std::to_string(c.head_dim) +
         " cap=" + std::to_string(c.capacity) + " path=" + std::to_string(c.path) +
         " seq_len=" + std::to_string(seq_len);
-    DB_CUDA_CHECK(cudaMemset(by_attention.get(), 0x5A, bytes));
-    DB_CUDA_CHECK(cudaMemset(by_kernel.get(), 0x5A, bytes));
+    fill_device(by_attention.get(), 0x5A, bytes);
+    fill_device(by_kernel.get(), 0x5A, bytes);
     poke(rig.d_seq.get(), seq_len);
     launch_attention(p, nullptr);
     launch_gemv_prepare_x(GemvInput::kPlain, rig.d_out.data<float>(), nullptr, nullptr, 0.0f, cols,

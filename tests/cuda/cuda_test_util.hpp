@@ -59,17 +59,16 @@
 
 namespace decodebench::cuda::testing {
 
-/// Copies `v` into a new device buffer (synchronous).
+/// Copies `v` into a new device buffer; returns once the bytes are there (copy_to_device).
 template <typename T>
 DeviceBuffer upload(const std::vector<T>& v) {
   DeviceBuffer b(std::max<size_t>(v.size() * sizeof(T), 16));
-  if (!v.empty()) {
-    DB_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
+  copy_to_device(b.get(), v.data(), v.size() * sizeof(T));
   return b;
 }
 
-/// Copies `n` elements from device memory at `p` (synchronous).
+/// Copies `n` elements from device memory at `p`; returns once copied. The copy is on the legacy
+/// stream, which does not wait for a non-blocking stream: synchronize the one that wrote `p` first.
 template <typename T>
 std::vector<T> download(const void* p, size_t n) {
   std::vector<T> v(n);
@@ -77,10 +76,10 @@ std::vector<T> download(const void* p, size_t n) {
   return v;
 }
 
-/// Writes one value to device memory (synchronous).
+/// Writes one value to device memory; returns once it is there (copy_to_device).
 template <typename T>
 void poke(void* p, T value) {
-  DB_CUDA_CHECK(cudaMemcpy(p, &value, sizeof(T), cudaMemcpyHostToDevice));
+  copy_to_device(p, &value, sizeof(T));
 }
 
 /// Waits for the device and surfaces asynchronous kernel errors.
@@ -97,8 +96,7 @@ inline std::array<float, 2> pdl_probe(const CudaStream& stream) {
   const DeviceBuffer src = upload(std::vector<float>{1.0f});
   DeviceBuffer peek(2 * sizeof(float));
   for (int round = 0; round < 2; ++round) {
-    DB_CUDA_CHECK(cudaMemset(dst.get(), 0xFF, sizeof(float)));
-    sync();
+    fill_device(dst.get(), 0xFF, sizeof(float));
     launch_delayed_copy(dst.get(), src.get(), sizeof(float), 50000, stream.get());
     launch_pdl_peek(dst.data<float>(), peek.data<float>(), stream.get());
     sync();

@@ -42,7 +42,7 @@ struct MmaRun {
          int64_t batch, const std::vector<float>& xs, const std::vector<float>& y0)
       : w(wsize), x(upload(xs)), y(upload(y0)), split(gemm_x_split_bytes(batch, cols)),
         scratch(std::max<size_t>(16, gemm_scratch_bytes(type, rows, cols))) {
-    DB_CUDA_CHECK(cudaMemcpy(w.data(), wbytes, wsize, cudaMemcpyHostToDevice));
+    copy_to_device(w.data(), wbytes, wsize);
     launch_gemm_prepare_x(type, x.data<float>(), cols, batch, cols, split.data(), false,
                           nullptr);
     p.type = type;

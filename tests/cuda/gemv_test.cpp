@@ -799,7 +799,9 @@ TEST(Gemv, ProgrammaticDependentLaunchChainEagerAndGraph) {
         eager, a, [&](size_t) { return 1e-3 * scale + 1e-5; }, what + " PDL chain (eager)"));
 
     // The same chain captured into a graph, from the same starting values.
-    DB_CUDA_CHECK(cudaMemcpy(d_a.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    // copy_to_device, not cudaMemcpy: the graph once read d_a before such a copy had landed, while
+    // another process shared the GPU (docs/performance.md, round 42).
+    copy_to_device(d_a.get(), x.data(), x.size() * 4);
     replay_once(stream, enqueue);
     const std::vector<float> replay = download<float>(d_a.get(), static_cast<size_t>(n));
     EXPECT_TRUE(testing::all_bits_equal(replay, eager, what + " PDL graph"));
@@ -849,13 +851,11 @@ void check_input_written_late(const CudaStream& stream, const GemvParams& p,
     };
     for (const bool graph : {false, true}) {
       if (late) {
-        DB_CUDA_CHECK(cudaMemset(input.get(), 0xFF, input.bytes()));  // NaN
+        fill_device(input.get(), 0xFF, input.bytes());  // NaN
       } else {
-        DB_CUDA_CHECK(
-            cudaMemcpy(input.get(), values.data(), input.bytes(), cudaMemcpyHostToDevice));
+        copy_to_device(input.get(), values.data(), input.bytes());
       }
-      if (!y_is_input) DB_CUDA_CHECK(cudaMemset(p.y, 0, static_cast<size_t>(p.rows) * 4));
-      testing::sync();  // the legacy-stream memsets and copies before the work on `stream`
+      if (!y_is_input) fill_device(p.y, 0, static_cast<size_t>(p.rows) * 4);
       if (graph) {
         replay_once(stream, enqueue);
       } else {
@@ -1170,7 +1170,7 @@ struct PresplitGemv {
     params.tiled = tiled;
   }
   std::vector<float> run() {
-    DB_CUDA_CHECK(cudaMemcpy(d_y.get(), y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+    copy_to_device(d_y.get(), y0.data(), y0.size() * 4);
     launch_gemv(params, nullptr);
     testing::sync();
     return download<float>(d_y.get(), static_cast<size_t>(rows));
