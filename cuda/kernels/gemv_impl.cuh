@@ -57,9 +57,6 @@ struct KernelArgs {
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
   int ring_slots = 0;  ///< stream kernel's ring form: shared-memory slots (0: the per-warp form)
-  /// stream kernel's per-warp form, whole rows: the most task copies a warp keeps in flight, in
-  /// sub-stages of its stage memory (0 or at most the type's stages: the stages themselves)
-  int deep = 0;
 };
 
 /// A launch configuration.
@@ -79,8 +76,6 @@ struct Plan {
   /// minimum; gemv_stream.cu, ring_ctas): 2 by default, 3 where the type's budget or
   /// DECODEBENCH_GEMV_RING_CTAS asks for it; 0 for the other forms.
   int ring_ctas = 0;
-  /// per-warp form: the most whole-row task copies in flight per warp (KernelArgs::deep)
-  int deep = 0;
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------

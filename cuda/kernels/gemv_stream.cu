@@ -485,9 +485,7 @@ struct OpsFor<T, true> {
 
 // ---- the kernel ---------------------------------------------------------------------------------
 
-/// mbarriers per warp: the type's stages (at most 4), or in the deep whole-row form (KernelArgs::
-/// deep) up to this many sub-stages.
-constexpr int kMaxStages = 16;
+constexpr int kMaxStages = 4;
 
 /// Bytes of one row piece's stage region for `cb` blocks of kBB bytes: the piece starts up to 15
 /// bytes before its chunk (16-byte aligned cover), may end up to 15 bytes after it, and words_at
@@ -559,7 +557,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int kidx = warp % ks;  // this warp's share of a task's chunks
   const int slot = warp / ks;  // task slot within the CTA
   const int slots = kWarps / ks;
-  static_assert(Ops::kStages <= 4, "one mbarrier per stage");
+  static_assert(Ops::kStages <= kMaxStages, "one mbarrier per stage");
   constexpr int cb = Ops::kChunkCols / Ops::kBE;  // blocks per chunk
   constexpr int nst = Ops::kStages;               // pipeline depth
   constexpr int region = region_bytes(cb, kBB);
@@ -583,8 +581,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   const int64_t my_tasks = task0 < a.ntasks ? ceil_div<int64_t>(a.ntasks - task0, task_step) : 0;
   const int64_t items = my_tasks * my_chunks;
 
-  // Lane 0 issues items in order, depth − 1 ahead of the consumer (depth with kFillBeforeWait): for
-  // the next item (the task whose first row is issue_row, at byte issue_row_off; its local chunk
+  if (lane == 0) {
+    for (int s = 0; s < nst; ++s) mbar_init(&bars[s], 1);
+    kernels::mbar_init_fence();
+  }
+  __syncwarp();
+
+  // Lane 0 issues items in order, nst − 1 ahead of the consumer (nst with kFillBeforeWait): for the
+  // next item (the task whose first row is issue_row, at byte issue_row_off; its local chunk
   // issue_c, first block issue_blk) it copies each row's chunk as its 16-byte aligned cover. Byte
   // offsets are 32-bit (stream_supported: the matrix is below 4 GiB) and advance incrementally:
   // this bookkeeping is executed by the whole warp, so it is kept short.
@@ -605,21 +609,6 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
   // checked here too, so the copy length stays a 16-byte multiple however the kernel is reached.
   const bool whole_rows =
       ks == 1 && nchunks == 1 && (row_bytes % 16 == 0 || (row_bytes % 8 == 0 && a.rows % 2 == 0));
-  // Deep form (whole rows much shorter than a stage): the warp's stage memory holds `depth`
-  // sub-stages of one task each (its rows plus 16 bytes, as the GGUF decoders read one word past a
-  // row), so up to `depth` copies are in flight instead of the type's 2-4 stages (SmolLM2's LM
-  // head: 720-byte tasks in stages of 5 KB).
-  const uint32_t task_stride = static_cast<uint32_t>(kRows * row_bytes + 16);
-  const int sub_stages = static_cast<int>(
-      kernels::min64(kMaxStages, static_cast<int64_t>(nst) * stage_bytes / task_stride));
-  const bool deep = whole_rows && a.deep > nst && sub_stages > nst;
-  const int depth = deep ? min(a.deep, sub_stages) : nst;
-  const uint32_t stride = deep ? task_stride : static_cast<uint32_t>(stage_bytes);
-  if (lane == 0) {
-    for (int s = 0; s < depth; ++s) mbar_init(&bars[s], 1);
-    kernels::mbar_init_fence();
-  }
-  __syncwarp();
   uint32_t issue_row = static_cast<uint32_t>(task0) * kRows;  // first row of the item's task
   uint32_t issue_row_off = issue_row * row_bytes32;
   uint32_t issue_blk = static_cast<uint32_t>(kidx) * cb;  // first block of the item's chunk
@@ -631,7 +620,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
       const uint32_t len = min(static_cast<uint32_t>(kRows), rows32 - issue_row) * row_bytes32;
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       mbar_arrive_expect_tx(&bars[issue_s], len);
-      bulk_copy(stages + issue_s * stride, a.w + issue_row_off, len, &bars[issue_s]);
+      bulk_copy(stages + issue_s * stage_bytes, a.w + issue_row_off, len, &bars[issue_s]);
     } else if (lane == 0) {
       const uint32_t cofs = issue_blk * kBB;
       const uint32_t clen = min(static_cast<uint32_t>(cb), static_cast<uint32_t>(nb) - issue_blk) *
@@ -657,7 +646,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
       }
     }
     ++issued;
-    if (++issue_s == depth) issue_s = 0;
+    if (++issue_s == nst) issue_s = 0;
     issue_blk += static_cast<uint32_t>(ks * cb);
     if (++issue_c == my_chunks) {
       issue_c = 0;
@@ -669,7 +658,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
   // Weights do not depend on earlier kernels: start streaming before the PDL wait.
   constexpr bool fill = Ops::kFillBeforeWait;
-  for (int s = 0; s < (fill ? depth : depth - 1); ++s) issue();
+  for (int s = 0; s < (fill ? nst : nst - 1); ++s) issue();
   kernels::grid_dependency_trigger();
   kernels::grid_dependency_wait();
 
@@ -720,7 +709,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         for (int i = 0; i < kRows; ++i) {
           const uint32_t row = min(crow + i, rows32 - 1);
           const uint32_t lead = (row * row_bytes32 + blk0 * kBB) & 15u;
-          chunk[i] = stages_addr + cs * stride + (whole_rows ? i * row_bytes32 : i * region + lead);
+          chunk[i] =
+              stages_addr + cs * stage_bytes + (whole_rows ? i * row_bytes32 : i * region + lead);
         }
         // Probe 3: every chunk reads the first chunk's x' (L1-resident): the cost of the math
         // alone.
@@ -758,8 +748,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
         }
       }
       __syncwarp();       // every lane is done with stage cs before lane 0 refills it
-      if (fill) issue();  // stage cs itself, depth items ahead
-      if (++cs == depth) {
+      if (fill) issue();  // stage cs itself, nst items ahead
+      if (++cs == nst) {
         cs = 0;
         cpar ^= 1;
       }
@@ -1090,22 +1080,6 @@ RingShape ring_request(WeightType t) {
   return {w, s, r};
 }
 
-/// The per-warp form's most task copies in flight with whole rows (KernelArgs::deep): kMaxStages
-/// by default; DECODEBENCH_GEMV_DEEP overrides it: "0" keeps the type's stages, 1 to kMaxStages
-/// caps the sub-stages; any other value throws decodebench::Error (exit 1).
-int deep_request() {
-  const char* e = std::getenv("DECODEBENCH_GEMV_DEEP");
-  if (e == nullptr || *e == '\0') return kMaxStages;
-  int n = -1;
-  char end = 0;
-  if (std::sscanf(e, "%d%c", &n, &end) != 1 || n < 0 || n > kMaxStages) {
-    throw runtime_error(std::string("DECODEBENCH_GEMV_DEEP: '") + e +
-                        "' is neither 0 (the type's stages) nor 1 to " +
-                        std::to_string(kMaxStages) + " (the most copies in flight per warp)");
-  }
-  return n;
-}
-
 /// The split ring form's default shape for long rows of type t {row pairs per group, slots},
 /// measured on the H200 (7B steps, median TPOT, round 27): 1 pair (8 warps on each pair of rows)
 /// and 2 slots: Q4_0 1,624–1,633 µs against 1,655–1,657 with the form off, Q4_K_M 2,013–2,014
@@ -1280,7 +1254,6 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
-    const int deep = deep_request();                             // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
@@ -1340,7 +1313,6 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     p.block = kThreads;
     p.rows_per_warp = kRows;
     p.chunk = cb;
-    p.deep = deep;
     p.smem = stream_smem(cb, Ops::kBB, Ops::kStages);
     const int ctas =
         std::max(1, ctas_per_sm(reinterpret_cast<const void*>(&gemv_stream_kernel<T, kTiled>),
@@ -1380,7 +1352,6 @@ void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
   args.ring_slots = p.ring_slots;
-  args.deep = p.deep;
   void* params[] = {&args};
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {
     const void* kernel =

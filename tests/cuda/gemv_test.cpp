@@ -1215,43 +1215,6 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-// The per-warp form's deep whole-row form (DECODEBENCH_GEMV_DEEP, on by default): short whole
-// rows go through up to 16 sub-stages of the warp's stage memory instead of the type's 2 stages.
-// Each task's sums are formed as before, so every depth gives the stages' result bit for bit, and
-// that result is the CPU's within the kernel's bound. Shapes: SmolLM2's Q4_1 LM head rows (360
-// bytes, 8 past a 16-byte multiple; 49,152 rows: every warp slot of 132 SMs has 11-12 tasks, so
-// sub-stages wrap and mbarrier phases flip several times), Q5_1 rows of 432 bytes (a 16-byte
-// multiple) and a last task of one row (Q5_1, 4,097 rows); depths 0 (off), 2 (the stages: off), 3,
-// 7 and 16 (at most what fits: 14 sub-stages of 736 bytes for the Q4_1 rows).
-TEST(Gemv, StreamDeepWholeRowsMatchTheStagesBitForBit) {
-  DB_REQUIRE_STREAM_KERNEL();
-  const struct {
-    WeightType t;
-    int64_t rows, cols;
-  } shapes[] = {{WeightType::kQ4_1, 49152, 576},
-                {WeightType::kQ5_1, 4096, 576},
-                {WeightType::kQ5_1, 4097, 576}};
-  for (const auto& [t, rows, cols] : shapes) {
-    SCOPED_TRACE(std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
-                 std::to_string(cols));
-    PresplitGemv g(t, rows, cols, false, 77, false, true);
-    EXPECT_STREQ(gemv_launch_info(g.params).kernel, "stream");
-    std::vector<float> base;
-    {
-      const ScopedEnv off("DECODEBENCH_GEMV_DEEP", "0");
-      base = g.run();
-    }
-    for (const char* depth : {"", "2", "3", "7", "16"}) {
-      const ScopedEnv env("DECODEBENCH_GEMV_DEEP", depth);
-      EXPECT_TRUE(testing::all_bits_equal(g.run(), base, std::string("depth '") + depth + "'"));
-    }
-    if (rows == 4096) check_gemv(t, rows, cols, false, true, 0, 0, 4);  // the default, vs the CPU
-  }
-  check_gemv(WeightType::kQ4_1, 8192, 576, true, false, 0, 0, 4);
-  PresplitGemv g(WeightType::kQ4_1, 64, 576, false, 1, false, false);
-  expect_values_refused("DECODEBENCH_GEMV_DEEP", {"17", "-1", "4x", "on"}, g.params);
-}
-
 // The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
 // per bulk copy) takes matrices whose row groups fit two slots: the 7B QKV shape in Q4_K (rows of
 // 2,016 bytes, 288 groups) but not its down projection (rows of 10,656 bytes: two slots of 16
@@ -1287,7 +1250,7 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   EXPECT_EQ(gemv_launch_info(p).tasks, 1792);  // the down projection: per-warp tasks
   // 8 warps × 2 stages × 2 rows × a 2,352-byte region (16 blocks of 144 bytes and margins),
   // mbarriers, partial sums.
-  EXPECT_EQ(gemv_launch_info(p).smem_bytes, 8 * 2 * 2 * 2352 + 8 * 16 * 8 + 2 * 8 * 2 * 4);
+  EXPECT_EQ(gemv_launch_info(p).smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);
   ring_long_env.set(nullptr);
   // Both forms against the CPU (the ring form by default, then the per-warp form). The ring
   // takes the tiled layout (variant 7: Q4_0, Q8_0) and the K-quants in GGUF blocks (variant 4:
@@ -1389,7 +1352,7 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
     ring_long.set(nullptr);
     setenv(off, "0", 1);
     info = plan(WeightType::kQ4_K, 3584, 18944, false);
-    EXPECT_EQ(info.smem_bytes, 8 * 2 * 2 * 2352 + 8 * 16 * 8 + 2 * 8 * 2 * 4);  // per-warp form
+    EXPECT_EQ(info.smem_bytes, 8 * 2 * 2 * 2352 + 8 * 4 * 8 + 2 * 8 * 2 * 4);  // per-warp form
     EXPECT_STREQ(info.form, "per-warp");
     ring.set(nullptr);
   }
