@@ -1,5 +1,6 @@
-// Move-only RAII owners of CUDA resources: device memory, pinned host memory, a stream, an event.
-// Host-only (g++ compiles it); every failure throws decodebench::Error through DB_CUDA_CHECK.
+// Move-only RAII owners of CUDA resources: device memory, pinned host memory, a stream, an event;
+// and host-to-device copies and fills that are done when they return. Host-only (g++ compiles it);
+// every failure throws decodebench::Error through DB_CUDA_CHECK.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,12 +45,17 @@ class DeviceBuffer {
 /// final destination may not have completed" (CUDA Runtime API, "API synchronization behavior"),
 /// and its legacy stream is not one that non-blocking streams wait for. A kernel launched right
 /// after it could then read the old bytes, which happened to a test's graph launch while another
-/// process shared the GPU (docs/performance.md, round 42). Throws Error on a CUDA error.
+/// process shared the GPU (docs/performance.md, round 42).
+/// Contract, for this and fill_device: it runs on the legacy stream, so it does not wait for work
+/// already queued on a non-blocking stream (synchronize the one that last used `dst` first); its
+/// synchronization also waits for earlier work on blocking streams and reports an error left by
+/// earlier kernels as its own; it must not be called while this thread, or any thread in global
+/// mode, captures a graph. 0 bytes: no CUDA call. Throws CudaError (a decodebench::Error).
 void copy_to_device(void* dst, const void* src, size_t bytes);
 
 /// Sets `bytes` bytes of device memory at `dst` to the byte `value` and returns only once they are
-/// set (cudaMemset is asynchronous for device memory, on the legacy stream: see copy_to_device).
-/// Throws Error on a CUDA error.
+/// set (cudaMemset is asynchronous for device memory, on the legacy stream). The contract and
+/// errors are copy_to_device's.
 void fill_device(void* dst, int value, size_t bytes);
 
 /// Page-locked host memory from cudaMallocHost (for async copies), freed on destruction.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,20 +127,24 @@ TEST(DeviceBuffer, OutOfMemoryIsAResourceError) {
   (void)cudaGetLastError();
 }
 
-/// What a copy on a non-blocking stream reads of 64 bytes of device memory (old: bytes 0x11)
+constexpr size_t kProbeBytes = 64;
+
+/// What a copy on a non-blocking stream reads of kProbeBytes of device memory (old: bytes 0x11)
 /// right after `write` set them (new: bytes 0x22), while a 20 ms kernel holds the legacy stream:
 /// launched on it (`on_legacy`) or on a blocking stream, which the legacy stream waits for. Returns
-/// the number of new bytes seen (64: all). The decode step's stream and the tests' streams are
-/// non-blocking.
+/// the number of new bytes seen (kProbeBytes: all). The decode step's stream and the tests'
+/// streams are non-blocking.
 template <typename Write>
 int new_bytes_seen(bool on_legacy, Write write) {
-  constexpr size_t kBytes = 64;
+  constexpr size_t kBytes = kProbeBytes;
   DeviceBuffer dst(kBytes), seen(kBytes), spin_dst(16), spin_src(16);
   fill_device(dst.get(), 0x11, kBytes);
   struct BlockingStream {  // default flags: the legacy stream waits for its work
     cudaStream_t s = nullptr;
     BlockingStream() { DB_CUDA_CHECK(cudaStreamCreate(&s)); }
     ~BlockingStream() { DB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s)); }
+    BlockingStream(const BlockingStream&) = delete;
+    BlockingStream& operator=(const BlockingStream&) = delete;
   } blocking;
   launch_delayed_copy(spin_dst.get(), spin_src.get(), 4, 20'000'000,
                       on_legacy ? cudaStreamLegacy : blocking.s);
@@ -155,28 +160,42 @@ int new_bytes_seen(bool on_legacy, Write write) {
 
 // copy_to_device and fill_device return only once their bytes are in device memory, so work on a
 // non-blocking stream issued next reads them, even while the legacy stream is held up by a kernel
-// on itself or on a blocking stream. What plain cudaMemcpy and cudaMemset do there is printed, not
-// asserted (documented as possibly returning before the bytes land: CUDA Runtime API, "API
-// synchronization behavior"); a graph in the PDL chain test read such a copy's old bytes while
-// another process shared the GPU (docs/performance.md, round 42).
+// on itself or on a blocking stream. From pageable memory a plain cudaMemcpy landed as well on an
+// H100 (round 42), so that case alone would not notice copy_to_device losing its synchronization;
+// from pinned memory the copy returns at once and lands behind the kernel, so it does. What the
+// plain calls do is printed, not asserted (documented as possibly returning before the bytes land:
+// CUDA Runtime API, "API synchronization behavior"); a graph in the PDL chain test read such a
+// copy's old bytes while another process shared the GPU (docs/performance.md, round 42).
 TEST(DeviceBuffer, CopyAndFillLandBeforeTheyReturn) {
   DB_REQUIRE_CUDA();
-  const std::vector<uint8_t> fresh(64, 0x22);
+  const std::vector<uint8_t> fresh(kProbeBytes, 0x22);
+  PinnedBuffer pinned(kProbeBytes);
+  std::memset(pinned.get(), 0x22, kProbeBytes);
+  const int all = static_cast<int>(kProbeBytes);
   for (const bool on_legacy : {true, false}) {
     const std::string where = on_legacy ? "kernel on the legacy stream" : "on a blocking stream";
     EXPECT_EQ(
         new_bytes_seen(on_legacy, [&](void* d, size_t n) { copy_to_device(d, fresh.data(), n); }),
-        64)
+        all)
         << "copy_to_device, " << where;
-    EXPECT_EQ(new_bytes_seen(on_legacy, [](void* d, size_t n) { fill_device(d, 0x22, n); }), 64)
+    EXPECT_EQ(
+        new_bytes_seen(on_legacy, [&](void* d, size_t n) { copy_to_device(d, pinned.get(), n); }),
+        all)
+        << "copy_to_device from pinned memory, " << where;
+    EXPECT_EQ(new_bytes_seen(on_legacy, [](void* d, size_t n) { fill_device(d, 0x22, n); }), all)
         << "fill_device, " << where;
+    const int raw_pinned = new_bytes_seen(on_legacy, [&](void* d, size_t n) {
+      DB_CUDA_CHECK(cudaMemcpyAsync(d, pinned.get(), n, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    });
+    std::printf("without the synchronization, %s: pinned copy %d of %d new bytes seen\n",
+                where.c_str(), raw_pinned, all);
     const int raw_copy = new_bytes_seen(on_legacy, [&](void* d, size_t n) {
       DB_CUDA_CHECK(cudaMemcpy(d, fresh.data(), n, cudaMemcpyHostToDevice));
     });
     const int raw_fill =
         new_bytes_seen(on_legacy, [](void* d, size_t n) { DB_CUDA_CHECK(cudaMemset(d, 0x22, n)); });
-    std::printf("plain calls, %s: cudaMemcpy %d of 64 new bytes seen, cudaMemset %d\n",
-                where.c_str(), raw_copy, raw_fill);
+    std::printf("plain calls, %s: cudaMemcpy %d of %d new bytes seen, cudaMemset %d\n",
+                where.c_str(), raw_copy, all, raw_fill);
   }
 }
 
