@@ -1,8 +1,8 @@
 // Batched products (launch_gemm) against the CPU (quant::dot_row per row and sequence) for every
 // type the tensor-core kernel takes, at batch sizes that exercise partial n-tiles, several
 // launches (> 32 sequences), three n8 tiles, rows whose last chunk is short, column splits across
-// CTAs (reduced in a second kernel); an input that needs all three x pieces; output segments, bias and residual; and the GEMV
-// loop form, which must equal launch_gemv per sequence bit for bit.
+// CTAs (reduced in a second kernel); an input that needs all three x pieces; output segments, bias
+// and residual; and the GEMV loop form, which must equal launch_gemv per sequence bit for bit.
 //
 // Tolerance: |gpu − cpu| <= 2e-5 · Σ_c |w[r][c]·x[c]| + 1e-6 (as the GEMV tests: both sides sum
 // in f32 in different orders; the x pieces add at most 2^-24 relative). A wrong code, nibble,
@@ -40,11 +40,13 @@ struct MmaRun {
   GemmParams p;
   MmaRun(WeightType type, const void* wbytes, size_t wsize, int64_t rows, int64_t cols,
          int64_t batch, const std::vector<float>& xs, const std::vector<float>& y0)
-      : w(wsize), x(upload(xs)), y(upload(y0)), split(gemm_x_split_bytes(batch, cols)),
+      : w(wsize),
+        x(upload(xs)),
+        y(upload(y0)),
+        split(gemm_x_split_bytes(batch, cols)),
         scratch(std::max<size_t>(16, gemm_scratch_bytes(type, rows, cols))) {
     copy_to_device(w.data(), wbytes, wsize);
-    launch_gemm_prepare_x(type, x.data<float>(), cols, batch, cols, split.data(), false,
-                          nullptr);
+    launch_gemm_prepare_x(type, x.data<float>(), cols, batch, cols, split.data(), false, nullptr);
     p.type = type;
     p.w = w.data();
     p.rows = rows;
@@ -132,12 +134,13 @@ TEST_P(GemmMma, MatchesCpuDotProductsAtEveryBatchShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GemmMma,
-                         ::testing::Values(WeightType::kF16, WeightType::kBF16,
-                                           WeightType::kQ8_0, WeightType::kQ4_0,
-                                           WeightType::kQ4_1, WeightType::kQ5_0,
-                                           WeightType::kQ5_1, WeightType::kQ4_K,
-                                           WeightType::kQ5_K, WeightType::kQ6_K),
-                         [](const auto& info) { return std::string(weight_traits(info.param).name); });
+                         ::testing::Values(WeightType::kF16, WeightType::kBF16, WeightType::kQ8_0,
+                                           WeightType::kQ4_0, WeightType::kQ4_1, WeightType::kQ5_0,
+                                           WeightType::kQ5_1, WeightType::kQ4_K, WeightType::kQ5_K,
+                                           WeightType::kQ6_K),
+                         [](const auto& info) {
+                           return std::string(weight_traits(info.param).name);
+                         });
 
 TEST(Gemm, EveryPieceOfXCounts) {
   // x = 1 + 2^-9 + 2^-18 needs all three bf16 pieces (1, 2^-9, 2^-18); with W = 1 every sum is
@@ -263,8 +266,8 @@ TEST(Gemm, AutomaticChoiceAndErrors) {
   EXPECT_THROW(launch_gemm(p, nullptr), Error);
   p.batch = 257;
   EXPECT_THROW(launch_gemm(p, nullptr), Error);
-  EXPECT_THROW(launch_gemm_prepare_x(WeightType::kBF16, x.data<float>(), 64, 2, 48,
-                                     w.data(), false, nullptr),
+  EXPECT_THROW(launch_gemm_prepare_x(WeightType::kBF16, x.data<float>(), 64, 2, 48, w.data(), false,
+                                     nullptr),
                Error);
 }
 
