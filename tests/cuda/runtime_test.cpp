@@ -136,9 +136,8 @@ constexpr size_t kProbeBytes = 64;
 /// streams are non-blocking.
 template <typename Write>
 int new_bytes_seen(bool on_legacy, Write write) {
-  constexpr size_t kBytes = kProbeBytes;
-  DeviceBuffer dst(kBytes), seen(kBytes), spin_dst(16), spin_src(16);
-  fill_device(dst.get(), 0x11, kBytes);
+  DeviceBuffer dst(kProbeBytes), seen(kProbeBytes), spin_dst(16), spin_src(16);
+  fill_device(dst.get(), 0x11, kProbeBytes);
   struct BlockingStream {  // default flags: the legacy stream waits for its work
     cudaStream_t s = nullptr;
     BlockingStream() { DB_CUDA_CHECK(cudaStreamCreate(&s)); }
@@ -148,13 +147,13 @@ int new_bytes_seen(bool on_legacy, Write write) {
   } blocking;
   launch_delayed_copy(spin_dst.get(), spin_src.get(), 4, 20'000'000,
                       on_legacy ? cudaStreamLegacy : blocking.s);
-  write(dst.get(), kBytes);
+  write(dst.get(), kProbeBytes);
   const CudaStream reader;
   DB_CUDA_CHECK(
-      cudaMemcpyAsync(seen.get(), dst.get(), kBytes, cudaMemcpyDeviceToDevice, reader.get()));
+      cudaMemcpyAsync(seen.get(), dst.get(), kProbeBytes, cudaMemcpyDeviceToDevice, reader.get()));
   reader.synchronize();
   testing::sync();
-  const std::vector<uint8_t> v = download<uint8_t>(seen.get(), kBytes);
+  const std::vector<uint8_t> v = download<uint8_t>(seen.get(), kProbeBytes);
   return static_cast<int>(std::count(v.begin(), v.end(), uint8_t{0x22}));
 }
 
