@@ -569,9 +569,11 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
     for (const auto& p : report.passes) {
       const std::string w = slow_steps_warning(p.pass.spec.label, p.pass.samples_ns);
       if (!w.empty()) warn(w);
-      const std::string t = telemetry_warning(
-          p.pass.spec.label, summarize_telemetry(p.pass.telemetry, p.pass.spec.batch));
+      const TelemetrySummary summary = summarize_telemetry(p.pass.telemetry, p.pass.spec.batch);
+      const std::string t = telemetry_warning(p.pass.spec.label, summary);
       if (!t.empty()) warn(t);
+      const std::string shared = sharing_warning(p.pass.spec.label, summary);
+      if (!shared.empty()) warn(shared);
     }
   }
   if (config.phase_timing) {

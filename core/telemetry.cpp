@@ -17,6 +17,14 @@ int64_t counter_delta(int64_t before, int64_t after) {
 
 }  // namespace
 
+int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid) {
+  if (listed.empty()) return -1;
+  // A process with several contexts on the GPU (or listed twice) counts once.
+  std::set<uint32_t> pids(listed.begin(), listed.end());
+  if (pids.erase(self_pid) == 0) pids.erase(pids.begin());  // this process under a host PID
+  return static_cast<int64_t>(pids.size());
+}
+
 RoundTelemetry round_telemetry(int64_t round, const std::vector<int64_t>& step_ns, double wall_s,
                                const GpuReading& before, const GpuReading& after) {
   RoundTelemetry t;
@@ -43,6 +51,7 @@ RoundTelemetry round_telemetry(int64_t round, const std::vector<int64_t>& step_n
   for (const std::string& r : after.throttle_reasons) {
     if (r != "gpu_idle") t.throttle_reasons.push_back(r);
   }
+  t.other_processes = std::max(before.other_processes, after.other_processes);
   return t;
 }
 
@@ -81,6 +90,7 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
     range(r.mem_clock_mhz, s.mem_clock_min_mhz, s.mem_clock_max_mhz);
     range(r.temperature_c, s.temperature_min_c, s.temperature_max_c);
     reasons.insert(r.throttle_reasons.begin(), r.throttle_reasons.end());
+    s.other_processes_max = std::max(s.other_processes_max, r.other_processes);
   }
   if (energy_known && s.energy_rounds > 0) {
     s.energy_j = energy;
@@ -124,6 +134,17 @@ std::string telemetry_warning(const std::string& label, const TelemetrySummary& 
   std::string text = label + ": during the timed rounds the GPU ";
   for (size_t i = 0; i < clauses.size(); ++i) text += (i == 0 ? "" : "; it ") + clauses[i];
   return text + "; the step times include the GPU's own slowdown (runs[].results.telemetry)";
+}
+
+std::string sharing_warning(const std::string& label, const TelemetrySummary& s) {
+  if (s.other_processes_max <= 0) return "";
+  const int64_t n = s.other_processes_max;
+  return label + ": " + std::to_string(n) + " other compute process" + (n == 1 ? "" : "es") +
+         " had a context on the GPU during the timed rounds (NVML): whatever " +
+         (n == 1 ? "it runs shares" : "they run share") +
+         " the GPU with the timed steps, so the step times may include it; give timed runs the "
+         "GPU alone (nvidia-smi lists its processes; runs[].results.telemetry.rounds[]"
+         ".other_processes)";
 }
 
 }  // namespace decodebench

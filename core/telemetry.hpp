@@ -27,7 +27,18 @@ struct GpuReading {
   /// Clock event reasons active now ("sw_power_cap", "hw_slowdown", ...; "gpu_idle" included).
   std::vector<std::string> throttle_reasons;
   bool reasons_known = false;
+  /// Compute processes with a context on the GPU besides this one (other_processes below, from
+  /// nvmlDeviceGetComputeRunningProcesses); -1 when they cannot be listed.
+  int64_t other_processes = -1;
 };
+
+/// How many of the processes `listed` (PIDs of the compute processes NVML lists on a GPU) are
+/// other than this one (PID `self_pid`), for a process that holds a context on that GPU. NVML
+/// lists PIDs as the host sees them, so inside a container (its own PID namespace) `self_pid` may
+/// be missing from the list although this process is on it: one listed PID is then taken for this
+/// process. Returns -1 when the list is empty (NVML cannot see this process's context, so it
+/// cannot be trusted to see others).
+int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid);
 
 /// A source of readings of one GPU (the CUDA backend's device, through NVML).
 class GpuTelemetry {
@@ -57,6 +68,9 @@ struct RoundTelemetry {
   /// The round checked steps between its timed steps (--verify, --verify-argmax: logits
   /// downloads and CPU reference steps), so its wall time and energy hold that work too.
   bool verified = false;
+  /// Most compute processes besides this one seen on the GPU by the readings before and after
+  /// the round (GpuReading::other_processes); -1 when neither could list them.
+  int64_t other_processes = -1;
 };
 
 /// A pass's telemetry over all its rounds. -1: not reported (for energy: by any round).
@@ -76,6 +90,7 @@ struct TelemetrySummary {
   double power_throttled_ms = -1;             ///< Σ over the rounds
   double thermal_throttled_ms = -1;           ///< Σ over the rounds
   std::vector<std::string> throttle_reasons;  ///< seen at any round's end, sorted, no duplicates
+  int64_t other_processes_max = -1;  ///< most other compute processes in a round; -1: unknown
 };
 
 /// Totals and ranges of `rounds` (RoundTelemetry of one pass) where every step decodes
@@ -87,6 +102,12 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
 /// at a round's end, or the SM clock at the rounds' ends varied by more than 2%: the step times
 /// then include the GPU's own slowdown. "" when none of that happened.
 std::string telemetry_warning(const std::string& label, const TelemetrySummary& s);
+
+/// A warning for the pass labelled `label` when other compute processes had a context on the GPU
+/// during its timed rounds (TelemetrySummary::other_processes_max > 0): their kernels and copies
+/// share the GPU's SMs and memory bandwidth with the timed steps, and decodebench cannot tell how
+/// much they ran. "" when none were seen or they could not be listed.
+std::string sharing_warning(const std::string& label, const TelemetrySummary& s);
 
 /// The round record from the readings before (`before`) and after (`after`) a round of `steps`
 /// step times `step_ns` (ns) that took `wall_s` seconds. Counter differences are -1 where either

@@ -1,7 +1,9 @@
 #include "cuda/nvml.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,12 @@ using nvmlDevice = void*;
 struct ViolationTime {  // nvmlViolationTime_t
   unsigned long long reference_time_us;
   unsigned long long violation_time_ns;
+};
+struct ProcessInfo {  // nvmlProcessInfo_t of the _v2 and _v3 process lists
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
 };
 struct Nvml {
   void* lib = nullptr;
@@ -32,6 +40,7 @@ struct Nvml {
   nvmlReturn (*power)(nvmlDevice, unsigned*) = nullptr;
   nvmlReturn (*energy)(nvmlDevice, unsigned long long*) = nullptr;
   nvmlReturn (*violation)(nvmlDevice, int, ViolationTime*) = nullptr;
+  nvmlReturn (*compute_processes)(nvmlDevice, unsigned*, ProcessInfo*) = nullptr;
   nvmlDevice dev = nullptr;
 };
 
@@ -64,6 +73,11 @@ std::string open_nvml(Nvml& n, const char* pci_bus_id) {
   bind(n.lib, n.power, "nvmlDeviceGetPowerUsage");
   bind(n.lib, n.energy, "nvmlDeviceGetTotalEnergyConsumption");
   bind(n.lib, n.violation, "nvmlDeviceGetViolationStatus");
+  // The _v1 list has a shorter record (no instance ids): only the later two are used.
+  bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (!n.compute_processes) {
+    bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+  }
   if (!n.init || !n.shutdown || !n.by_bus_id || n.init() != 0) {
     dlclose(n.lib);
     n.lib = nullptr;
@@ -98,6 +112,28 @@ std::vector<std::string> reason_names(unsigned long long reasons) {
   return names;
 }
 
+constexpr nvmlReturn kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+
+/// The PIDs of the compute processes with a context on the device (as the host numbers them), or
+/// false when NVML cannot list them.
+bool compute_pids(const Nvml& n, std::vector<uint32_t>* pids) {
+  if (!n.compute_processes) return false;
+  std::vector<ProcessInfo> infos(32);
+  for (int attempt = 0; attempt < 4; ++attempt) {  // processes may start between the calls
+    unsigned count = static_cast<unsigned>(infos.size());
+    const nvmlReturn rc = n.compute_processes(n.dev, &count, infos.data());
+    if (rc == kInsufficientSize) {
+      infos.resize(count + 16);
+      continue;
+    }
+    if (rc != 0) return false;
+    pids->clear();
+    for (unsigned i = 0; i < count && i < infos.size(); ++i) pids->push_back(infos[i].pid);
+    return true;
+  }
+  return false;
+}
+
 nlohmann::json unavailable() { return "unavailable"; }
 
 /// Readings through an open Nvml, closed on destruction.
@@ -128,6 +164,8 @@ class NvmlTelemetry final : public GpuTelemetry {
       r.throttle_reasons = reason_names(reasons);
       r.reasons_known = true;
     }
+    std::vector<uint32_t> pids;
+    if (compute_pids(n_, &pids)) r.other_processes = other_processes(pids, getpid());
     return r;
   }
 
@@ -168,6 +206,9 @@ nlohmann::json nvml_snapshot(const char* pci_bus_id) {
   j["power_limit_w"] =
       n.power_limit && n.power_limit(n.dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
   j["power_w"] = n.power && n.power(n.dev, &v) == 0 ? nlohmann::json(v / 1000.0) : unavailable();
+  std::vector<uint32_t> pids;
+  j["compute_process_pids"] = compute_pids(n, &pids) ? nlohmann::json(pids) : unavailable();
+  j["pid"] = getpid();
   close_nvml(n);
   return j;
 }

@@ -11,9 +11,11 @@
 namespace decodebench::cuda {
 
 /// {available, sm_clock_mhz, mem_clock_mhz, max_sm_clock_mhz, max_mem_clock_mhz,
-/// throttle_reasons[], persistence_mode, ecc, temperature_c, power_limit_w, power_w} for the GPU
-/// at PCI bus id `pci_bus_id`. When NVML cannot be loaded or queried: {available: false, reason}.
-/// Fields NVML refuses are "unavailable".
+/// throttle_reasons[], persistence_mode, ecc, temperature_c, power_limit_w, power_w,
+/// compute_process_pids[], pid} for the GPU at PCI bus id `pci_bus_id`: compute_process_pids are
+/// the processes with a context on it as the host numbers them (this one's included when it holds
+/// one; inside a container its PID there differs from `pid`, this process's own). When NVML cannot
+/// be loaded or queried: {available: false, reason}. Fields NVML refuses are "unavailable".
 nlohmann::json nvml_snapshot(const char* pci_bus_id);
 
 /// Readings of the GPU at PCI bus id `pci_bus_id` (clocks, temperature, energy counter, power and

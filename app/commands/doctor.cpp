@@ -43,6 +43,10 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
                text(n, "max_mem_clock_mhz"), text(n, "throttle_reasons"),
                text(n, "persistence_mode"), text(n, "ecc"), text(n, "temperature_c"),
                text(n, "power_limit_w"));
+    // Timings on a GPU other processes use are not the GPU's alone (docs/ci.md).
+    fmt::print(out,
+               "users    compute processes on the GPU (NVML, host PIDs): {} · this one: pid {}\n",
+               text(n, "compute_process_pids"), text(n, "pid"));
   } else {
     fmt::print(out, "NVML     unavailable ({})\n", text(n, "reason"));
   }

@@ -208,7 +208,8 @@ nlohmann::json telemetry_json(const RunReport& r, const PassResult& p) {
                       {"thermal_throttled_ms", known(t.thermal_throttled_ms)},
                       {"throttle_reasons", t.reasons_known ? nlohmann::json(t.throttle_reasons)
                                                            : nlohmann::json(nullptr)},
-                      {"verified", t.verified}});
+                      {"verified", t.verified},
+                      {"other_processes", known(t.other_processes)}});
   }
   const TelemetrySummary s = summarize_telemetry(p.telemetry, p.spec.batch);
   return {{"available", true},
@@ -218,7 +219,8 @@ nlohmann::json telemetry_json(const RunReport& r, const PassResult& p) {
           {"joules_per_token", known(s.joules_per_token)},
           {"energy_rounds", s.energy_rounds},
           {"power_throttled_ms", known(s.power_throttled_ms)},
-          {"thermal_throttled_ms", known(s.thermal_throttled_ms)}};
+          {"thermal_throttled_ms", known(s.thermal_throttled_ms)},
+          {"other_processes_max", known(s.other_processes_max)}};
 }
 
 nlohmann::json pass_json(const RunReport& r, const PassReport& p) {

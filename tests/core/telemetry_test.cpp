@@ -1,6 +1,7 @@
 // Per-round GPU telemetry without a GPU: round records from two readings (hand-computed), the
-// pass totals and the warning, the decode loop reading a scripted source before the first round
-// and after each one (batch 1 and batched), and the result JSON's telemetry object.
+// pass totals and the warnings (the GPU held back; other processes on it), the decode loop
+// reading a scripted source before the first round and after each one (batch 1 and batched), and
+// the result JSON's telemetry object.
 #include "core/telemetry.hpp"
 
 #include <gtest/gtest.h>
@@ -130,6 +131,53 @@ TEST(Telemetry, PassTotalsRangesAndWarning) {
   EXPECT_EQ(summarize_telemetry({}, 1).rounds, 0);
 }
 
+TEST(Telemetry, OtherProcessesOnTheGpu) {
+  // NVML's list of compute processes, this process being PID 40.
+  EXPECT_EQ(other_processes({}, 40), -1) << "this process holds a context: an empty list is blind";
+  EXPECT_EQ(other_processes({40}, 40), 0);
+  EXPECT_EQ(other_processes({40, 7, 9}, 40), 2);
+  EXPECT_EQ(other_processes({7, 40, 7}, 40), 1) << "a PID listed twice is one process";
+  // Inside a container NVML lists host PIDs: this process is one of them under another number.
+  EXPECT_EQ(other_processes({1201}, 40), 0);
+  EXPECT_EQ(other_processes({1201, 1305, 1307}, 40), 2);
+
+  // A round takes the more of its two readings; unknown readings stay unknown.
+  GpuReading before = reading(0, 0, 0, 1980), after = reading(0, 0, 0, 1980);
+  EXPECT_EQ(round_telemetry(0, {1000}, 0.1, before, after).other_processes, -1);
+  before.other_processes = 0;
+  after.other_processes = 2;
+  EXPECT_EQ(round_telemetry(0, {1000}, 0.1, before, after).other_processes, 2);
+  EXPECT_EQ(round_telemetry(0, {1000}, 0.1, after, before).other_processes, 2);
+  after.other_processes = -1;
+  EXPECT_EQ(round_telemetry(0, {1000}, 0.1, before, after).other_processes, 0);
+
+  // The pass: the most in any round, and a warning only when that is above 0.
+  std::vector<RoundTelemetry> rounds = {round_telemetry(0, {1000}, 0.1, before, before),
+                                        round_telemetry(1, {1000}, 0.1, before, before)};
+  TelemetrySummary s = summarize_telemetry(rounds, 1);
+  EXPECT_EQ(s.other_processes_max, 0);
+  EXPECT_EQ(sharing_warning("graph", s), "");
+  EXPECT_EQ(telemetry_warning("graph", s), "") << "sharing has a warning of its own";
+  rounds[0].other_processes = -1;
+  rounds[1].other_processes = -1;
+  s = summarize_telemetry(rounds, 1);
+  EXPECT_EQ(s.other_processes_max, -1);
+  EXPECT_EQ(sharing_warning("graph", s), "") << "unknown is not a warning";
+  rounds[1].other_processes = 1;
+  s = summarize_telemetry(rounds, 1);
+  EXPECT_EQ(s.other_processes_max, 1);
+  std::string w = sharing_warning("graph", s);
+  EXPECT_EQ(w.rfind("graph: 1 other compute process had a context on the GPU during the timed "
+                    "rounds (NVML): whatever it runs shares the GPU with the timed steps",
+                    0),
+            0u)
+      << w;
+  rounds[0].other_processes = 3;
+  w = sharing_warning("eager", summarize_telemetry(rounds, 1));
+  EXPECT_NE(w.find("eager: 3 other compute processes had a context"), std::string::npos) << w;
+  EXPECT_NE(w.find("whatever they run share the GPU"), std::string::npos) << w;
+}
+
 /// Energy +100 mJ and power violation +1 ms per reading; counts its readings.
 class ScriptedTelemetry final : public GpuTelemetry {
  public:
@@ -243,6 +291,14 @@ TEST(Telemetry, ResultJsonTelemetryObject) {
   EXPECT_TRUE(t["thermal_throttled_ms"].is_null());
   EXPECT_EQ(round["verified"], false);
   EXPECT_EQ(t["energy_rounds"], 1);
+  EXPECT_TRUE(round["other_processes"].is_null()) << "NVML could not list them";
+  EXPECT_TRUE(t["other_processes_max"].is_null());
+  a.other_processes = 0;
+  b.other_processes = 2;
+  r.passes[0].pass.telemetry = {round_telemetry(0, {2000, 4000}, 0.75, a, b)};
+  t = result_json(r)["runs"][0]["results"]["telemetry"];
+  EXPECT_EQ(t["rounds"][0]["other_processes"], 2);
+  EXPECT_EQ(t["other_processes_max"], 2);
   // The same round verified: the round keeps its own energy, the pass has no energy figure.
   r.passes[0].pass.telemetry[0].verified = true;
   t = result_json(r)["runs"][0]["results"]["telemetry"];

@@ -1089,6 +1089,42 @@ TEST(Backend, RunRecordHasPerRoundGpuTelemetry) {
   EXPECT_NE(r.out.find("gpu      " + label + ": SM "), std::string::npos) << r.out;
 }
 
+// A GPU shared with another process: this test process holds a context on the GPU while
+// decodebench runs, so every round's reading lists at least one other compute process and the
+// run warns (docs/ci.md: timed runs want the GPU alone).
+TEST(Backend, RunWarnsWhenAnotherProcessSharesTheGpu) {
+  DB_REQUIRE_CUDA();
+  DB_CUDA_CHECK(cudaFree(nullptr));  // creates this process's context if it had none
+  decodebench::testing::TempDir dir;
+  const auto json = dir.path() / "shared.json";
+  const auto r = decodebench::testing::run_decodebench(
+      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "1024",
+       "--prompt-tokens", "4", "--tokens", "16", "--min-time", "0.05", "--json", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
+  const auto& run0 = doc["runs"][0];
+  const auto& t = run0["results"]["telemetry"];
+  ASSERT_TRUE(t.is_object()) << run0["results"].dump().substr(0, 400);
+  if (t["available"] == false) GTEST_SKIP() << "NVML: " << t["reason"];
+  if (t["other_processes_max"].is_null()) {
+    GTEST_SKIP() << "NVML lists no compute processes here (not even decodebench's)";
+  }
+  EXPECT_GE(t["other_processes_max"].get<int64_t>(), 1) << t.dump();
+  ASSERT_FALSE(t["rounds"].empty());
+  for (const auto& round : t["rounds"]) {
+    EXPECT_GE(round["other_processes"].get<int64_t>(), 1) << round.dump();
+  }
+  const std::string label = run0["label"];
+  bool warned = false;
+  for (const auto& w : doc["warnings"]) {
+    const std::string text = w.get<std::string>();
+    warned = warned || (text.rfind(label + ": ", 0) == 0 &&
+                        text.find("other compute process") != std::string::npos);
+  }
+  EXPECT_TRUE(warned) << doc["warnings"].dump();
+  EXPECT_NE((r.out + r.err).find("shared with "), std::string::npos) << r.out << r.err;
+}
+
 // Unfused: separate Q, K, V, gate and up matrices, each tiled on its own.
 TEST(Backend, TiledWeightsUnfused) {
   DB_REQUIRE_CUDA();
