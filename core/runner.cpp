@@ -565,16 +565,23 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       warn(buf);
     }
   }
-  if (use_cuda) {  // on the CPU backend step times vary by nature (shared cores)
+  if (use_cuda) {               // on the CPU backend step times vary by nature (shared cores)
+    std::string shared_passes;  // one warning for every pass that shared the GPU
+    TelemetrySummary shared;
     for (const auto& p : report.passes) {
       const std::string w = slow_steps_warning(p.pass.spec.label, p.pass.samples_ns);
       if (!w.empty()) warn(w);
       const TelemetrySummary summary = summarize_telemetry(p.pass.telemetry, p.pass.spec.batch);
       const std::string t = telemetry_warning(p.pass.spec.label, summary);
       if (!t.empty()) warn(t);
-      const std::string shared = sharing_warning(p.pass.spec.label, summary);
-      if (!shared.empty()) warn(shared);
+      if (summary.other_processes_max > 0) {
+        shared_passes += (shared_passes.empty() ? "" : ", ") + p.pass.spec.label;
+        shared.other_processes_max =
+            std::max(shared.other_processes_max, summary.other_processes_max);
+      }
     }
+    const std::string w = sharing_warning(shared_passes, shared);
+    if (!w.empty()) warn(w);
   }
   if (config.phase_timing) {
     for (size_t i = 0; i + 1 < report.passes.size(); ++i) {

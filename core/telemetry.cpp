@@ -17,11 +17,15 @@ int64_t counter_delta(int64_t before, int64_t after) {
 
 }  // namespace
 
-int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid) {
+int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid, bool host_pids) {
   if (listed.empty()) return -1;
   // A process with several contexts on the GPU (or listed twice) counts once.
   std::set<uint32_t> pids(listed.begin(), listed.end());
-  if (pids.erase(self_pid) == 0) pids.erase(pids.begin());  // this process under a host PID
+  if (host_pids) {
+    if (pids.erase(self_pid) == 0) return -1;
+  } else {
+    pids.erase(pids.begin());  // this process, under its host PID
+  }
   return static_cast<int64_t>(pids.size());
 }
 

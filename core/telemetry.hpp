@@ -1,7 +1,8 @@
-// GPU telemetry per round of timed steps: clocks, temperature, energy and the time the GPU was
-// held below its application clocks, read from the device (NVML, cuda/nvml.cpp) before the first
-// round and after each one, outside the timed steps. A run can then tell a slow round caused by
-// power or thermal limits from one caused by the kernels.
+// GPU telemetry per round of timed steps: clocks, temperature, energy, the time the GPU was held
+// below its application clocks and the other compute processes on it, read from the device (NVML,
+// cuda/nvml.cpp) before the first round and after each one, outside the timed steps. A run can
+// then tell a slow round caused by power or thermal limits, or by a shared GPU, from one caused by
+// the kernels.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +35,12 @@ struct GpuReading {
 
 /// How many of the processes `listed` (PIDs of the compute processes NVML lists on a GPU) are
 /// other than this one (PID `self_pid`), for a process that holds a context on that GPU. NVML
-/// lists PIDs as the host sees them, so inside a container (its own PID namespace) `self_pid` may
-/// be missing from the list although this process is on it: one listed PID is then taken for this
-/// process. Returns -1 when the list is empty (NVML cannot see this process's context, so it
-/// cannot be trusted to see others).
-int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid);
+/// lists PIDs as the host numbers them. In the host's PID namespace (`host_pids`) this process
+/// must be among them: if it is not (an MPS client, a list NVML filters), the list cannot be
+/// trusted and the count is unknown. Inside a container (`host_pids` false) its own PID means
+/// nothing to the list, so one listed PID is taken for this process. Returns -1 when unknown,
+/// and for an empty list.
+int64_t other_processes(const std::vector<uint32_t>& listed, uint32_t self_pid, bool host_pids);
 
 /// A source of readings of one GPU (the CUDA backend's device, through NVML).
 class GpuTelemetry {
@@ -103,10 +105,10 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
 /// then include the GPU's own slowdown. "" when none of that happened.
 std::string telemetry_warning(const std::string& label, const TelemetrySummary& s);
 
-/// A warning for the pass labelled `label` when other compute processes had a context on the GPU
-/// during its timed rounds (TelemetrySummary::other_processes_max > 0): their kernels and copies
-/// share the GPU's SMs and memory bandwidth with the timed steps, and decodebench cannot tell how
-/// much they ran. "" when none were seen or they could not be listed.
+/// A warning for the pass or passes `label` (labels joined by ", ") when other compute processes
+/// had a context on the GPU during their timed rounds (TelemetrySummary::other_processes_max > 0):
+/// their kernels and copies share the GPU's SMs and memory bandwidth with the timed steps, and
+/// decodebench cannot tell how much they ran. "" when none were seen or they could not be listed.
 std::string sharing_warning(const std::string& label, const TelemetrySummary& s);
 
 /// The round record from the readings before (`before`) and after (`after`) a round of `steps`

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,12 +21,12 @@ struct ViolationTime {  // nvmlViolationTime_t
   unsigned long long reference_time_us;
   unsigned long long violation_time_ns;
 };
-struct ProcessInfo {  // nvmlProcessInfo_t of the _v2 and _v3 process lists
-  unsigned pid;
-  unsigned long long used_gpu_memory;
-  unsigned gpu_instance_id;
-  unsigned compute_instance_id;
-};
+// The process lists' records: pid (unsigned) first, then usedGpuMemory (unsigned long long) and
+// the MIG instance ids; 24 bytes (nvmlProcessInfo_v2_t), but 32 from the _v3 list of drivers
+// 535.43-535.86, which appended usedGpuCcProtectedMemory (535.98 dropped that _v3, 535.104 brought
+// it back at 24 bytes).
+constexpr size_t kProcessRecordBytes = 24;
+constexpr size_t kProcessRecordMaxBytes = 32;
 struct Nvml {
   void* lib = nullptr;
   nvmlReturn (*init)() = nullptr;
@@ -40,7 +42,9 @@ struct Nvml {
   nvmlReturn (*power)(nvmlDevice, unsigned*) = nullptr;
   nvmlReturn (*energy)(nvmlDevice, unsigned long long*) = nullptr;
   nvmlReturn (*violation)(nvmlDevice, int, ViolationTime*) = nullptr;
-  nvmlReturn (*compute_processes)(nvmlDevice, unsigned*, ProcessInfo*) = nullptr;
+  nvmlReturn (*compute_processes)(nvmlDevice, unsigned*, void*) = nullptr;
+  size_t process_record_bytes = kProcessRecordBytes;  // the stride of compute_processes' records
+  nvmlReturn (*driver_version)(char*, unsigned) = nullptr;
   nvmlDevice dev = nullptr;
 };
 
@@ -53,6 +57,17 @@ constexpr int kClockSm = 1;
 constexpr int kClockMem = 2;
 constexpr int kPolicyPower = 0;    // NVML_PERF_POLICY_POWER
 constexpr int kPolicyThermal = 1;  // NVML_PERF_POLICY_THERMAL
+
+/// The record size of the _v3 process list of the loaded driver: 32 bytes for drivers 535.43 to
+/// 535.86, else 24 (kProcessRecordBytes); 0 when the driver's version cannot be read (the list is
+/// then not used).
+size_t v3_record_bytes(const Nvml& n) {
+  char version[96] = {};
+  if (!n.driver_version || n.driver_version(version, sizeof version) != 0) return 0;
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(version, "%u.%u", &major, &minor) != 2) return 0;
+  return major == 535 && minor >= 43 && minor <= 86 ? kProcessRecordMaxBytes : kProcessRecordBytes;
+}
 
 /// Loads NVML and opens the device at `pci_bus_id`; "" on success, else why not (nothing is left
 /// loaded then).
@@ -73,10 +88,12 @@ std::string open_nvml(Nvml& n, const char* pci_bus_id) {
   bind(n.lib, n.power, "nvmlDeviceGetPowerUsage");
   bind(n.lib, n.energy, "nvmlDeviceGetTotalEnergyConsumption");
   bind(n.lib, n.violation, "nvmlDeviceGetViolationStatus");
-  // The _v1 list has a shorter record (no instance ids): only the later two are used.
-  bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  bind(n.lib, n.driver_version, "nvmlSystemGetDriverVersion");
+  // _v2's record has been 24 bytes on every driver; _v3's only since 535.104 (kProcessRecordBytes).
+  bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
   if (!n.compute_processes) {
-    bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+    bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (n.compute_processes) n.process_record_bytes = v3_record_bytes(n);
   }
   if (!n.init || !n.shutdown || !n.by_bus_id || n.init() != 0) {
     dlclose(n.lib);
@@ -115,23 +132,39 @@ std::vector<std::string> reason_names(unsigned long long reasons) {
 constexpr nvmlReturn kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE
 
 /// The PIDs of the compute processes with a context on the device (as the host numbers them), or
-/// false when NVML cannot list them.
+/// false when NVML cannot list them or their record size is unknown.
 bool compute_pids(const Nvml& n, std::vector<uint32_t>* pids) {
-  if (!n.compute_processes) return false;
-  std::vector<ProcessInfo> infos(32);
+  if (!n.compute_processes || n.process_record_bytes == 0) return false;
+  // Room for records of the largest size whatever the stride, so that a driver writing larger
+  // records than expected cannot write past the buffer.
+  unsigned capacity = 32;
+  std::vector<unsigned char> records;
   for (int attempt = 0; attempt < 4; ++attempt) {  // processes may start between the calls
-    unsigned count = static_cast<unsigned>(infos.size());
-    const nvmlReturn rc = n.compute_processes(n.dev, &count, infos.data());
+    records.assign(size_t{capacity} * kProcessRecordMaxBytes, 0);
+    unsigned count = capacity;
+    const nvmlReturn rc = n.compute_processes(n.dev, &count, records.data());
     if (rc == kInsufficientSize) {
-      infos.resize(count + 16);
+      capacity = count + 16;
       continue;
     }
     if (rc != 0) return false;
     pids->clear();
-    for (unsigned i = 0; i < count && i < infos.size(); ++i) pids->push_back(infos[i].pid);
+    for (unsigned i = 0; i < count && i < capacity; ++i) {
+      uint32_t pid = 0;
+      std::memcpy(&pid, records.data() + i * n.process_record_bytes, sizeof pid);
+      pids->push_back(pid);
+    }
     return true;
   }
   return false;
+}
+
+/// Whether this process lives in the host's PID namespace, where NVML's PIDs are its own: the
+/// initial namespace's inode is 0xEFFFFFFC (PROC_PID_INIT_INO, Linux include/linux/proc_ns.h).
+bool in_host_pid_namespace() {
+  char link[64] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  return n > 0 && std::strcmp(link, "pid:[4026531836]") == 0;
 }
 
 nlohmann::json unavailable() { return "unavailable"; }
@@ -139,7 +172,7 @@ nlohmann::json unavailable() { return "unavailable"; }
 /// Readings through an open Nvml, closed on destruction.
 class NvmlTelemetry final : public GpuTelemetry {
  public:
-  explicit NvmlTelemetry(const Nvml& n) : n_(n) {}
+  explicit NvmlTelemetry(const Nvml& n) : n_(n), host_pids_(in_host_pid_namespace()) {}
   ~NvmlTelemetry() override { close_nvml(n_); }
   NvmlTelemetry(const NvmlTelemetry&) = delete;
   NvmlTelemetry& operator=(const NvmlTelemetry&) = delete;
@@ -165,12 +198,15 @@ class NvmlTelemetry final : public GpuTelemetry {
       r.reasons_known = true;
     }
     std::vector<uint32_t> pids;
-    if (compute_pids(n_, &pids)) r.other_processes = other_processes(pids, getpid());
+    if (compute_pids(n_, &pids)) {
+      r.other_processes = other_processes(pids, static_cast<uint32_t>(getpid()), host_pids_);
+    }
     return r;
   }
 
  private:
   Nvml n_;
+  bool host_pids_;  // NVML's PIDs are this process's kind (in_host_pid_namespace)
 };
 
 }  // namespace
@@ -209,6 +245,7 @@ nlohmann::json nvml_snapshot(const char* pci_bus_id) {
   std::vector<uint32_t> pids;
   j["compute_process_pids"] = compute_pids(n, &pids) ? nlohmann::json(pids) : unavailable();
   j["pid"] = getpid();
+  j["host_pid_namespace"] = in_host_pid_namespace();
   close_nvml(n);
   return j;
 }

@@ -28,6 +28,16 @@ std::string text(const nlohmann::json& j, const char* key) {
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
 }
 
+/// "1201, 1305", "none", or "unavailable": environment.gpu.nvml.compute_process_pids.
+std::string pid_list(const nlohmann::json& nvml) {
+  const auto it = nvml.find("compute_process_pids");
+  if (it == nvml.end() || !it->is_array()) return "unavailable";
+  if (it->empty()) return "none";
+  std::string s;
+  for (const auto& pid : *it) s += (s.empty() ? "" : ", ") + pid.dump();
+  return s;
+}
+
 void print_doctor(const nlohmann::json& r, FILE* out) {
   const auto& g = r["gpu"];
   fmt::print(out, "GPU      {} (compute capability {}, {} SMs, {:.1f} GiB)\n", text(g, "name"),
@@ -45,8 +55,9 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
                text(n, "power_limit_w"));
     // Timings on a GPU other processes use are not the GPU's alone (docs/ci.md).
     fmt::print(out,
-               "users    compute processes on the GPU (NVML, host PIDs): {} · this one: pid {}\n",
-               text(n, "compute_process_pids"), text(n, "pid"));
+               "users    compute processes on the GPU (NVML, host PIDs): {} · this one: pid {}{}\n",
+               pid_list(n), text(n, "pid"),
+               n.value("host_pid_namespace", true) ? "" : " (in a container: not the list's)");
   } else {
     fmt::print(out, "NVML     unavailable ({})\n", text(n, "reason"));
   }

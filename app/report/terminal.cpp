@@ -39,8 +39,8 @@ std::string ids_text(const std::vector<int32_t>& ids, size_t from, size_t count)
 }
 
 /// "SM 1980 MHz · memory 3201 MHz · 412 W mean · 1.53 J/token · 42–60 °C · below application
-/// clocks 0.0 ms (power), 0.0 ms (thermal) · GPU not shared": a pass's telemetry on one line
-/// (ranges over the rounds' ends; parts the device did not report are left out).
+/// clocks 0.0 ms (power), 0.0 ms (thermal) · no other compute process seen": a pass's telemetry
+/// on one line (ranges over the rounds' ends; parts the device did not report are left out).
 std::string telemetry_text(const TelemetrySummary& t) {
   const auto range = [](int64_t lo, int64_t hi, const char* unit) {
     return lo == hi ? fmt::format("{} {}", lo, unit) : fmt::format("{}–{} {}", lo, hi, unit);
@@ -68,8 +68,9 @@ std::string telemetry_text(const TelemetrySummary& t) {
   }
   if (t.other_processes_max >= 0) {
     parts.push_back(t.other_processes_max == 0
-                        ? std::string("GPU not shared")
-                        : fmt::format("shared with {} other process{}", t.other_processes_max,
+                        ? std::string("no other compute process seen")
+                        : fmt::format("shared with {} other compute process{}",
+                                      t.other_processes_max,
                                       t.other_processes_max == 1 ? "" : "es"));
   }
   std::string text;

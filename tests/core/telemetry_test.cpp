@@ -132,14 +132,18 @@ TEST(Telemetry, PassTotalsRangesAndWarning) {
 }
 
 TEST(Telemetry, OtherProcessesOnTheGpu) {
-  // NVML's list of compute processes, this process being PID 40.
-  EXPECT_EQ(other_processes({}, 40), -1) << "this process holds a context: an empty list is blind";
-  EXPECT_EQ(other_processes({40}, 40), 0);
-  EXPECT_EQ(other_processes({40, 7, 9}, 40), 2);
-  EXPECT_EQ(other_processes({7, 40, 7}, 40), 1) << "a PID listed twice is one process";
+  // NVML's list of compute processes, this process being PID 40 in the host's PID namespace.
+  EXPECT_EQ(other_processes({}, 40, true), -1) << "this process holds a context: the list is blind";
+  EXPECT_EQ(other_processes({40}, 40, true), 0);
+  EXPECT_EQ(other_processes({40, 7, 9}, 40, true), 2);
+  EXPECT_EQ(other_processes({7, 40, 7}, 40, true), 1) << "a PID listed twice is one process";
+  EXPECT_EQ(other_processes({7, 9}, 40, true), -1) << "this process missing: not a full list";
   // Inside a container NVML lists host PIDs: this process is one of them under another number.
-  EXPECT_EQ(other_processes({1201}, 40), 0);
-  EXPECT_EQ(other_processes({1201, 1305, 1307}, 40), 2);
+  EXPECT_EQ(other_processes({}, 40, false), -1);
+  EXPECT_EQ(other_processes({1201}, 40, false), 0);
+  EXPECT_EQ(other_processes({1201, 1305, 1307}, 40, false), 2);
+  EXPECT_EQ(other_processes({1201, 1305, 1305}, 40, false), 1);
+  EXPECT_EQ(other_processes({40, 1201}, 40, false), 1) << "a host PID equal to ours is not ours";
 
   // A round takes the more of its two readings; unknown readings stay unknown.
   GpuReading before = reading(0, 0, 0, 1980), after = reading(0, 0, 0, 1980);
