@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/report/terminal.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench::app {
 namespace {
@@ -70,15 +71,8 @@ TEST(TerminalReport, ReportWithoutPassesPrintsItsKernelsLine) {
   r.kernels.gemv_per_step = {{"stream", 9}};
   r.kernels.x_split_kernels = 3;
   r.kernels.x_split_kernels_after_wait = 2;
-  FILE* f = std::tmpfile();
-  ASSERT_NE(f, nullptr);
-  print_run_report(r, f, false);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
+  const std::string text =
+      ::decodebench::testing::printed([&](FILE* f) { print_run_report(r, f, false); });
   EXPECT_NE(text.find(kernels_line(r.kernels) + "\n"), std::string::npos) << text;
   EXPECT_NE(text.find("x' splits: 3 kernels (2 after their wait), 0 in attention"),
             std::string::npos)

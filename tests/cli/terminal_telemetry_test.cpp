@@ -10,36 +10,18 @@
 #include "core/run_config.hpp"
 #include "core/runner.hpp"
 #include "core/telemetry.hpp"
+#include "tests/support/run_options.hpp"
+#include "tests/support/support.hpp"
 
 namespace decodebench::app {
 namespace {
 
 std::string printed(const RunReport& r) {
-  FILE* f = std::tmpfile();
-  if (f == nullptr) return "";
-  print_run_report(r, f, false);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
+  return ::decodebench::testing::printed([&](FILE* f) { print_run_report(r, f, false); });
 }
 
 TEST(TerminalReport, GpuLineSaysWhetherOtherProcessesHadTheGpu) {
-  RunOptions o;
-  o.preset = "smollm2-135m";
-  o.layers = 1;
-  o.vocab = 256;
-  o.ffn = 128;
-  o.dtype = "f32";
-  o.tokens = 4;
-  o.warmup = 1;
-  o.prompt_tokens = 3;
-  o.backend = "cpu";
-  o.threads = 1;
-  RunReport r = execute_run(resolve_run_config(o, 1));
+  RunReport r = execute_run(resolve_run_config(::decodebench::testing::tiny_cpu_run_options(), 1));
   ASSERT_FALSE(r.passes.empty());
   const std::string label = r.passes[0].pass.spec.label;
   r.telemetry_asked = true;

@@ -16,6 +16,7 @@
 #include "core/run_config.hpp"
 #include "core/runner.hpp"
 #include "tests/support/model_configs.hpp"
+#include "tests/support/run_options.hpp"
 
 namespace decodebench {
 namespace {
@@ -254,18 +255,7 @@ TEST(Telemetry, DecodeLoopReadsBeforeAndAfterEveryRound) {
 }
 
 TEST(Telemetry, ResultJsonTelemetryObject) {
-  RunOptions o;
-  o.preset = "smollm2-135m";
-  o.layers = 1;
-  o.vocab = 256;
-  o.ffn = 128;
-  o.dtype = "f32";
-  o.tokens = 4;
-  o.warmup = 1;
-  o.prompt_tokens = 3;
-  o.backend = "cpu";
-  o.threads = 1;
-  RunReport r = execute_run(resolve_run_config(o, 1));
+  RunReport r = execute_run(resolve_run_config(::decodebench::testing::tiny_cpu_run_options(), 1));
   EXPECT_TRUE(result_json(r)["runs"][0]["results"]["telemetry"].is_null()) << "CPU: not asked";
 
   r.telemetry_asked = true;

@@ -1056,18 +1056,27 @@ TEST(Backend, RunRecordHasTheHostOverheadOfTheGraphPass) {
       << r.out;
 }
 
+/// A CUDA run of a 2-layer SmolLM2 shape (vocabulary 1024), `tokens` timed steps per round after
+/// a 4-token prompt, rounds until 0.05 s are timed: its result document (null when it failed; `r`
+/// holds its exit code and output).
+nlohmann::json small_cuda_run(const std::string& tokens, decodebench::testing::CommandResult* r) {
+  decodebench::testing::TempDir dir;
+  const auto json = dir.path() / "run.json";
+  *r = decodebench::testing::run_decodebench(
+      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "1024",
+       "--prompt-tokens", "4", "--tokens", tokens, "--min-time", "0.05", "--json", json.string()});
+  if (r->exit_code != 0) return nullptr;
+  return nlohmann::json::parse(decodebench::testing::read_file(json));
+}
+
 // Every timed round of a CUDA run carries the GPU's readings (NVML): as many records as rounds,
 // each with the round's steps, its SM clock at the end and the energy over it; the terminal sums
 // them up per pass. Where NVML cannot be read the record says why and the test is skipped.
 TEST(Backend, RunRecordHasPerRoundGpuTelemetry) {
   DB_REQUIRE_CUDA();
-  decodebench::testing::TempDir dir;
-  const auto json = dir.path() / "telemetry.json";
-  const auto r = decodebench::testing::run_decodebench(
-      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "1024",
-       "--prompt-tokens", "4", "--tokens", "32", "--min-time", "0.05", "--json", json.string()});
+  decodebench::testing::CommandResult r;
+  const auto doc = small_cuda_run("32", &r);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
   const auto& run0 = doc["runs"][0];
   const auto& t = run0["results"]["telemetry"];
   ASSERT_TRUE(t.is_object()) << run0["results"].dump().substr(0, 400);
@@ -1107,13 +1116,9 @@ TEST(Backend, RunWarnsWhenAnotherProcessSharesTheGpu) {
   if (listed.find_first_of("0123456789") == std::string::npos) {
     GTEST_SKIP() << "nvidia-smi lists no compute processes here, not even this test's";
   }
-  decodebench::testing::TempDir dir;
-  const auto json = dir.path() / "shared.json";
-  const auto r = decodebench::testing::run_decodebench(
-      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "1024",
-       "--prompt-tokens", "4", "--tokens", "16", "--min-time", "0.05", "--json", json.string()});
+  decodebench::testing::CommandResult r;
+  const auto doc = small_cuda_run("16", &r);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto doc = nlohmann::json::parse(decodebench::testing::read_file(json));
   const auto& run0 = doc["runs"][0];
   const auto& t = run0["results"]["telemetry"];
   ASSERT_TRUE(t.is_object()) << run0["results"].dump().substr(0, 400);

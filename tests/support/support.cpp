@@ -58,6 +58,19 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::string printed(const std::function<void(FILE*)>& print) {
+  FILE* f = std::tmpfile();
+  if (f == nullptr) throw std::runtime_error("cannot make a temporary file");
+  print(f);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
 CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
                           const std::vector<std::string>& env) {
   TempDir dir;

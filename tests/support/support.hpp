@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +63,10 @@ bool python_has_module(const std::string& module, std::string* reason);
 
 /// Reads a whole file (throws std::runtime_error when it cannot).
 std::string read_file(const std::filesystem::path& path);
+
+/// What `print` writes to the FILE it is given (a temporary file); throws std::runtime_error when
+/// no temporary file can be made.
+std::string printed(const std::function<void(FILE*)>& print);
 
 // Sets (or unsets, for nullopt) one variable; restores what the process had on destruction.
 class ScopedVariable {
