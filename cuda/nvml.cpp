@@ -91,15 +91,14 @@ std::string open_nvml(Nvml& n, const char* pci_bus_id) {
   bind(n.lib, n.driver_version, "nvmlSystemGetDriverVersion");
   // _v2's record has been 24 bytes on every driver; _v3's only since 535.104 (kProcessRecordBytes).
   bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
-  if (!n.compute_processes) {
-    bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
-    if (n.compute_processes) n.process_record_bytes = v3_record_bytes(n);
-  }
+  const bool v3 = !n.compute_processes;
+  if (v3) bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
   if (!n.init || !n.shutdown || !n.by_bus_id || n.init() != 0) {
     dlclose(n.lib);
     n.lib = nullptr;
     return "nvmlInit failed";
   }
+  if (v3 && n.compute_processes) n.process_record_bytes = v3_record_bytes(n);  // after init
   if (n.by_bus_id(pci_bus_id, &n.dev) != 0) {
     n.shutdown();
     dlclose(n.lib);
