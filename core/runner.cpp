@@ -565,9 +565,10 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       warn(buf);
     }
   }
-  if (use_cuda) {               // on the CPU backend step times vary by nature (shared cores)
-    std::string shared_passes;  // one warning for every pass that shared the GPU
-    TelemetrySummary shared;
+  // On the CPU backend step times vary by nature (shared cores): no warnings about them.
+  if (use_cuda) {
+    std::string shared_passes;  // one warning names every pass that shared the GPU
+    int64_t others = -1;
     for (const auto& p : report.passes) {
       const std::string w = slow_steps_warning(p.pass.spec.label, p.pass.samples_ns);
       if (!w.empty()) warn(w);
@@ -576,12 +577,11 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       if (!t.empty()) warn(t);
       if (summary.other_processes_max > 0) {
         shared_passes += (shared_passes.empty() ? "" : ", ") + p.pass.spec.label;
-        shared.other_processes_max =
-            std::max(shared.other_processes_max, summary.other_processes_max);
+        others = std::max(others, summary.other_processes_max);
       }
     }
-    const std::string w = sharing_warning(shared_passes, shared);
-    if (!w.empty()) warn(w);
+    const std::string shared = sharing_warning(shared_passes, others);
+    if (!shared.empty()) warn(shared);
   }
   if (config.phase_timing) {
     for (size_t i = 0; i + 1 < report.passes.size(); ++i) {

@@ -140,12 +140,12 @@ std::string telemetry_warning(const std::string& label, const TelemetrySummary& 
   return text + "; the step times include the GPU's own slowdown (runs[].results.telemetry)";
 }
 
-std::string sharing_warning(const std::string& label, const TelemetrySummary& s) {
-  if (s.other_processes_max <= 0) return "";
-  const int64_t n = s.other_processes_max;
-  return label + ": " + std::to_string(n) + " other compute process" + (n == 1 ? "" : "es") +
-         " had a context on the GPU during the timed rounds (NVML): whatever " +
-         (n == 1 ? "it runs shares" : "they run share") +
+std::string sharing_warning(const std::string& label, int64_t others) {
+  if (others <= 0) return "";
+  return label + ": " + std::to_string(others) + " other compute process" +
+         (others == 1 ? " was" : "es were") +
+         " seen on the GPU in the readings around the timed rounds (NVML): whatever " +
+         (others == 1 ? "it runs shares" : "they run share") +
          " the GPU with the timed steps, so the step times may include it; give timed runs the "
          "GPU alone (nvidia-smi lists its processes; runs[].results.telemetry.rounds[]"
          ".other_processes)";

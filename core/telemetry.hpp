@@ -29,7 +29,7 @@ struct GpuReading {
   std::vector<std::string> throttle_reasons;
   bool reasons_known = false;
   /// Compute processes with a context on the GPU besides this one (other_processes below, from
-  /// nvmlDeviceGetComputeRunningProcesses); -1 when they cannot be listed.
+  /// nvmlDeviceGetComputeRunningProcesses); -1 when unknown (see other_processes).
   int64_t other_processes = -1;
 };
 
@@ -105,11 +105,12 @@ TelemetrySummary summarize_telemetry(const std::vector<RoundTelemetry>& rounds, 
 /// then include the GPU's own slowdown. "" when none of that happened.
 std::string telemetry_warning(const std::string& label, const TelemetrySummary& s);
 
-/// A warning for the pass or passes `label` (labels joined by ", ") when other compute processes
-/// had a context on the GPU during their timed rounds (TelemetrySummary::other_processes_max > 0):
-/// their kernels and copies share the GPU's SMs and memory bandwidth with the timed steps, and
-/// decodebench cannot tell how much they ran. "" when none were seen or they could not be listed.
-std::string sharing_warning(const std::string& label, const TelemetrySummary& s);
+/// A warning for the pass or passes `label` (labels joined by ", ") when the readings around their
+/// timed rounds saw `others` other compute processes on the GPU at most
+/// (TelemetrySummary::other_processes_max): their kernels and copies share the GPU's SMs and memory
+/// bandwidth with the timed steps, and decodebench cannot tell how much they ran. "" when `others`
+/// is 0 or unknown (-1).
+std::string sharing_warning(const std::string& label, int64_t others);
 
 /// The round record from the readings before (`before`) and after (`after`) a round of `steps`
 /// step times `step_ns` (ns) that took `wall_s` seconds. Counter differences are -1 where either

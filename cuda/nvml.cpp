@@ -89,7 +89,7 @@ std::string open_nvml(Nvml& n, const char* pci_bus_id) {
   bind(n.lib, n.energy, "nvmlDeviceGetTotalEnergyConsumption");
   bind(n.lib, n.violation, "nvmlDeviceGetViolationStatus");
   bind(n.lib, n.driver_version, "nvmlSystemGetDriverVersion");
-  // _v2's record has been 24 bytes on every driver; _v3's only since 535.104 (kProcessRecordBytes).
+  // _v2's record is 24 bytes on every driver; _v3's too except on 535.43-535.86 (see above).
   bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v2");
   const bool v3 = !n.compute_processes;
   if (v3) bind(n.lib, n.compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -205,7 +205,7 @@ class NvmlTelemetry final : public GpuTelemetry {
 
  private:
   Nvml n_;
-  bool host_pids_;  // NVML's PIDs are this process's kind (in_host_pid_namespace)
+  bool host_pids_;  // NVML's PIDs are in this process's PID namespace (in_host_pid_namespace)
 };
 
 }  // namespace

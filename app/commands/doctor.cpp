@@ -54,10 +54,10 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
                text(n, "persistence_mode"), text(n, "ecc"), text(n, "temperature_c"),
                text(n, "power_limit_w"));
     // Timings on a GPU other processes use are not the GPU's alone (docs/ci.md).
-    fmt::print(out,
-               "users    compute processes on the GPU (NVML, host PIDs): {} · this one: pid {}{}\n",
-               pid_list(n), text(n, "pid"),
-               n.value("host_pid_namespace", true) ? "" : " (in a container: not the list's)");
+    fmt::print(
+        out, "users    compute processes on the GPU (NVML, host PIDs): {} · this one: pid {}{}\n",
+        pid_list(n), text(n, "pid"),
+        n.value("host_pid_namespace", true) ? "" : " (in a container: the list has its host PID)");
   } else {
     fmt::print(out, "NVML     unavailable ({})\n", text(n, "reason"));
   }

@@ -161,25 +161,27 @@ TEST(Telemetry, OtherProcessesOnTheGpu) {
                                         round_telemetry(1, {1000}, 0.1, before, before)};
   TelemetrySummary s = summarize_telemetry(rounds, 1);
   EXPECT_EQ(s.other_processes_max, 0);
-  EXPECT_EQ(sharing_warning("graph", s), "");
+  EXPECT_EQ(sharing_warning("graph", s.other_processes_max), "");
   EXPECT_EQ(telemetry_warning("graph", s), "") << "sharing has a warning of its own";
   rounds[0].other_processes = -1;
   rounds[1].other_processes = -1;
   s = summarize_telemetry(rounds, 1);
   EXPECT_EQ(s.other_processes_max, -1);
-  EXPECT_EQ(sharing_warning("graph", s), "") << "unknown is not a warning";
+  EXPECT_EQ(sharing_warning("graph", s.other_processes_max), "") << "unknown is not a warning";
   rounds[1].other_processes = 1;
   s = summarize_telemetry(rounds, 1);
   EXPECT_EQ(s.other_processes_max, 1);
-  std::string w = sharing_warning("graph", s);
-  EXPECT_EQ(w.rfind("graph: 1 other compute process had a context on the GPU during the timed "
-                    "rounds (NVML): whatever it runs shares the GPU with the timed steps",
+  std::string w = sharing_warning("graph", s.other_processes_max);
+  EXPECT_EQ(w.rfind("graph: 1 other compute process was seen on the GPU in the readings around "
+                    "the timed rounds (NVML): whatever it runs shares the GPU with the timed steps",
                     0),
             0u)
       << w;
   rounds[0].other_processes = 3;
-  w = sharing_warning("eager", summarize_telemetry(rounds, 1));
-  EXPECT_NE(w.find("eager: 3 other compute processes had a context"), std::string::npos) << w;
+  w = sharing_warning("graph, eager", summarize_telemetry(rounds, 1).other_processes_max);
+  EXPECT_NE(w.find("graph, eager: 3 other compute processes were seen on the GPU"),
+            std::string::npos)
+      << w;
   EXPECT_NE(w.find("whatever they run share the GPU"), std::string::npos) << w;
 }
 

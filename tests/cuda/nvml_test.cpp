@@ -1,55 +1,37 @@
-// decodebench's NVML reader (cuda/nvml.cpp) against a stand-in library (tests/fixtures/
-// fake_nvml.cpp) loaded before it under the driver library's soname, so that its dlopen of
-// libnvidia-ml.so.1 finds the stand-in: the compute process list read with the record size of the
-// driver's version, a list longer than the first buffer, a driver whose version cannot be read,
-// and the telemetry's count of other processes. Needs no GPU; skipped where the stand-in was not
-// built next to the test (a test binary copied to another machine).
+// decodebench's NVML reader (cuda/nvml.cpp) against a stand-in library that has the compute
+// process list only as _v3 (tests/fixtures/fake_nvml.cpp, fixture in fake_nvml_fixture.hpp): the
+// list read with the record size of the driver's version (32 bytes on 535.43-535.86), a list
+// longer than the first buffer, a driver whose version cannot be read, and the telemetry's count
+// of other processes. Needs no GPU (built where the CUDA toolkit is: CI runs it); skipped where
+// the stand-in was not built next to the test (a test binary copied to another machine).
 #include "cuda/nvml.hpp"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/telemetry.hpp"
+#include "tests/cuda/fake_nvml_fixture.hpp"
 #include "tests/support/support.hpp"
 
 namespace decodebench::cuda {
 namespace {
 
+using FakeNvmlV3 = ::decodebench::testing::FakeNvml;
+using ::decodebench::testing::kBusId;
 using ::decodebench::testing::ScopedVariable;
 
-constexpr const char* kBusId = "00000000:01:00.0";
-
-class FakeNvml : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::filesystem::path fake = DECODEBENCH_FAKE_NVML;
-    if (!std::filesystem::exists(fake)) GTEST_SKIP() << "no stand-in NVML at " << fake;
-    handle_ = dlopen(fake.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    // What decodebench's dlopen will get: the stand-in, unless the driver's came first.
-    void* named = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (named != nullptr) dlclose(named);
-    ASSERT_EQ(named, handle_) << "another libnvidia-ml.so.1 was loaded before the stand-in";
-  }
-  void TearDown() override {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-
- private:
-  void* handle_ = nullptr;
-};
-
-TEST_F(FakeNvml, ListsThePidsWithTheDriversRecordSize) {
+TEST_F(FakeNvmlV3, ListsThePidsWithTheDriversRecordSize) {
   ScopedVariable pids("FAKE_NVML_PIDS", "11,22,33");
   // 535.43-535.86 write 32-byte records: read with a 24-byte stride the second PID would be 0.
-  for (const auto& [driver, bytes] : {std::pair{"535.54.03", "32"}, std::pair{"535.104.05", "24"},
-                                      std::pair{"580.82.07", "24"}}) {
+  for (const auto& [driver, bytes] : {std::pair{"535.54.03", "32"}, std::pair{"535.43.02", "32"},
+                                      std::pair{"535.86.10", "32"}, std::pair{"535.104.05", "24"},
+                                      std::pair{"530.41.03", "24"}, std::pair{"580.82.07", "24"}}) {
     ScopedVariable d("FAKE_NVML_DRIVER", driver), b("FAKE_NVML_RECORD_BYTES", bytes);
     const nlohmann::json j = nvml_snapshot(kBusId);
     ASSERT_EQ(j["available"], true) << j.dump();
@@ -58,7 +40,7 @@ TEST_F(FakeNvml, ListsThePidsWithTheDriversRecordSize) {
   }
 }
 
-TEST_F(FakeNvml, ListLongerThanTheFirstBuffer) {
+TEST_F(FakeNvmlV3, ListLongerThanTheFirstBuffer) {
   std::string list;
   nlohmann::json want = nlohmann::json::array();
   for (int pid = 1000; pid < 1040; ++pid) {  // 40: more than the 32 records asked for first
@@ -70,7 +52,7 @@ TEST_F(FakeNvml, ListLongerThanTheFirstBuffer) {
   EXPECT_EQ(nvml_snapshot(kBusId)["compute_process_pids"], want);
 }
 
-TEST_F(FakeNvml, UnreadableDriverVersionLeavesTheListUnread) {
+TEST_F(FakeNvmlV3, UnreadableDriverVersionLeavesTheListUnread) {
   // The _v3 list's record size is not known then: no PIDs are better than wrong ones.
   ScopedVariable pids("FAKE_NVML_PIDS", "11,22,33");
   ScopedVariable d("FAKE_NVML_DRIVER", std::nullopt), b("FAKE_NVML_RECORD_BYTES", "32");
@@ -83,7 +65,7 @@ TEST_F(FakeNvml, UnreadableDriverVersionLeavesTheListUnread) {
   EXPECT_EQ(telemetry->read().other_processes, -1);
 }
 
-TEST_F(FakeNvml, TelemetryCountsTheOtherProcesses) {
+TEST_F(FakeNvmlV3, TelemetryCountsTheOtherProcesses) {
   // This process and two others; inside a container (its own PID namespace) the rule takes one
   // listed PID for this process, which gives the same count.
   ScopedVariable pids("FAKE_NVML_PIDS", std::to_string(getpid()) + ",5,6,6");

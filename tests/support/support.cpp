@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -59,15 +60,14 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 std::string printed(const std::function<void(FILE*)>& print) {
-  FILE* f = std::tmpfile();
-  if (f == nullptr) throw std::runtime_error("cannot make a temporary file");
-  print(f);
-  std::rewind(f);
+  const std::unique_ptr<FILE, int (*)(FILE*)> f(std::tmpfile(), &std::fclose);
+  if (!f) throw std::runtime_error("cannot make a temporary file");
+  print(f.get());
+  std::rewind(f.get());
   std::string text;
   char buf[4096];
   size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
   return text;
 }
 
