@@ -1092,8 +1092,9 @@ RingShape ring_request(WeightType t) {
 
 /// Whether the ring's whole-row form may take the 32-column GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1,
 /// Q8_0 in GGUF blocks: rows the tiled layout does not take, such as SmolLM2's 576 columns):
-/// DECODEBENCH_GEMV_RING_GGUF=1 asks for it; unset, empty or "0" leave it off (not measured yet,
-/// docs/performance.md, round 42); any other value throws decodebench::Error (exit 1).
+/// DECODEBENCH_GEMV_RING_GGUF=1 asks for it; unset, empty or "0" leave it off (measured on the
+/// LM head and SmolLM2 steps only, docs/performance.md, round 43); any other value throws
+/// decodebench::Error (exit 1).
 bool ring_gguf_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_GGUF");
   if (e == nullptr || *e == '\0' || std::string(e) == "0") return false;
@@ -1283,7 +1284,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // one word past it, which the per-warp form's regions leave room for).
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
     const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
-    // The 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by default until measured):
+    // The 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by default, round 43):
     // whole-row groups whose copies, the last group's too, are 16-byte multiples, with a pad
     // after each slot (ring_slot_pad). Rows of 8 bytes past a 16-byte multiple qualify in groups
     // of an even number of rows (SmolLM2's Q4_1 LM head: 16 rows of 360 bytes, 5,760 bytes).

@@ -1216,7 +1216,7 @@ class ScopedEnv {
 };
 
 // The ring's whole-row form on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by
-// default until measured, docs/performance.md, round 42). Planning: SmolLM2's Q4_1 LM head (49,152
+// default, docs/performance.md, round 43). Planning: SmolLM2's Q4_1 LM head (49,152
 // rows of 360 bytes) in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
 // decoders read a word past a row), against two rows per task with the switch off; shapes of 4 rows
 // per warp keep the per-warp form (Q8_0's default 4 x 1 x 4, 8 x 2 x 4). Results against the CPU:
