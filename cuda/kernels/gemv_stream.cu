@@ -814,6 +814,16 @@ __host__ __device__ constexpr int ring_smem(int slot_bytes, int slots, bool spli
          (split ? kMaxRingSlots * kMaxRingWarps * kRows * 4 : 0);
 }
 
+/// Bytes after each ring slot: the 32-column GGUF blocks' decoders read one word past a row's last
+/// block (the per-warp form's regions leave room for it), so where those blocks run in the ring
+/// (DECODEBENCH_GEMV_RING_GGUF) a slot's last row must not reach into the next slot, which a copy
+/// may be filling. 16 keeps the slots 16-byte aligned. The tiled layout and the K-quants read
+/// nothing past a row: 0.
+template <typename Ops, bool kTiled>
+__host__ __device__ constexpr uint32_t ring_slot_pad() {
+  return kTiled || Ops::kBE == 256 ? 0u : 16u;
+}
+
 /// kMinCtas: the CTAs per SM the compiler must leave registers for (__launch_bounds__; ring_ctas).
 template <WeightType T, bool kTiled, int kRW, int kPairs = kRW, int kR = kRows,
           int kMinCtas = 16 / kRW>
@@ -835,7 +845,7 @@ __global__ void __launch_bounds__(kRW * 32, kMinCtas) gemv_ring_kernel(const Ker
   const int slots = a.ring_slots;
   const uint32_t nb = static_cast<uint32_t>(a.cols / Ops::kBE);
   const uint32_t row_bytes = nb * static_cast<uint32_t>(Ops::kBB);
-  const uint32_t slot_bytes = kGroupRows * row_bytes;
+  const uint32_t slot_bytes = kGroupRows * row_bytes + ring_slot_pad<Ops, kTiled>();
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + slots * slot_bytes);
   uint32_t* done = reinterpret_cast<uint32_t*>(full + kMaxRingSlots);
   // Split form: partial sums [slot][warp][row of the pair].
@@ -1080,6 +1090,20 @@ RingShape ring_request(WeightType t) {
   return {w, s, r};
 }
 
+/// Whether the ring's whole-row form may take the 32-column GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1,
+/// Q8_0 in GGUF blocks: rows the tiled layout does not take, such as SmolLM2's 576 columns):
+/// DECODEBENCH_GEMV_RING_GGUF=1 asks for it; unset, empty or "0" leave it off (measured on the
+/// LM head and SmolLM2 steps only, docs/performance.md, round 43); any other value throws
+/// decodebench::Error (exit 1).
+bool ring_gguf_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_GGUF");
+  if (e == nullptr || *e == '\0' || std::string(e) == "0") return false;
+  if (std::string(e) == "1") return true;
+  throw runtime_error(std::string("DECODEBENCH_GEMV_RING_GGUF: '") + e +
+                      "' is neither 0 (the ring form only for rows read within their bytes) nor 1 "
+                      "(also for the 32-column GGUF blocks)");
+}
+
 /// The split ring form's default shape for long rows of type t {row pairs per group, slots},
 /// measured on the H200 (7B steps, median TPOT, round 27): 1 pair (8 warps on each pair of rows)
 /// and 2 slots: Q4_0 1,624–1,633 µs against 1,655–1,657 with the form off, Q4_K_M 2,013–2,014
@@ -1254,14 +1278,24 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
+    const bool gguf_ring = ring_gguf_request();                  // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
-    if (kReadsWithinRow && ring_warps > 0 && row_bytes % 16 == 0) {
-      const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
+    const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
+    // The 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by default, round 43):
+    // whole-row groups whose copies, the last group's too, are 16-byte multiples, with a pad
+    // after each slot (ring_slot_pad). Rows of 8 bytes past a 16-byte multiple qualify in groups
+    // of an even number of rows (SmolLM2's Q4_1 LM head: 16 rows of 360 bytes, 5,760 bytes).
+    // Two rows per warp only: ring_kernel builds the 4-row kernels for the other layouts alone
+    // (so Q8_0's default 4 x 1 x 4 keeps the per-warp form here).
+    const bool gguf_rows = !kReadsWithinRow && gguf_ring && group_rows > 0 && ring_rows == kRows &&
+                           group_rows * row_bytes % 16 == 0 &&
+                           (rows % group_rows) * row_bytes % 16 == 0;
+    if ((kReadsWithinRow || gguf_rows) && ring_warps > 0 && (row_bytes % 16 == 0 || gguf_rows)) {
       // In 64 bits: a long row must not wrap into a small slot.
-      const int64_t slot_bytes = group_rows * row_bytes;
+      const int64_t slot_bytes = group_rows * row_bytes + ring_slot_pad<Ops, kTiled>();
       const int64_t smem = smem_for_max_ctas(
           static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), max_ctas);
       if (smem <= smem_optin()) {

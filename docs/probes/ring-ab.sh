@@ -66,17 +66,20 @@
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
+#   ggufring  round 42's branch: the ring on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF)
+#          for SmolLM2's Q4_1 LM head: tests, --verify, the LM head alone and the SmolLM2-shape
+#          Q4_1 steps with it off and on; about 4 minutes.
 # Main's step before round 27: RING_LONG=0 and RING=8x2 (Q4_0, Q8_0); Q4_K_M's also needs
 # --weight-layout gguf (auto tiles its Q6_K matrices, also in the split and rows4 modes). Forms
 # alternate so drift shows. Usage on the GPU host, with the
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|push
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|push|ggufring
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline or push}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline, push or ggufring}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -99,7 +102,7 @@ gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, 
   # "type shape kernel µs (% of the read bandwidth)" of every stream and stream-tiled run on a
   # pre-split x' with PDL (the form the decode step runs); DECODEBENCH_GEMV_RING_CTAS and _MAX_CTAS
   # pass through from the caller
-  local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-max${DECODEBENCH_GEMV_RING_MAX_CTAS:-default}-$3"
+  local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-max${DECODEBENCH_GEMV_RING_MAX_CTAS:-default}-gguf${DECODEBENCH_GEMV_RING_GGUF:-default}-$3"
   rm -f "$base.json"
   DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
     --sections gemv --variants all --shapes "$3" --type "$4" --json "$base.json" > "$base.log" 2>&1
@@ -544,6 +547,39 @@ case $mode in
     done
     echo "LM head: $(gemvs 0 '' 152064x3584 q6_k)"
     ;;
+  ggufring)
+    # Round 42's branch round42-short-row-ring: the ring's whole-row form on the 32-column GGUF
+    # blocks (DECODEBENCH_GEMV_RING_GGUF=1). The stream GEMV tests, --verify 8 on the SmolLM2
+    # shape (Q4_1: its LM head is the one matrix it moves) with the switch, the LM head alone
+    # (49,152 x 576 Q4_1) off, on, and on with the 16x2 and 16x1 ring shapes, then SmolLM2-shape
+    # Q4_1 steps off and on alternated, three repetitions (their files packed into
+    # $OUT/ggufring-runs.tgz); about 4 minutes. 4 rows per warp (8x2x4) keeps the per-warp form
+    # on these blocks.
+    "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.ShortAndOddRows' > "$out/gemv-ring.log" 2>&1
+    echo "gemv-ring rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-ring.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv-ring.log" | sort -u | head -10
+    DECODEBENCH_GEMV_RING_GGUF=1 "$bin/decodebench" --preset smollm2-135m --backend cuda \
+      --graph on --prompt-tokens 16 --tokens 8 --verify 8 --dtype q4_1 2>&1 |
+      grep -E "kernels|max abs" | sed "s/^/verify q4_1 ring-gguf /"
+    for rep in 1 2; do
+      for g in 0 1; do
+        echo "LM head rep$rep RING_GGUF=$g: $(DECODEBENCH_GEMV_RING_GGUF=$g gemvs '' '' 49152x576 q4_1)"
+      done
+      for form in 16x2 16x1; do
+        echo "LM head rep$rep RING_GGUF=1 RING=$form: $(DECODEBENCH_GEMV_RING_GGUF=1 gemvs '' "$form" 49152x576 q4_1)"
+      done
+    done
+    mkdir -p "$out/runs"
+    for rep in 1 2 3; do
+      line="smollm2 q4_1 (RING_GGUF)"
+      for g in 0 1; do
+        switch_step "$out/runs/ggufring-$g-$rep" DECODEBENCH_GEMV_RING_GGUF "$g" smollm2-135m q4_1
+        line="$line · $g $(tpot_of "$out/runs/ggufring-$g-$rep")"
+      done
+      echo "$line"
+    done
+    tar czf "$out/ggufring-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    ;;
   suite)
     # The build's own defaults, checked and then measured: all of test_gemv and test_backend,
     # then issue 9's roofline suite (bench-configs/suites/h200-roofline.json, about 2 minutes),
@@ -572,7 +608,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ or occsuite" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite or ggufring" >&2
     exit 2
     ;;
 esac

@@ -1215,6 +1215,70 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// The ring's whole-row form on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by
+// default, docs/performance.md, round 43). Planning: SmolLM2's Q4_1 LM head (49,152
+// rows of 360 bytes) in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
+// decoders read a word past a row), against two rows per task with the switch off; shapes of 4 rows
+// per warp keep the per-warp form (Q8_0's default 4 x 1 x 4, 8 x 2 x 4). Results against the CPU:
+// those rows (odd rows 8 bytes off a 16-byte boundary; 3,072 groups, so every CTA refills its slots
+// many times), Q4_0 rows of 504 (8 bytes off) and 324 bytes (4 off; 1,028 rows: a last group of 4),
+// Q5_0 of 396, Q5_1 of 432 and Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a
+// residual, and the LM head with other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot).
+TEST(Gemv, StreamRingFormOnGgufBlocksWhenAsked) {
+  DB_REQUIRE_STREAM_KERNEL();
+  const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv max_ctas_env("DECODEBENCH_GEMV_RING_MAX_CTAS", nullptr);
+  const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
+  PlanningBuffers bufs(896);
+  GemvParams p = bufs.params(WeightType::kQ4_1);
+  p.rows = 49152;
+  p.cols = 576;
+  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);  // the per-warp form: two rows per task
+  gguf_env.set("1");
+  const GemvLaunchInfo ring = gemv_launch_info(p);
+  EXPECT_STREQ(ring.kernel, "stream");
+  EXPECT_STREQ(ring.form, "ring");
+  EXPECT_EQ(ring.block, 256);
+  EXPECT_EQ(ring.tasks, 3072);                           // groups of 16 rows
+  EXPECT_EQ(ring.smem_bytes, 2 * (16 * 360 + 16) + 64);  // two padded slots, mbarriers, counters
+  ring_env.set("8x2x4");
+  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);
+  ring_env.set(nullptr);
+  GemvParams q8 = bufs.params(WeightType::kQ8_0);
+  q8.rows = 4096;
+  q8.cols = 576;
+  EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);  // its default ring shape has 4 rows per warp
+  gguf_env.set("0");
+  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);
+  expect_values_refused("DECODEBENCH_GEMV_RING_GGUF", {"2", "on", "1x"}, p);
+  gguf_env.set("1");
+  const struct {
+    WeightType t;
+    int64_t rows, cols;
+    const char* ring;
+  } shapes[] = {{WeightType::kQ4_1, 49152, 576, nullptr}, {WeightType::kQ4_0, 4096, 896, nullptr},
+                {WeightType::kQ4_0, 1028, 576, nullptr},  {WeightType::kQ5_0, 4096, 576, nullptr},
+                {WeightType::kQ5_1, 4096, 576, nullptr},  {WeightType::kQ8_0, 4096, 576, "8x2"}};
+  for (const auto& [t, rows, cols, form] : shapes) {
+    SCOPED_TRACE(std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
+                 std::to_string(cols));
+    ring_env.set(form);
+    GemvParams q = bufs.params(t);
+    q.rows = rows;
+    q.cols = cols;
+    EXPECT_STREQ(gemv_launch_info(q).form, "ring");
+    EXPECT_EQ(gemv_launch_info(q).tasks, (rows + 15) / 16);
+    check_gemv(t, rows, cols, false, true, 0, 0, 4);
+    check_gemv(t, rows, cols, true, false, 0, 0, 4);
+  }
+  for (const char* form : {"16x2", "16x1", "8x1"}) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING=") + form);
+    ring_env.set(form);
+    EXPECT_STREQ(gemv_launch_info(p).form, "ring");
+    check_gemv(WeightType::kQ4_1, 49152, 576, false, true, 0, 0, 4);
+  }
+}
+
 // The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
 // per bulk copy) takes matrices whose row groups fit two slots: the 7B QKV shape in Q4_K (rows of
 // 2,016 bytes, 288 groups) but not its down projection (rows of 10,656 bytes: two slots of 16
