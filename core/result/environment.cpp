@@ -124,7 +124,7 @@ constexpr const char* kRunVariables[] = {
     "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
     "DECODEBENCH_GEMV_RING_CTAS",         // ring GEMV registers per CTA (measurements)
     "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
-    "DECODEBENCH_GEMV_RING_GGUF",         // ring GEMV on the 32-column GGUF blocks (measurements)
+    "DECODEBENCH_GEMV_RING_GGUF",         // which 32-column GGUF-block matrices take the ring GEMV
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_ATTENTION_TRIGGER",      // where attention triggers PDL (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)

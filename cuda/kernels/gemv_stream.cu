@@ -1090,18 +1090,30 @@ RingShape ring_request(WeightType t) {
   return {w, s, r};
 }
 
-/// Whether the ring's whole-row form may take the 32-column GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1,
-/// Q8_0 in GGUF blocks: rows the tiled layout does not take, such as SmolLM2's 576 columns):
-/// DECODEBENCH_GEMV_RING_GGUF=1 asks for it; unset, empty or "0" leave it off (measured on the
-/// LM head and SmolLM2 steps only, docs/performance.md, round 43); any other value throws
-/// decodebench::Error (exit 1).
-bool ring_gguf_request() {
+/// Which matrices in the 32-column GGUF blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: rows the tiled
+/// layout does not take, such as SmolLM2's 576 columns, and Q4_1 and the Q5 types, which stay in
+/// GGUF blocks by default) the ring's whole-row form may take: DECODEBENCH_GEMV_RING_GGUF unset or
+/// empty: kAuto (ring_gguf_takes); "0": none; "1": every one whose groups it can copy. Any other
+/// value throws decodebench::Error (exit 1).
+enum class RingGguf { kAuto, kOff, kAll };
+RingGguf ring_gguf_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_GGUF");
-  if (e == nullptr || *e == '\0' || std::string(e) == "0") return false;
-  if (std::string(e) == "1") return true;
+  if (e == nullptr || *e == '\0') return RingGguf::kAuto;
+  if (std::string(e) == "0") return RingGguf::kOff;
+  if (std::string(e) == "1") return RingGguf::kAll;
   throw runtime_error(std::string("DECODEBENCH_GEMV_RING_GGUF: '") + e +
                       "' is neither 0 (the ring form only for rows read within their bytes) nor 1 "
-                      "(also for the 32-column GGUF blocks)");
+                      "(also for every matrix in 32-column GGUF blocks); unset: the default");
+}
+
+/// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
+/// measured on an H100 (median TPOT, the setting alternated; docs/performance.md, rounds 43 and
+/// 44): the ring for Q4_1, Q5_0 and Q5_1 at any row length (SmolLM2-shape Q4_1 step 439.1 →
+/// 437.0 µs, Q5_1 482.0 → 479.4; 7B Q4_1 in GGUF blocks 2,226–2,228 → 2,158–2,165) and for Q4_0
+/// rows under 1 KiB (SmolLM2's Q4_0 LM head, 324-byte rows: step 462.7 → 457.7 µs), but not for
+/// longer Q4_0 rows (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs).
+constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
+  return t != WeightType::kQ4_0 || row_bytes < 1024;
 }
 
 /// The split ring form's default shape for long rows of type t {row pairs per group, slots},
@@ -1278,20 +1290,22 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
-    const bool gguf_ring = ring_gguf_request();                  // likewise
+    const RingGguf gguf_ring = ring_gguf_request();              // likewise
     // The ring's slots are packed: only decoders that read nothing past a row's last block take
     // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
     // one word past it, which the per-warp form's regions leave room for).
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
     const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
-    // The 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by default, round 43):
+    // The 32-column GGUF blocks (ring_gguf_takes by default, DECODEBENCH_GEMV_RING_GGUF):
     // whole-row groups whose copies, the last group's too, are 16-byte multiples, with a pad
     // after each slot (ring_slot_pad). Rows of 8 bytes past a 16-byte multiple qualify in groups
     // of an even number of rows (SmolLM2's Q4_1 LM head: 16 rows of 360 bytes, 5,760 bytes).
     // Two rows per warp only: ring_kernel builds the 4-row kernels for the other layouts alone
     // (so Q8_0's default 4 x 1 x 4 keeps the per-warp form here).
-    const bool gguf_rows = !kReadsWithinRow && gguf_ring && group_rows > 0 && ring_rows == kRows &&
-                           group_rows * row_bytes % 16 == 0 &&
+    const bool gguf_wanted = gguf_ring == RingGguf::kAll ||
+                             (gguf_ring == RingGguf::kAuto && ring_gguf_takes(T, row_bytes));
+    const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
+                           ring_rows == kRows && group_rows * row_bytes % 16 == 0 &&
                            (rows % group_rows) * row_bytes % 16 == 0;
     if ((kReadsWithinRow || gguf_rows) && ring_warps > 0 && (row_bytes % 16 == 0 || gguf_rows)) {
       // In 64 bits: a long row must not wrap into a small slot.

@@ -1215,32 +1215,60 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-// The ring's whole-row form on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; off by
-// default, docs/performance.md, round 43). Planning: SmolLM2's Q4_1 LM head (49,152
-// rows of 360 bytes) in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
-// decoders read a word past a row), against two rows per task with the switch off; shapes of 4 rows
-// per warp keep the per-warp form (Q8_0's default 4 x 1 x 4, 8 x 2 x 4). Results against the CPU:
-// those rows (odd rows 8 bytes off a 16-byte boundary; 3,072 groups, so every CTA refills its slots
-// many times), Q4_0 rows of 504 (8 bytes off) and 324 bytes (4 off; 1,028 rows: a last group of 4),
-// Q5_0 of 396, Q5_1 of 432 and Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a
-// residual, and the LM head with other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot).
-TEST(Gemv, StreamRingFormOnGgufBlocksWhenAsked) {
+// The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 and 44).
+// Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
+// 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
+// decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes and Q4_0
+// rows under 1 KiB; Q4_0 rows of 2,016 bytes keep two rows per task unless the variable is 1, and
+// with 0 every one of them does; shapes of 4 rows per warp keep the per-warp form (Q8_0's default
+// 4 x 1 x 4, 8 x 2 x 4). Results against the CPU: those rows (odd rows 8 bytes off a 16-byte
+// boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8 bytes
+// off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in
+// GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, and the LM head with other
+// ring shapes (16 x 2, 16 x 1, 8 x 1: one slot).
+TEST(Gemv, StreamRingFormOnGgufBlocks) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv max_ctas_env("DECODEBENCH_GEMV_RING_MAX_CTAS", nullptr);
   const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
-  PlanningBuffers bufs(896);
+  PlanningBuffers bufs(3584);
   GemvParams p = bufs.params(WeightType::kQ4_1);
   p.rows = 49152;
   p.cols = 576;
-  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);  // the per-warp form: two rows per task
-  gguf_env.set("1");
   const GemvLaunchInfo ring = gemv_launch_info(p);
   EXPECT_STREQ(ring.kernel, "stream");
   EXPECT_STREQ(ring.form, "ring");
   EXPECT_EQ(ring.block, 256);
   EXPECT_EQ(ring.tasks, 3072);                           // groups of 16 rows
   EXPECT_EQ(ring.smem_bytes, 2 * (16 * 360 + 16) + 64);  // two padded slots, mbarriers, counters
+  gguf_env.set("0");
+  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);  // the per-warp form: two rows per task
+  gguf_env.set("");
+  EXPECT_EQ(gemv_launch_info(p).tasks, 3072);  // empty: the default
+  gguf_env.set(nullptr);
+  // The default by type and row length; 1 takes the long Q4_0 rows too.
+  const struct {
+    WeightType t;
+    int64_t cols;
+    const char* by_default;
+  } rules[] = {{WeightType::kQ4_0, 576, "ring"},      {WeightType::kQ4_0, 1792, "ring"},
+               {WeightType::kQ4_0, 1824, "per-warp"}, {WeightType::kQ4_0, 3584, "per-warp"},
+               {WeightType::kQ4_1, 3584, "ring"},     {WeightType::kQ5_0, 3584, "ring"},
+               {WeightType::kQ5_1, 3584, "ring"}};
+  for (const auto& [t, cols, by_default] : rules) {
+    SCOPED_TRACE(std::string(weight_traits(t).name) + " 4608x" + std::to_string(cols));
+    GemvParams q = bufs.params(t);
+    q.rows = 4608;
+    q.cols = cols;
+    EXPECT_STREQ(gemv_launch_info(q).form, by_default);
+    gguf_env.set("1");
+    EXPECT_STREQ(gemv_launch_info(q).form, "ring");
+    EXPECT_EQ(gemv_launch_info(q).tasks, 288);
+    gguf_env.set("0");
+    EXPECT_STREQ(gemv_launch_info(q).form, "per-warp");
+    EXPECT_EQ(gemv_launch_info(q).tasks, 2304);
+    gguf_env.set(nullptr);
+  }
   ring_env.set("8x2x4");
   EXPECT_EQ(gemv_launch_info(p).tasks, 24576);
   ring_env.set(nullptr);
@@ -1248,9 +1276,9 @@ TEST(Gemv, StreamRingFormOnGgufBlocksWhenAsked) {
   q8.rows = 4096;
   q8.cols = 576;
   EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);  // its default ring shape has 4 rows per warp
-  gguf_env.set("0");
-  EXPECT_EQ(gemv_launch_info(p).tasks, 24576);
-  expect_values_refused("DECODEBENCH_GEMV_RING_GGUF", {"2", "on", "1x"}, p);
+  gguf_env.set("1");
+  EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);
+  expect_values_refused("DECODEBENCH_GEMV_RING_GGUF", {"2", "on", "1x", "auto"}, p);
   gguf_env.set("1");
   const struct {
     WeightType t;
@@ -1700,10 +1728,14 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
     ring_long.set(nullptr);
     for (const GemvLaunchInfo& i : pairs2) EXPECT_EQ(i.ring_ctas, 2);
     ctas.set("3");
+    const ScopedEnv gguf("DECODEBENCH_GEMV_RING_GGUF", "0");
     GemvParams per_warp = bufs.params(WeightType::kQ4_1);  // GGUF blocks: the per-warp form
     per_warp.rows = 1031;
     per_warp.cols = 3584;
     EXPECT_EQ(gemv_launch_info(per_warp).ring_ctas, 0);
+    gguf.set(nullptr);  // and the ring form, which has no budget of 3
+    EXPECT_STREQ(gemv_launch_info(per_warp).form, "ring");
+    EXPECT_EQ(gemv_launch_info(per_warp).ring_ctas, 2);
     ctas.set(nullptr);
     GemvParams p = bufs.params(WeightType::kQ4_K);
     p.rows = 1031;
