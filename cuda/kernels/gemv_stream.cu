@@ -1107,11 +1107,14 @@ RingGguf ring_gguf_request() {
 }
 
 /// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
-/// measured on an H100 (median TPOT, the setting alternated; docs/performance.md, rounds 43 and
-/// 44): the ring for Q4_1, Q5_0 and Q5_1 at any row length (SmolLM2-shape Q4_1 step 439.1 →
-/// 437.0 µs, Q5_1 482.0 → 479.4; 7B Q4_1 in GGUF blocks 2,226–2,228 → 2,158–2,165) and for Q4_0
-/// rows under 1 KiB (SmolLM2's Q4_0 LM head, 324-byte rows: step 462.7 → 457.7 µs), but not for
-/// longer Q4_0 rows (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs).
+/// measured on an H100 (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
+/// docs/performance.md, round 44): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B steps in
+/// their default GGUF blocks: Q4_1 2,197 → 2,130 µs, Q5_0 2,378 → 2,337, Q5_1 2,551–2,561 →
+/// 2,489–2,495; Qwen2.5-0.5B Q4_1 568–571 → 549; the SmolLM2 shape, where only the LM head moves,
+/// −0.4 to −0.8%) and for Q4_0 rows under 1 KiB (SmolLM2's 324-byte rows 462.3 → 457.7 µs,
+/// Qwen2.5-0.5B's 504-byte rows 558.5 → 549.1), but not for longer Q4_0 rows, which the tiled
+/// layout takes by default (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs,
+/// round 43's build with the variable 1).
 constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
   return t != WeightType::kQ4_0 || row_bytes < 1024;
 }
