@@ -66,9 +66,10 @@
 #   q6k    Q6_K in the tiled layout: its GPU tests, --verify on the 4-layer 7B Q4_K_M shape in both
 #          layouts, then the 7B Q4_K_M and Q6_K steps with --weight-layout gguf against auto
 #          (which tiles Q6_K there), the split form off; about 5 minutes.
-#   ggufring  round 42's branch: the ring on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF)
-#          for SmolLM2's Q4_1 LM head: tests, --verify, the LM head alone and the SmolLM2-shape
-#          Q4_1 steps with it off and on; about 4 minutes.
+#   ggufring  the ring on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF; round 43 on its
+#          branch, the default since round 44) for SmolLM2's Q4_1 LM head: tests, --verify, the
+#          LM head alone and the SmolLM2-shape Q4_1 steps with it off (0) and on (1); about 4
+#          minutes.
 # Main's step before round 27: RING_LONG=0 and RING=8x2 (Q4_0, Q8_0); Q4_K_M's also needs
 # --weight-layout gguf (auto tiles its Q6_K matrices, also in the split and rows4 modes). Forms
 # alternate so drift shows. Usage on the GPU host, with the
@@ -548,8 +549,8 @@ case $mode in
     echo "LM head: $(gemvs 0 '' 152064x3584 q6_k)"
     ;;
   ggufring)
-    # Round 42's branch round42-short-row-ring: the ring's whole-row form on the 32-column GGUF
-    # blocks (DECODEBENCH_GEMV_RING_GGUF=1). The stream GEMV tests, --verify 8 on the SmolLM2
+    # The ring's whole-row form on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; round
+    # 42's branch, measured in round 43; since round 44 the default for this matrix). The stream GEMV tests, --verify 8 on the SmolLM2
     # shape (Q4_1: its LM head is the one matrix it moves) with the switch, the LM head alone
     # (49,152 x 576 Q4_1) off, on, and on with the 16x2 and 16x1 ring shapes, then SmolLM2-shape
     # Q4_1 steps off and on alternated, three repetitions (their files packed into
