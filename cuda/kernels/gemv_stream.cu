@@ -35,7 +35,9 @@
 // one chunk and a task's rows a 16-byte multiple, they are adjacent and go in one copy
 // (whole_rows). Where rows are 16-byte multiples and the ring's slots fit the shared memory
 // (ring_request: two of 16 rows, 8 warps of 2; Q8_0 one, 4 warps of 4), the ring form runs instead
-// (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring);
+// (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring), and since round
+// 44 also on the 32-column GGUF blocks where a group is a 16-byte multiple (ring_gguf_takes: a pad
+// after each slot for the decoders' word past a row);
 // where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
 // pair, two slots; not for Q8_0: ring_long_request).
 #include <algorithm>
@@ -788,7 +790,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
 // ---- the ring kernel (whole rows) --------------------------------------------------------------
 // Where rows are 16-byte multiples and two slots of a group fit the shared memory (the 7B QKV, o,
-// gate/up and LM-head matrices of Q4_0, Q8_0 and Q4_K), a CTA of kRW warps streams groups
+// gate/up and LM-head matrices of Q4_0, Q8_0 and Q4_K; and groups of 32-column GGUF blocks that
+// are 16-byte multiples, such as SmolLM2's Q4_1 LM head, with ring_slot_pad after each slot:
+// ring_gguf_takes), a CTA of kRW warps streams groups
 // of kRW · kRows consecutive rows (32 KiB for 16 Q4_0 rows of 3,584 columns) with one bulk copy
 // each into a ring of `slots` shared-memory slots, instead of each warp copying its own two rows (4
 // KB). A standalone probe of the 7B step's weight stream (docs/probes/persistent_stream.cu)
@@ -1107,16 +1111,20 @@ RingGguf ring_gguf_request() {
 }
 
 /// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
-/// measured on an H100 (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
+/// measured on H100s (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
 /// docs/performance.md, round 44): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B steps in
 /// their default GGUF blocks: Q4_1 2,197 → 2,130 µs, Q5_0 2,378 → 2,337, Q5_1 2,551–2,561 →
 /// 2,489–2,495; Qwen2.5-0.5B Q4_1 568–571 → 549; the SmolLM2 shape, where only the LM head moves,
-/// −0.4 to −0.8%) and for Q4_0 rows under 1 KiB (SmolLM2's 324-byte rows 462.3 → 457.7 µs,
-/// Qwen2.5-0.5B's 504-byte rows 558.5 → 549.1), but not for longer Q4_0 rows, which the tiled
-/// layout takes by default (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs,
-/// round 43's build with the variable 1).
+/// −0.4 to −0.8%) and for Q4_0 rows under 1 KiB (SmolLM2's 324-byte rows 462.2–462.4 → 457.7–457.8
+/// µs, Qwen2.5-0.5B's 504-byte rows 558.5–558.6 → 549.0–549.2), but not for longer Q4_0 rows
+/// (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs, branch build 26fb6c2
+/// with the variable 1). 1 KiB lies between the rows measured faster (504 bytes) and slower
+/// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 is left
+/// out: its default ring shape has 4 rows per warp, which the GGUF-block kernels do not have, and a
+/// 2-row shape on its GGUF blocks is unmeasured.
 constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
-  return t != WeightType::kQ4_0 || row_bytes < 1024;
+  return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||
+         (t == WeightType::kQ4_0 && row_bytes < 1024);
 }
 
 /// The split ring form's default shape for long rows of type t {row pairs per group, slots},
@@ -1294,9 +1302,9 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
     const RingGguf gguf_ring = ring_gguf_request();              // likewise
-    // The ring's slots are packed: only decoders that read nothing past a row's last block take
-    // it (the tiled layout and the 256-column K-quants; the 32-column GGUF blocks' decoders read
-    // one word past it, which the per-warp form's regions leave room for).
+    // Packed slots (no pad) only for decoders that read nothing past a row's last block (the
+    // tiled layout and the 256-column K-quants); the 32-column GGUF blocks' decoders read one word
+    // past it, so they take the ring with a pad after each slot (ring_slot_pad), as below.
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
     const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
     // The 32-column GGUF blocks (ring_gguf_takes by default, DECODEBENCH_GEMV_RING_GGUF):

@@ -101,8 +101,8 @@ tpot_of() {  # $1 a run's base name: the median TPOT of $1.json in µs, or "fail
 }
 gemvs() {  # $1 DECODEBENCH_GEMV_RING_LONG, $2 DECODEBENCH_GEMV_RING, $3 shape, $4 types: prints
   # "type shape kernel µs (% of the read bandwidth)" of every stream and stream-tiled run on a
-  # pre-split x' with PDL (the form the decode step runs); DECODEBENCH_GEMV_RING_CTAS and _MAX_CTAS
-  # pass through from the caller
+  # pre-split x' with PDL (the form the decode step runs); DECODEBENCH_GEMV_RING_CTAS, _MAX_CTAS
+  # and _GGUF pass through from the caller
   local base="$out/gemv-long${1:-default}-ring${2:-default}-ctas${DECODEBENCH_GEMV_RING_CTAS:-default}-max${DECODEBENCH_GEMV_RING_MAX_CTAS:-default}-gguf${DECODEBENCH_GEMV_RING_GGUF:-default}-$3"
   rm -f "$base.json"
   DECODEBENCH_GEMV_RING_LONG=$1 DECODEBENCH_GEMV_RING=$2 "$bin/decodebench" bench-kernels \
@@ -550,12 +550,12 @@ case $mode in
     ;;
   ggufring)
     # The ring's whole-row form on the 32-column GGUF blocks (DECODEBENCH_GEMV_RING_GGUF=1; round
-    # 42's branch, measured in round 43; since round 44 the default for this matrix). The stream GEMV tests, --verify 8 on the SmolLM2
-    # shape (Q4_1: its LM head is the one matrix it moves) with the switch, the LM head alone
-    # (49,152 x 576 Q4_1) off, on, and on with the 16x2 and 16x1 ring shapes, then SmolLM2-shape
-    # Q4_1 steps off and on alternated, three repetitions (their files packed into
-    # $OUT/ggufring-runs.tgz); about 4 minutes. 4 rows per warp (8x2x4) keeps the per-warp form
-    # on these blocks.
+    # 42's branch, measured in round 43; since round 44 the default for this matrix). The stream
+    # GEMV tests, --verify 8 on the SmolLM2 shape (Q4_1: its LM head is the one matrix it moves)
+    # with the switch, the LM head alone (49,152 x 576 Q4_1) off, on, and on with the 16x2 and 16x1
+    # ring shapes, then SmolLM2-shape Q4_1 steps off and on alternated, three repetitions (their
+    # files packed into $OUT/ggufring-runs.tgz); about 4 minutes. 4 rows per warp (8x2x4) keeps the
+    # per-warp form on these blocks.
     "$bin/test_gemv" --gtest_filter='Gemv.StreamRing*:Gemv.ShortAndOddRows' > "$out/gemv-ring.log" 2>&1
     echo "gemv-ring rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-ring.log")"
     grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv-ring.log" | sort -u | head -10

@@ -305,7 +305,8 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 
 /// Whether the stream kernels' forms are this build's defaults (no switch in the environment).
 bool default_gemv_forms() {
-  for (const char* name : {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG"}) {
+  for (const char* name :
+       {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG", "DECODEBENCH_GEMV_RING_GGUF"}) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return false;  // empty: the default, as ring_request reads it
   }
@@ -337,7 +338,7 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
     // By form: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every tiled matrix (rows of 544 and
-    // 1,088 bytes); GGUF blocks, whose decoders read past a row's last block, run per warp.
+    // 1,088 bytes); in GGUF blocks Q8_0 runs per warp (the GGUF-block ring has 2 rows per warp).
     ASSERT_EQ(mix.gemv_forms_per_step.size(), 1u);
     // Before sm_90 the tiled kernel has no forms and the mma kernel runs on the pre-split x'.
     const bool tiled = layout == WeightLayout::kTiled;
@@ -514,8 +515,8 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
                                              : (major >= 9 ? "stream" : "mma");
     EXPECT_EQ(k["gemv_per_step"][big], 3) << k.dump();
     EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
-    // By form (Q8_0's ring 4 × 1 × 4 takes the tiled rows of 1,088 and 4,352 bytes; GGUF blocks
-    // run per warp), in order of first launch: QKV and o come first.
+    // By form (Q8_0's ring 4 × 1 × 4 takes the tiled rows of 1,088 and 4,352 bytes; in GGUF
+    // blocks Q8_0 runs per warp), in order of first launch: QKV and o come first.
     const bool tiled = layout == "auto";
     const std::string big_form =
         major < 9 ? (tiled ? big : "mma presplit") : big + (tiled ? " ring 4x1x4" : " per-warp");

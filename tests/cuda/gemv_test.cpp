@@ -45,6 +45,47 @@ using testing::upload;
 using testing::make_matrix;
 using testing::Matrix;
 
+// Inputs for planning only (gemv_launch_info): x, y and a pre-split x of up to `cols` columns on
+// the device, and a 16-byte aligned weight address that is never read.
+struct PlanningBuffers {
+  DeviceBuffer x{size_t{1} << 16}, y{size_t{1} << 16}, split;
+  explicit PlanningBuffers(int64_t cols) : split(static_cast<size_t>(gemv_x_split_bytes(cols))) {}
+  GemvParams params(WeightType t) {
+    GemvParams p;
+    p.type = t;
+    p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);
+    p.x = x.data<float>();
+    p.y = y.data<float>();
+    p.x_split = split.get();
+    return p;
+  }
+};
+
+// Sets or unsets one environment variable for a scope; the caller's setting comes back after it
+// (a run with a form forced keeps it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
+    set(value);
+  }
+  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) const {
+    if (value != nullptr) {
+      setenv(name_, value, 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
 std::string describe(WeightType t, int64_t rows, int64_t cols, const GemvLaunchInfo& info) {
   return std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
          std::to_string(cols) + " " + info.kernel +
@@ -334,17 +375,36 @@ TEST(Gemv, ShortAndOddRows) {
   // rows of 504 (Q4_0, 896 columns), 360 (Q4_1, 576), 72 (Q5_1, 96), 952 (Q8_0, 896) and 840
   // bytes (Q6_K, 1024); 8,192 Q4_1 rows give every warp slot of 132 SMs several tasks (stages
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
-  // row 1 at 8 bytes past a boundary.
-  for (const auto& [t, rows, cols] :
-       std::vector<std::tuple<WeightType, int64_t, int64_t>>{{WeightType::kQ4_0, 64, 896},
-                                                             {WeightType::kQ4_1, 8192, 576},
-                                                             {WeightType::kQ5_1, 64, 96},
-                                                             {WeightType::kQ8_0, 64, 896},
-                                                             {WeightType::kQ6_K, 32, 1024},
-                                                             {WeightType::kQ4_0, 64, 128}}) {
-    ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
-    check_gemv(t, rows, cols, true, false, 0, 0, 4);
-    check_gemv(t, rows, cols, false, true, 0, 0, 4);
+  // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0 (the
+  // 32-column GGUF blocks but Q8_0's take the ring by default since round 44), then the default.
+  int major = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  PlanningBuffers bufs(1024);
+  const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
+  for (const char* gguf : {"0", ""}) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_GGUF=") + gguf);
+    gguf_env.set(gguf);
+    for (const auto& [t, rows, cols, by_default] :
+         std::vector<std::tuple<WeightType, int64_t, int64_t, const char*>>{
+             {WeightType::kQ4_0, 64, 896, "ring"},
+             {WeightType::kQ4_1, 8192, 576, "ring"},
+             {WeightType::kQ5_1, 64, 96, "ring"},
+             {WeightType::kQ8_0, 64, 896, "per-warp"},
+             {WeightType::kQ6_K, 32, 1024, "per-warp"},
+             {WeightType::kQ4_0, 64, 128, "ring"}}) {
+      ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
+      if (major >= 9) {
+        GemvParams q = bufs.params(t);
+        q.rows = rows;
+        q.cols = cols;
+        q.variant = 4;
+        EXPECT_STREQ(gemv_launch_info(q).form, *gguf == '0' ? "per-warp" : by_default)
+            << describe(t, rows, cols, gemv_launch_info(q));
+      }
+      check_gemv(t, rows, cols, true, false, 0, 0, 4);
+      check_gemv(t, rows, cols, false, true, 0, 0, 4);
+    }
   }
   // Float types with cols % 4 != 0 take the fallback.
   for (WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
@@ -926,15 +986,16 @@ TEST(Gemv, InputsWaitForTheirProducer) {
 }
 
 // The staged kernel reads the residual (or bias) of its rows right after its PDL wait, before
-// its dot products (kernels::row_addend), and so does the stream kernel on tiled weights (the
-// stream-tiled cases; the next task's right after each store); the other kernels read it at the
-// store. None may read it
-// before the wait: here the residual, which y aliases, is NaN until launch_delayed_copy writes it
-// 50 µs after letting the GEMV start. Kernels: staged (Q4_1), direct (F16: the SmolLM2 o
-// projection's shape, one task per warp, and 6000×512, several tasks per CTA), stream (Q4_0 on a
-// pre-split x, 2400 rows) and stream-tiled (Q8_0; 8,000 rows: 500 groups of 16 rows on at most
-// 396 CTAs of its one-slot ring, so the next task's residual is read after a store). Eagerly and in
-// a replayed graph, after a run with the residual in place.
+// its dot products (kernels::row_addend), and so does the stream kernel's ring form (the
+// stream-tiled cases and Q4_0's 576-byte rows in GGUF blocks, which take the ring by default since
+// round 44; the next task's right after each store); the other kernels read it at the store. None
+// may read it before the wait: here the residual, which y aliases, is NaN until
+// launch_delayed_copy writes it 50 µs after letting the GEMV start. Kernels: staged (Q4_1), direct
+// (F16: the SmolLM2 o projection's shape, one task per warp, and 6000×512, several tasks per CTA),
+// stream (Q4_0 on a pre-split x, 2400 rows: the ring form, and the per-warp form with
+// DECODEBENCH_GEMV_RING_GGUF=0) and stream-tiled (Q8_0; 8,000 rows: 500 groups of 16 rows on at
+// most 396 CTAs of its one-slot ring, so the next task's residual is read after a store). Eagerly
+// and in a replayed graph, after a run with the residual in place.
 TEST(Gemv, ResidualWaitsForItsProducer) {
   DB_REQUIRE_CUDA();
   const CudaStream stream;
@@ -946,14 +1007,20 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     int64_t rows, cols;
     int variant;
     const char* kernel;
+    const char* form = nullptr;  ///< the stream kernels' form; "per-warp": with RING_GGUF=0
   } cases[] = {{WeightType::kF16, 576, 576, 2, "direct"},
                {WeightType::kF16, 6000, 512, 2, "direct"},
                {WeightType::kQ4_1, 576, 576, 1, "staged"},
-               {WeightType::kQ4_0, 2400, 1024, 4, "stream"},
-               {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled"},
-               {WeightType::kQ8_0, 8000, 3584, 7, "stream-tiled"}};
+               {WeightType::kQ4_0, 2400, 1024, 4, "stream", "ring"},
+               {WeightType::kQ4_0, 2400, 1024, 4, "stream", "per-warp"},
+               {WeightType::kQ8_0, 600, 3584, 7, "stream-tiled", "ring"},
+               {WeightType::kQ8_0, 8000, 3584, 7, "stream-tiled", "ring"}};
+  const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
   for (const auto& c : cases) {
     if (c.variant >= 4 && major < 9) continue;  // the stream kernels need sm_90
+    const bool per_warp = c.form != nullptr && std::string(c.form) == "per-warp";
+    gguf_env.set(per_warp ? "0" : nullptr);
     const bool presplit = c.variant >= 4;
     const bool tiled = c.variant == 7;
     const Matrix m = make_matrix(c.t, c.rows, c.cols, 620);
@@ -980,8 +1047,12 @@ TEST(Gemv, ResidualWaitsForItsProducer) {
     p.variant = c.variant;
     p.pdl = true;
     const std::string what = std::string(weight_traits(c.t).name) + " " + c.kernel + " " +
+                             (c.form != nullptr ? std::string(c.form) + " " : "") +
                              std::to_string(c.rows) + "x" + std::to_string(c.cols);
     ASSERT_STREQ(gemv_launch_info(p).kernel, c.kernel) << what;
+    if (c.form != nullptr) {
+      ASSERT_STREQ(gemv_launch_info(p).form, c.form) << what;
+    }
     check_input_written_late(stream, p, d_y, y0, want, tol, what, "residual");
   }
 }
@@ -1103,22 +1174,6 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
   }
 }
 
-// Inputs for planning only (gemv_launch_info): x, y and a pre-split x of up to `cols` columns on
-// the device, and a 16-byte aligned weight address that is never read.
-struct PlanningBuffers {
-  DeviceBuffer x{size_t{1} << 16}, y{size_t{1} << 16}, split;
-  explicit PlanningBuffers(int64_t cols) : split(static_cast<size_t>(gemv_x_split_bytes(cols))) {}
-  GemvParams params(WeightType t) {
-    GemvParams p;
-    p.type = t;
-    p.w = reinterpret_cast<const void*>(uintptr_t{1} << 20);
-    p.x = x.data<float>();
-    p.y = y.data<float>();
-    p.x_split = split.get();
-    return p;
-  }
-};
-
 /// Expects gemv_launch_info(p) to refuse each of `values` of the environment variable `name`
 /// with an error that quotes it ("NAME: 'value'", exit 1); `name` is unset afterwards.
 void expect_values_refused(const char* name, std::initializer_list<const char*> values,
@@ -1190,31 +1245,6 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
 }
 
-// Sets or unsets one environment variable for a scope; the caller's setting comes back after it
-// (a run with a form forced keeps it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old, had_ = true;
-    set(value);
-  }
-  ~ScopedEnv() { set(had_ ? saved_.c_str() : nullptr); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  void set(const char* value) const {
-    if (value != nullptr) {
-      setenv(name_, value, 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
-
 // The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 and 44).
 // Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
 // 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
@@ -1224,8 +1254,9 @@ class ScopedEnv {
 // 4 x 1 x 4, 8 x 2 x 4). Results against the CPU: those rows (odd rows 8 bytes off a 16-byte
 // boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8 bytes
 // off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in
-// GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, and the LM head with other
-// ring shapes (16 x 2, 16 x 1, 8 x 1: one slot).
+// GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, the LM head with other
+// ring shapes (16 x 2, 16 x 1, 8 x 1: one slot), and the per-warp form (0) on Q5_0 rows of 396
+// bytes and Q4_1 rows of 2,240.
 TEST(Gemv, StreamRingFormOnGgufBlocks) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
@@ -1305,6 +1336,11 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
     EXPECT_STREQ(gemv_launch_info(p).form, "ring");
     check_gemv(WeightType::kQ4_1, 49152, 576, false, true, 0, 0, 4);
   }
+  // The per-warp form on blocks the ring takes by default, against the CPU.
+  ring_env.set(nullptr);
+  gguf_env.set("0");
+  check_gemv(WeightType::kQ5_0, 4096, 576, true, false, 0, 0, 4);
+  check_gemv(WeightType::kQ4_1, 1031, 3584, false, true, 0, 0, 4);
 }
 
 // The stream kernel's ring form (a CTA-wide ring of shared-memory slots, groups of 16 whole rows
@@ -1346,7 +1382,7 @@ TEST(Gemv, StreamRingFormTakesWholeRowGroupsThatFit) {
   ring_long_env.set(nullptr);
   // Both forms against the CPU (the ring form by default, then the per-warp form). The ring
   // takes the tiled layout (variant 7: Q4_0, Q8_0) and the K-quants in GGUF blocks (variant 4:
-  // Q4_K); the 32-column GGUF blocks keep the per-warp form.
+  // Q4_K); the 32-column GGUF blocks: Gemv.StreamRingFormOnGgufBlocks.
   const struct {
     WeightType t;
     int variant;
