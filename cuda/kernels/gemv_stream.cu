@@ -1060,6 +1060,7 @@ struct RingShape {
   int warps = 0;  ///< 0: the ring forms off
   int slots = 0;
   int rows = kRows;
+  bool by_default = false;  ///< DECODEBENCH_GEMV_RING unset or empty
 };
 
 /// The ring form's default shape for type t, measured on the H200 (7B steps, median TPOT):
@@ -1075,7 +1076,7 @@ struct RingShape {
 RingShape ring_request(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING");
   if (e == nullptr || *e == '\0') {
-    return t == WeightType::kQ8_0 ? RingShape{4, 1, 4} : RingShape{8, 2, kRows};
+    return t == WeightType::kQ8_0 ? RingShape{4, 1, 4, true} : RingShape{8, 2, kRows, true};
   }
   if (std::string(e) == "0") return {0, 0, kRows};
   int w = 0, s = 0, r = kRows;
@@ -1119,12 +1120,22 @@ RingGguf ring_gguf_request() {
 /// µs, Qwen2.5-0.5B's 504-byte rows 558.5–558.6 → 549.0–549.2), but not for longer Q4_0 rows
 /// (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs, branch build 26fb6c2
 /// with the variable 1). 1 KiB lies between the rows measured faster (504 bytes) and slower
-/// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 is left
-/// out: its default ring shape has 4 rows per warp, which the GGUF-block kernels do not have, and a
-/// 2-row shape on its GGUF blocks is unmeasured.
+/// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 rows
+/// under 1 KiB too, in the 2-row shape gguf_ring_shape gives them (SmolLM2's Q8_0 LM head,
+/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 481.8 → 480.2 µs); longer
+/// Q8_0 rows are unmeasured there (in the tiled layout two slots of its 16 rows held one CTA per
+/// SM: round 27).
 constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
   return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||
-         (t == WeightType::kQ4_0 && row_bytes < 1024);
+         ((t == WeightType::kQ4_0 || t == WeightType::kQ8_0) && row_bytes < 1024);
+}
+
+/// The ring shape on 32-column GGUF blocks: the requested one, except that Q8_0's default (4 rows
+/// per warp, which the GGUF-block ring kernels are not built for) becomes 8 warps of 2 rows and 2
+/// slots there.
+constexpr RingShape gguf_ring_shape(WeightType t, RingShape requested) {
+  if (t == WeightType::kQ8_0 && requested.by_default) return {8, 2, kRows, true};
+  return requested;
 }
 
 /// The split ring form's default shape for long rows of type t {row pairs per group, slots},
@@ -1297,7 +1308,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int64_t nb = cols / Ops::kBE;
     const int cb = Ops::kChunkCols / Ops::kBE;
     const int64_t row_bytes = nb * Ops::kBB;
-    const auto [ring_warps, ring_slots, ring_rows] = ring_request(T);
+    const RingShape requested = ring_request(T);
     const auto [long_pairs, long_slots] = ring_long_request(T);  // checked on every plan
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
@@ -1306,6 +1317,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // tiled layout and the 256-column K-quants); the 32-column GGUF blocks' decoders read one word
     // past it, so they take the ring with a pad after each slot (ring_slot_pad), as below.
     constexpr bool kReadsWithinRow = kTiled || Ops::kBE == 256;
+    const auto [ring_warps, ring_slots, ring_rows, by_default] =
+        kReadsWithinRow ? requested : gguf_ring_shape(T, requested);
     const int64_t group_rows = static_cast<int64_t>(ring_warps) * ring_rows;
     // The 32-column GGUF blocks (ring_gguf_takes by default, DECODEBENCH_GEMV_RING_GGUF):
     // whole-row groups whose copies, the last group's too, are 16-byte multiples, with a pad

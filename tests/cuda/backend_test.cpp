@@ -337,17 +337,25 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     ASSERT_EQ(mix.gemv_per_step.size(), 1u);
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
-    // By form: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every tiled matrix (rows of 544 and
-    // 1,088 bytes); in GGUF blocks Q8_0 runs per warp (the GGUF-block ring has 2 rows per warp).
-    ASSERT_EQ(mix.gemv_forms_per_step.size(), 1u);
-    // Before sm_90 the tiled kernel has no forms and the mma kernel runs on the pre-split x'.
+    // By form, in order of first launch: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every
+    // tiled matrix (rows of 544 and 1,088 bytes); in GGUF blocks the rows under 1 KiB (QKV, o,
+    // gate/up and the LM head: 544 bytes) take the 2-row ring (8 warps × 2 slots × 2 rows) and the
+    // down projection's 1,088 bytes run per warp. Before sm_90 the tiled kernel has no forms and
+    // the mma kernel runs on the pre-split x'.
     const bool tiled = layout == WeightLayout::kTiled;
-    const std::string form = major < 9 ? (tiled ? kernel : "mma presplit")
-                                       : kernel + (tiled ? " ring 4x1x4" : " per-warp");
+    const int64_t layers = m.config.n_layers;
+    const std::vector<std::pair<std::string, int64_t>> forms =
+        major < 9 ? std::vector<std::pair<std::string, int64_t>>{{tiled ? kernel : "mma presplit",
+                                                                  per_step}}
+        : tiled   ? std::vector<std::pair<std::string, int64_t>>{{kernel + " ring 4x1x4", per_step}}
+                  : std::vector<std::pair<std::string, int64_t>>{
+                        {kernel + " ring 8x2x2", 3 * layers + 1}, {kernel + " per-warp", layers}};
     if (default_gemv_forms()) {
-      EXPECT_EQ(mix.gemv_forms_per_step[0].first, form);
+      EXPECT_EQ(mix.gemv_forms_per_step, forms);
     }
-    EXPECT_EQ(mix.gemv_forms_per_step[0].second, per_step) << form;
+    int64_t forms_total = 0;
+    for (const auto& [name, n] : mix.gemv_forms_per_step) forms_total += n;
+    EXPECT_EQ(forms_total, per_step);
     EXPECT_EQ(mix.tiled_matrices, layout == WeightLayout::kTiled ? per_step : 0);
     // head_dim 64: the attention kernel writes no split (its warps' 128 columns would span two
     // heads, which several blocks write), so every pre-split x' comes from a split kernel.

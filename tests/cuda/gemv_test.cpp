@@ -375,8 +375,8 @@ TEST(Gemv, ShortAndOddRows) {
   // rows of 504 (Q4_0, 896 columns), 360 (Q4_1, 576), 72 (Q5_1, 96), 952 (Q8_0, 896) and 840
   // bytes (Q6_K, 1024); 8,192 Q4_1 rows give every warp slot of 132 SMs several tasks (stages
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
-  // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0 (the
-  // 32-column GGUF blocks but Q8_0's take the ring by default since round 44), then the default.
+  // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0 (these
+  // GGUF blocks but Q6_K's take the ring by default since round 44), then the default.
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
@@ -390,7 +390,7 @@ TEST(Gemv, ShortAndOddRows) {
              {WeightType::kQ4_0, 64, 896, "ring"},
              {WeightType::kQ4_1, 8192, 576, "ring"},
              {WeightType::kQ5_1, 64, 96, "ring"},
-             {WeightType::kQ8_0, 64, 896, "per-warp"},
+             {WeightType::kQ8_0, 64, 896, "ring"},
              {WeightType::kQ6_K, 32, 1024, "per-warp"},
              {WeightType::kQ4_0, 64, 128, "ring"}}) {
       ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
@@ -1249,9 +1249,11 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 // Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
 // 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
 // decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes and Q4_0
-// rows under 1 KiB; Q4_0 rows of 2,016 bytes keep two rows per task unless the variable is 1, and
-// with 0 every one of them does; shapes of 4 rows per warp keep the per-warp form (Q8_0's default
-// 4 x 1 x 4, 8 x 2 x 4). Results against the CPU: those rows (odd rows 8 bytes off a 16-byte
+// and Q8_0 rows under 1 KiB (Q8_0 in 8 warps of 2 rows: its default 4 x 1 x 4 has no GGUF-block
+// kernel); Q4_0 rows of 2,016 bytes and Q8_0 rows of 1,088 keep two rows per task unless the
+// variable is 1, and with 0 every one of them does; a requested shape of 4 rows per warp keeps the
+// per-warp form (8 x 2 x 4, 4 x 1 x 4). Results against the CPU: those rows (odd rows 8 bytes off a
+// 16-byte
 // boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8 bytes
 // off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in
 // GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, the LM head with other
@@ -1285,7 +1287,8 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
   } rules[] = {{WeightType::kQ4_0, 576, "ring"},      {WeightType::kQ4_0, 1792, "ring"},
                {WeightType::kQ4_0, 1824, "per-warp"}, {WeightType::kQ4_0, 3584, "per-warp"},
                {WeightType::kQ4_1, 3584, "ring"},     {WeightType::kQ5_0, 3584, "ring"},
-               {WeightType::kQ5_1, 3584, "ring"}};
+               {WeightType::kQ5_1, 3584, "ring"},     {WeightType::kQ8_0, 576, "ring"},
+               {WeightType::kQ8_0, 896, "ring"},      {WeightType::kQ8_0, 1024, "per-warp"}};
   for (const auto& [t, cols, by_default] : rules) {
     SCOPED_TRACE(std::string(weight_traits(t).name) + " 4608x" + std::to_string(cols));
     GemvParams q = bufs.params(t);
@@ -1306,9 +1309,16 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
   GemvParams q8 = bufs.params(WeightType::kQ8_0);
   q8.rows = 4096;
   q8.cols = 576;
-  EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);  // its default ring shape has 4 rows per warp
-  gguf_env.set("1");
+  EXPECT_EQ(gemv_launch_info(q8).tasks, 256);  // 8 warps of 2 rows, not its 4 x 1 x 4
+  EXPECT_EQ(gemv_launch_info(q8).block, 256);
+  EXPECT_EQ(gemv_launch_info(q8).smem_bytes, 2 * (16 * 612 + 16) + 64);
+  ring_env.set("4x1x4");  // asked for: no GGUF-block kernel has 4 rows per warp
   EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);
+  ring_env.set(nullptr);
+  gguf_env.set("0");
+  EXPECT_EQ(gemv_launch_info(q8).tasks, 2048);
+  gguf_env.set("1");
+  EXPECT_EQ(gemv_launch_info(q8).tasks, 256);
   expect_values_refused("DECODEBENCH_GEMV_RING_GGUF", {"2", "on", "1x", "auto"}, p);
   gguf_env.set("1");
   const struct {
