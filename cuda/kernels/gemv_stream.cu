@@ -1325,7 +1325,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // after each slot (ring_slot_pad). Rows of 8 bytes past a 16-byte multiple qualify in groups
     // of an even number of rows (SmolLM2's Q4_1 LM head: 16 rows of 360 bytes, 5,760 bytes).
     // Two rows per warp only: ring_kernel builds the 4-row kernels for the other layouts alone
-    // (so Q8_0's default 4 x 1 x 4 keeps the per-warp form here).
+    // (gguf_ring_shape gives Q8_0 8 x 2 x 2 here; an asked-for 4-row shape keeps the per-warp
+    // form).
     const bool gguf_wanted = gguf_ring == RingGguf::kAll ||
                              (gguf_ring == RingGguf::kAuto && ring_gguf_takes(T, row_bytes));
     const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
