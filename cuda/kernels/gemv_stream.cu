@@ -37,7 +37,7 @@
 // (ring_request: two of 16 rows, 8 warps of 2; Q8_0 one, 4 warps of 4), the ring form runs instead
 // (gemv_ring_kernel: one 32-61 KB copy per group of 16 rows into a CTA-wide ring), and since round
 // 44 also on the 32-column GGUF blocks where a group is a 16-byte multiple (ring_gguf_takes: a pad
-// after each slot for the decoders' word past a row);
+// after each slot for the decoders' word past a row; Q8_0 there in 8 warps of 2: gguf_ring_shape);
 // where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
 // pair, two slots; not for Q8_0: ring_long_request).
 #include <algorithm>
@@ -1069,6 +1069,8 @@ struct RingShape {
 /// and 1 slot (round 27: 2,276–2,285 µs against 2,360–2,363; its groups of 16 rows of 3,584
 /// columns are 61 KB, so two slots held one CTA per SM, one slot three). With 4 rows per warp
 /// Q4_0 and Q4_K_M lost 2–4% (4 × 2 × 4: 1,726 against 1,657 µs; 2,061–2,069 against 2,026–2,028).
+/// On 32-column GGUF blocks Q8_0's default becomes 8 warps of 2 rows and 2 slots
+/// (gguf_ring_shape: no GGUF-block kernel has 4 rows per warp).
 /// DECODEBENCH_GEMV_RING overrides it for every type, for measurements: "0" turns the ring forms
 /// off (the split form too: the per-warp kernel everywhere); "WxS" asks for W = 8 or 16 warps of
 /// 2 rows and S = 1 to kMaxRingSlots slots; "WxSxR" also gives the rows per warp R: 2 (W = 8 or
@@ -1122,9 +1124,10 @@ RingGguf ring_gguf_request() {
 /// with the variable 1). 1 KiB lies between the rows measured faster (504 bytes) and slower
 /// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 rows
 /// under 1 KiB too, in the 2-row shape gguf_ring_shape gives them (SmolLM2's Q8_0 LM head,
-/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 481.8 → 480.2 µs); longer
-/// Q8_0 rows are unmeasured there (in the tiled layout two slots of its 16 rows held one CTA per
-/// SM: round 27).
+/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 484.0 → 482.2 µs); other
+/// Q8_0 rows under 1 KiB (e.g. the Qwen2.5-0.5B shape's 952 bytes, which are never tiled) are
+/// unmeasured, and longer ones keep the per-warp form (in the tiled layout two slots of 16 such
+/// rows held one CTA per SM: round 27).
 constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
   return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||
          ((t == WeightType::kQ4_0 || t == WeightType::kQ8_0) && row_bytes < 1024);

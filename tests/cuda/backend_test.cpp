@@ -524,7 +524,8 @@ TEST(Backend, WeightLayoutFlagReachesTheRunRecord) {
     EXPECT_EQ(k["gemv_per_step"][big], 3) << k.dump();
     EXPECT_EQ(k["gemv_per_step"].size(), 2u) << k.dump();
     // By form (Q8_0's ring 4 × 1 × 4 takes the tiled rows of 1,088 and 4,352 bytes; in GGUF
-    // blocks Q8_0 runs per warp), in order of first launch: QKV and o come first.
+    // blocks these Q8_0 rows, at least 1 KiB, run per warp), in order of first launch: QKV and o
+    // come first.
     const bool tiled = layout == "auto";
     const std::string big_form =
         major < 9 ? (tiled ? big : "mma presplit") : big + (tiled ? " ring 4x1x4" : " per-warp");

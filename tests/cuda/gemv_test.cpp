@@ -375,8 +375,9 @@ TEST(Gemv, ShortAndOddRows) {
   // rows of 504 (Q4_0, 896 columns), 360 (Q4_1, 576), 72 (Q5_1, 96), 952 (Q8_0, 896) and 840
   // bytes (Q6_K, 1024); 8,192 Q4_1 rows give every warp slot of 132 SMs several tasks (stages
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
-  // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0 (these
-  // GGUF blocks but Q6_K's take the ring by default since round 44), then the default.
+  // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0, then the
+  // default: every case but Q6_K's 840-byte rows, which no ring form takes, runs the ring (the
+  // 32-column GGUF blocks since round 44).
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
@@ -1248,17 +1249,17 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 // The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 and 44).
 // Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
 // 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
-// decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes and Q4_0
-// and Q8_0 rows under 1 KiB (Q8_0 in 8 warps of 2 rows: its default 4 x 1 x 4 has no GGUF-block
+// decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes and Q4_0 and
+// Q8_0 rows under 1 KiB (Q8_0 in 8 warps of 2 rows: its default 4 x 1 x 4 has no GGUF-block
 // kernel); Q4_0 rows of 2,016 bytes and Q8_0 rows of 1,088 keep two rows per task unless the
 // variable is 1, and with 0 every one of them does; a requested shape of 4 rows per warp keeps the
 // per-warp form (8 x 2 x 4, 4 x 1 x 4). Results against the CPU: those rows (odd rows 8 bytes off a
-// 16-byte
-// boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8 bytes
-// off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in
-// GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, the LM head with other
-// ring shapes (16 x 2, 16 x 1, 8 x 1: one slot), and the per-warp form (0) on Q5_0 rows of 396
-// bytes and Q4_1 rows of 2,240.
+// 16-byte boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8
+// bytes off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and
+// Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, the LM head with
+// other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot), the per-warp form (0) on Q5_0 rows of 396
+// bytes and Q4_1 rows of 2,240, and with 1 Q8_0 rows of 3,808 bytes (two chunks, the second
+// partial; not the default).
 TEST(Gemv, StreamRingFormOnGgufBlocks) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
@@ -1346,8 +1347,14 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
     EXPECT_STREQ(gemv_launch_info(p).form, "ring");
     check_gemv(WeightType::kQ4_1, 49152, 576, false, true, 0, 0, 4);
   }
-  // The per-warp form on blocks the ring takes by default, against the CPU.
+  // Q8_0 rows longer than one chunk (2,048 columns) on the ring, which only 1 gives them.
   ring_env.set(nullptr);
+  GemvParams long_q8 = bufs.params(WeightType::kQ8_0);
+  long_q8.rows = 97;
+  long_q8.cols = 3584;
+  EXPECT_STREQ(gemv_launch_info(long_q8).form, "ring");
+  check_gemv(WeightType::kQ8_0, 97, 3584, true, true, 0, 0, 4);
+  // The per-warp form on blocks the ring takes by default, against the CPU.
   gguf_env.set("0");
   check_gemv(WeightType::kQ5_0, 4096, 576, true, false, 0, 0, 4);
   check_gemv(WeightType::kQ4_1, 1031, 3584, false, true, 0, 0, 4);
