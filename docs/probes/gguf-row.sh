@@ -9,6 +9,14 @@
 #                                   on the GPU host: PART1 (DIR/a/p1, copied to /tmp by the first
 #                                   call) and DIR_B/p2 into OUT; exit 1 unless its sha256 is
 #                                   DIR_B/sha256's
+#   gguf-row.sh parts MODEL DIR N   here: MODEL in N pieces of about equal size, DIR/1/p to DIR/N/p,
+#                                   and its sha256 into DIR/N/sha256 (carry DIR/1 in one call,
+#                                   DIR/2 in the next, ... each within the machine's idle time;
+#                                   thirds leave room for a build beside a piece: the working tree
+#                                   is about 13 MB, a packed decodebench 7 MB, half the model 49 MB)
+#   gguf-row.sh join-parts OUT SHA256_FILE PART...
+#                                   on the GPU host: the PARTs in order into OUT; exit 1 unless its
+#                                   sha256 is SHA256_FILE's
 #   gguf-row.sh run DECODEBENCH MODEL [OUT_DIR]
 #                                   on the GPU host: the table's timing run (--graph both
 #                                   --phase-timing --tokens 128 --ignore-eos --warmup-time 1
@@ -21,7 +29,7 @@
 # tests/python/test_probes.py checks that it is the README's.
 set -euo pipefail
 prompt=$'<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n'
-mode=${1:?halves, join or run}
+mode=${1:?halves, join, parts, join-parts or run}
 case $mode in
   halves)
     model=${2:?model file}
@@ -45,6 +53,35 @@ case $mode in
     fi
     echo "sha256 ok: $out"
     ;;
+  parts)
+    model=${2:?model file}
+    dir=${3:?folder}
+    n=${4:?number of pieces}
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "gguf-row.sh: '$n' is not a number of pieces" >&2; exit 2; }
+    size=$(stat -c %s "$model")
+    piece=$(((size + n - 1) / n))
+    for ((i = 1; i <= n; i++)); do
+      mkdir -p "$dir/$i"
+      # Piece i: bytes [(i - 1) · piece, i · piece), the last one shorter.
+      # (dd, not tail | head: under pipefail tail's SIGPIPE would end the script.)
+      dd if="$model" of="$dir/$i/p" bs=1M iflag=skip_bytes,count_bytes \
+        skip="$(((i - 1) * piece))" count="$piece" status=none
+      echo "$dir/$i/p $(stat -c %s "$dir/$i/p") bytes"
+    done
+    sha256sum "$model" | cut -c1-64 > "$dir/$n/sha256"
+    ;;
+  join-parts)
+    out=${2:?joined file}
+    sum=${3:?sha256 file}
+    shift 3
+    [ $# -gt 0 ] || { echo "gguf-row.sh: join-parts needs the pieces" >&2; exit 2; }
+    cat "$@" > "$out"
+    if [ "$(sha256sum "$out" | cut -c1-64)" != "$(cat "$sum")" ]; then
+      echo "gguf-row.sh: $out does not match its sha256" >&2
+      exit 1
+    fi
+    echo "sha256 ok: $out"
+    ;;
   run)
     bin=${2:?decodebench}
     model=${3:?model file}
@@ -62,7 +99,7 @@ case $mode in
     grep -E "^(verify|graph vs eager|verdict)" "$out/gguf-verify.log"
     ;;
   *)
-    echo "gguf-row.sh: unknown mode '$mode' (halves, join or run)" >&2
+    echo "gguf-row.sh: unknown mode '$mode' (halves, join, parts, join-parts or run)" >&2
     exit 2
     ;;
 esac

@@ -99,6 +99,33 @@ class Probes(unittest.TestCase):
             self.assertEqual(done.returncode, 1)
             self.assertIn("does not match its sha256", done.stderr)
 
+    def test_gguf_row_parts_join_back(self):
+        """parts then join-parts gives the file back; pieces out of order, a changed piece and a
+        count that is not a number are refused."""
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            model = tmp / "m.gguf"
+            model.write_bytes(bytes(range(256)) * 4 + b"odd")  # 1,027 bytes
+            run = lambda *a: subprocess.run(["bash", str(PROBES / "gguf-row.sh"), *map(str, a)],
+                                            capture_output=True, text=True, check=False)
+            done = run("parts", model, tmp / "parts", 3)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            pieces = [tmp / f"parts/{i}/p" for i in (1, 2, 3)]
+            self.assertEqual([p.stat().st_size for p in pieces], [343, 343, 341])
+            done = run("join-parts", tmp / "joined.gguf", tmp / "parts/3/sha256", *pieces)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual((tmp / "joined.gguf").read_bytes(), model.read_bytes())
+            done = run("join-parts", tmp / "swapped.gguf", tmp / "parts/3/sha256",
+                       pieces[1], pieces[0], pieces[2])
+            self.assertEqual(done.returncode, 1)
+            self.assertIn("does not match its sha256", done.stderr)
+            pieces[2].write_bytes(b"x" * 341)
+            done = run("join-parts", tmp / "bad.gguf", tmp / "parts/3/sha256", *pieces)
+            self.assertEqual(done.returncode, 1)
+            done = run("parts", model, tmp / "none", "three")
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("not a number of pieces", done.stderr)
+
 
 if __name__ == "__main__":
     if not is_git_checkout():
