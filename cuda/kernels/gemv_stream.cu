@@ -1109,8 +1109,8 @@ RingGguf ring_gguf_request() {
   if (std::string(e) == "0") return RingGguf::kOff;
   if (std::string(e) == "1") return RingGguf::kAll;
   throw runtime_error(std::string("DECODEBENCH_GEMV_RING_GGUF: '") + e +
-                      "' is neither 0 (the ring form only for rows read within their bytes) nor 1 "
-                      "(also for every matrix in 32-column GGUF blocks); unset: the default");
+                      "' is neither 0 (no ring form on 32-column GGUF blocks) nor 1 (the ring form "
+                      "on every matrix in 32-column GGUF blocks it can copy); unset: the default");
 }
 
 /// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
@@ -1335,7 +1335,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
                            ring_rows == kRows && group_rows * row_bytes % 16 == 0 &&
                            (rows % group_rows) * row_bytes % 16 == 0;
-    if ((kReadsWithinRow || gguf_rows) && ring_warps > 0 && (row_bytes % 16 == 0 || gguf_rows)) {
+    const bool packed_rows = kReadsWithinRow && ring_warps > 0 && row_bytes % 16 == 0;
+    if (packed_rows || gguf_rows) {
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes + ring_slot_pad<Ops, kTiled>();
       const int64_t smem = smem_for_max_ctas(
