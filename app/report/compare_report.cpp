@@ -147,9 +147,10 @@ std::string compare_markdown(const CompareReport& r) {
   }
   out += r.options.threshold_pct > 0
              ? "\nVerdicts: faster/slower = significant (p < alpha) and |change| ≥ threshold; "
-               "same = not significant and |change| < threshold; unclear = otherwise.\n"
+               "same = not significant and |change| < threshold; unclear = otherwise"
              : "\nVerdicts (threshold 0: the test alone decides): faster/slower = significant "
-               "(p < alpha); same = not significant.\n";
+               "(p < alpha); same = not significant; unclear = significant with equal medians";
+  out += ", or where the sample counts cannot reach p < alpha.\n";
   return out;
 }
 

@@ -579,6 +579,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     if (!d.empty()) ++settings_differ[d];
   }
   std::map<std::string, int> differing;  // variables_difference text → matched runs with it
+  std::map<std::string, int> powerless;  // metric and sample counts → matched runs with them
   for (const auto& base : baseline.runs) {
     const auto it = pair_of.find(&base);
     if (it == pair_of.end()) {
@@ -644,6 +645,16 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       m.test = mann_whitney_u(c->samples, b->samples);
       m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
                                  options.alpha, options.threshold_pct);
+      // With so few samples that even complete separation is not significant, "not significant"
+      // says nothing: such a pair is unclear, never the same (a CI job timing one token would
+      // otherwise pass any change below the threshold as "same").
+      const double floor_p = smallest_p_value(m.n_baseline, m.n_candidate);
+      if (floor_p >= options.alpha) {
+        if (m.verdict == Verdict::kSame) m.verdict = Verdict::kUnclear;
+        ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
+                    std::to_string(m.n_candidate) +
+                    fmt::format(" samples, smallest possible p {:.3g}", floor_p)];
+      }
       rc.metrics.push_back(std::move(m));
     }
     report.runs.push_back(std::move(rc));
@@ -656,6 +667,13 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                            std::to_string(report.runs.size()) + " matched run(s): " + text +
                            " (not the same workload; pair them on purpose, or compare files of "
                            "the same settings)");
+  }
+  for (const auto& [text, n] : powerless) {
+    report.notes.push_back("too few samples for the rank test in " + std::to_string(n) + " of " +
+                           std::to_string(report.runs.size()) + " matched run(s) (" + text +
+                           fmt::format(", not below alpha {:g}", options.alpha) +
+                           "): unclear whatever the change; time more tokens (--tokens, "
+                           "--min-time)");
   }
   for (const auto& [text, n] : differing) {
     report.notes.push_back("environment variables differ in " + std::to_string(n) + " of " +
@@ -721,7 +739,8 @@ nlohmann::json compare_json(const CompareReport& report) {
            ? "significant (p < alpha) and |change| >= threshold: faster/slower; not significant "
              "and |change| < threshold: same; otherwise unclear"
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
-             "significant: same");
+             "significant: same") +
+      "; unclear, never same, where the sample counts cannot reach p < alpha";
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,18 @@ MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y)
   r.z = std::copysign(distance / r.sigma, r.u - r.mean);
   r.p_value = std::min(1.0, std::erfc(std::fabs(r.z) / std::sqrt(2.0)));
   return r;
+}
+
+double smallest_p_value(int64_t n1, int64_t n2) {
+  if (n1 < 1 || n2 < 1) {
+    throw usage_error("Mann-Whitney U test: each sample needs at least one value (got " +
+                      std::to_string(n1) + " and " + std::to_string(n2) + ")");
+  }
+  const double a = static_cast<double>(n1);
+  const double b = static_cast<double>(n2);
+  const double sigma = std::sqrt(a * b * (a + b + 1.0) / 12.0);
+  const double z = std::max(0.0, a * b / 2.0 - 0.5) / sigma;
+  return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
 }
 
 }  // namespace decodebench

@@ -198,6 +198,39 @@ TEST(Compare, TinySamplesWithALargeChangeAreUnclear) {
   EXPECT_EQ(r.exit_code(), ExitCode::kOk);
 }
 
+TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
+  // One token a side: even complete separation gives p = 1, so a +0.5% change (below 5%) is not
+  // evidence of "same": unclear, with a note naming the counts; still exit 0.
+  const CompareReport r = compare_docs(make_doc({make_run({1000})}), make_doc({make_run({1005})}));
+  const MetricComparison& m = only_metric(r);
+  EXPECT_DOUBLE_EQ(m.test.p_value, 1.0);
+  EXPECT_NEAR(m.change_pct, 0.5, 1e-9);
+  EXPECT_EQ(m.verdict, Verdict::kUnclear);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("too few samples for the rank test in 1 of 1 matched run(s) "
+                            "(tpot_median: 1 against 1 samples, smallest possible p 1, not below "
+                            "alpha 0.05)"),
+            std::string::npos)
+      << r.notes[0];
+  // Identical single tokens are no better: unclear.
+  EXPECT_EQ(
+      only_metric(compare_docs(make_doc({make_run({1000})}), make_doc({make_run({1000})}))).verdict,
+      Verdict::kUnclear);
+  // Four a side can reach p = 0.0304 < 0.05: an equal pair is the same, with no note.
+  const CompareReport four = compare_docs(make_doc({make_run({1000, 1010, 1020, 1030})}),
+                                          make_doc({make_run({1000, 1010, 1020, 1030})}));
+  EXPECT_EQ(only_metric(four).verdict, Verdict::kSame);
+  EXPECT_TRUE(four.notes.empty());
+  // A looser alpha makes three a side enough (smallest p 0.0809 < 0.1).
+  CompareOptions loose;
+  loose.alpha = 0.1;
+  const CompareReport three = compare_docs(make_doc({make_run({1000, 1010, 1020})}),
+                                           make_doc({make_run({1000, 1010, 1020})}), loose);
+  EXPECT_EQ(only_metric(three).verdict, Verdict::kSame);
+  EXPECT_TRUE(three.notes.empty());
+}
+
 TEST(Compare, SignificantButBelowALargeThresholdIsUnclear) {
   CompareOptions o;
   o.threshold_pct = 25;

@@ -26,6 +26,27 @@ TEST(MannWhitney, CompleteSeparationOfThreeAndThree) {
   EXPECT_GT(r.p_value, 0.05);
 }
 
+TEST(MannWhitney, SmallestPValueIsThatOfCompleteSeparation) {
+  // z = (n1·n2/2 − ½) / √(n1·n2·(n1 + n2 + 1)/12); p = erfc(z/√2). 1 vs 1: z = 0, p = 1;
+  // 2 vs 2: z = 1.5/√(5/3); 4 vs 4: z = 7.5/√12 (values from Python's math.erfc).
+  EXPECT_DOUBLE_EQ(smallest_p_value(1, 1), 1.0);
+  EXPECT_NEAR(smallest_p_value(2, 2), 0.24527811680677286, 1e-12);
+  EXPECT_NEAR(smallest_p_value(3, 3), 0.0808555983700523, 1e-12);
+  EXPECT_NEAR(smallest_p_value(4, 4), 0.03038282197657751, 1e-12);
+  EXPECT_NEAR(smallest_p_value(1, 20), 0.11667744915847067, 1e-12);
+  EXPECT_NEAR(smallest_p_value(5, 2), 0.08136112923407551, 1e-12);
+  // It is what the test itself returns for fully separated samples of those sizes.
+  for (int n1 : {1, 2, 3, 5, 9}) {
+    for (int n2 : {1, 2, 4, 7}) {
+      std::vector<double> x, y;
+      for (int i = 0; i < n1; ++i) x.push_back(i);
+      for (int j = 0; j < n2; ++j) y.push_back(100 + j);
+      EXPECT_NEAR(smallest_p_value(n1, n2), mann_whitney_u(x, y).p_value, 1e-12) << n1 << " " << n2;
+    }
+  }
+  EXPECT_THROW((void)smallest_p_value(0, 3), Error);
+}
+
 TEST(MannWhitney, TiesUseMidRanksAndTheTieCorrection) {
   // Pooled sorted: 1x 2x 2x 2y 3x 3y 4y 5y → ranks 1, 3, 3, 3, 5.5, 5.5, 7, 8.
   // R_x = 1 + 3 + 3 + 5.5 = 12.5, U = 12.5 − 10 = 2.5 (pairs: 0 + ½ + ½ + 1½).
