@@ -121,7 +121,8 @@ void setup_make_gguf(CLI::App& app) {
       "The file holds the weights of the synthetic run with the same shape, --dtype and --seed "
       "(`decodebench --model FILE --seed S --prompt-tokens N --ignore-eos` decodes the same "
       "tokens as the synthetic run), llama or qwen2 metadata (qwen2 when the shape has Q/K/V "
-      "biases), and a filler gpt2 tokenizer: one token per ASCII byte, then <tN> tokens, the "
+      "biases), and a filler gpt2 tokenizer: one token per ASCII byte (stored in gpt2's "
+      "byte-to-character form, e.g. byte 0 as U+0100), then <tN> tokens, the "
       "last id <|endoftext|> as BOS/EOS.\n");
   cmd->callback([f] { run_make_gguf(*f); });
 }
