@@ -1123,14 +1123,17 @@ RingGguf ring_gguf_request() {
 /// (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs, branch build 26fb6c2
 /// with the variable 1). 1 KiB lies between the rows measured faster (504 bytes) and slower
 /// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 rows
-/// under 1 KiB too, in the 2-row shape gguf_ring_shape gives them (SmolLM2's Q8_0 LM head,
-/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 484.0 → 482.2 µs); other
-/// Q8_0 rows under 1 KiB (e.g. the Qwen2.5-0.5B shape's 952 bytes, which are never tiled) are
-/// unmeasured, and longer ones keep the per-warp form (in the tiled layout two slots of 16 such
-/// rows held one CTA per SM: round 27).
+/// under 768 bytes too, in the 2-row shape gguf_ring_shape gives them (SmolLM2's Q8_0 LM head,
+/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 484.0 → 482.2 µs), but not
+/// the Qwen2.5-0.5B shape's 952-byte rows (its o projection and LM head in GGUF blocks: step 577.4
+/// –577.7 → 583.1 µs with the ring, round 45) nor longer ones (7B Q8_0 with --weight-layout gguf,
+/// 3,808-byte rows: 3,095–3,100 → 3,123 µs with the variable 1, round 45; in the tiled layout two
+/// slots of 16 such rows held one CTA per SM: round 27). 768 lies between the 612 bytes measured
+/// faster and the 952 measured slower.
 constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
   return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||
-         ((t == WeightType::kQ4_0 || t == WeightType::kQ8_0) && row_bytes < 1024);
+         (t == WeightType::kQ4_0 && row_bytes < 1024) ||
+         (t == WeightType::kQ8_0 && row_bytes < 768);
 }
 
 /// The ring shape on 32-column GGUF blocks: the requested one, except that Q8_0's default (4 rows

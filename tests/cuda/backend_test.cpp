@@ -338,10 +338,10 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
     EXPECT_EQ(mix.gemv_per_step[0].first, kernel);
     EXPECT_EQ(mix.gemv_per_step[0].second, per_step) << kernel;
     // By form, in order of first launch: Q8_0's ring (4 warps × 1 slot × 4 rows) takes every
-    // tiled matrix (rows of 544 and 1,088 bytes); in GGUF blocks the rows under 1 KiB (QKV, o,
-    // gate/up and the LM head: 544 bytes) take the 2-row ring (8 warps × 2 slots × 2 rows) and the
-    // down projection's 1,088 bytes run per warp. Before sm_90 the tiled kernel has no forms and
-    // the mma kernel runs on the pre-split x'.
+    // tiled matrix (rows of 544 and 1,088 bytes); in GGUF blocks the rows under 768 bytes (QKV,
+    // o, gate/up and the LM head: 544 bytes) take the 2-row ring (8 warps × 2 slots × 2 rows) and
+    // the down projection's 1,088 bytes run per warp. Before sm_90 the tiled kernel has no forms
+    // and the mma kernel runs on the pre-split x'.
     const bool tiled = layout == WeightLayout::kTiled;
     const int64_t layers = m.config.n_layers;
     const std::vector<std::pair<std::string, int64_t>> forms =

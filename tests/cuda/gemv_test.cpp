@@ -1249,17 +1249,17 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
 // The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 and 44).
 // Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
 // 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
-// decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes and Q4_0 and
-// Q8_0 rows under 1 KiB (Q8_0 in 8 warps of 2 rows: its default 4 x 1 x 4 has no GGUF-block
-// kernel); Q4_0 rows of 2,016 bytes and Q8_0 rows of 1,088 keep two rows per task unless the
-// variable is 1, and with 0 every one of them does; a requested shape of 4 rows per warp keeps the
-// per-warp form (8 x 2 x 4, 4 x 1 x 4). Results against the CPU: those rows (odd rows 8 bytes off a
-// 16-byte boundary; 3,072 groups, so every CTA refills its slots many times), Q4_0 rows of 504 (8
-// bytes off) and 324 bytes (4 off; 1,028 rows: a last group of 4), Q5_0 of 396, Q5_1 of 432 and
-// Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring), with a bias or a residual, the LM head with
-// other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot), the per-warp form (0) on Q5_0 rows of 396
-// bytes and Q4_1 rows of 2,240, and with 1 Q8_0 rows of 3,808 bytes (two chunks, the second
-// partial; not the default).
+// decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes, Q4_0 rows
+// under 1 KiB and Q8_0 rows under 768 bytes (748 in, 782 out; Q8_0 in 8 warps of 2 rows: its
+// default 4 x 1 x 4 has no GGUF-block kernel); Q4_0 rows of 2,016 bytes and Q8_0 rows of 952 and
+// 1,088 keep two rows per task unless the variable is 1, and with 0 every one of them does; a
+// requested shape of 4 rows per warp keeps the per-warp form (8 x 2 x 4, 4 x 1 x 4). Results
+// against the CPU: those rows (odd rows 8 bytes off a 16-byte boundary; 3,072 groups, so every CTA
+// refills its slots many times), Q4_0 rows of 504 (8 bytes off) and 324 bytes (4 off; 1,028 rows: a
+// last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring),
+// with a bias or a residual, the LM head with other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot),
+// the per-warp form (0) on Q5_0 rows of 396 bytes and Q4_1 rows of 2,240, and with 1 Q8_0 rows of
+// 3,808 bytes (two chunks, the second partial; not the default).
 TEST(Gemv, StreamRingFormOnGgufBlocks) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
@@ -1289,7 +1289,8 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
                {WeightType::kQ4_0, 1824, "per-warp"}, {WeightType::kQ4_0, 3584, "per-warp"},
                {WeightType::kQ4_1, 3584, "ring"},     {WeightType::kQ5_0, 3584, "ring"},
                {WeightType::kQ5_1, 3584, "ring"},     {WeightType::kQ8_0, 576, "ring"},
-               {WeightType::kQ8_0, 896, "ring"},      {WeightType::kQ8_0, 1024, "per-warp"}};
+               {WeightType::kQ8_0, 704, "ring"},      {WeightType::kQ8_0, 736, "per-warp"},
+               {WeightType::kQ8_0, 896, "per-warp"},  {WeightType::kQ8_0, 1024, "per-warp"}};
   for (const auto& [t, cols, by_default] : rules) {
     SCOPED_TRACE(std::string(weight_traits(t).name) + " 4608x" + std::to_string(cols));
     GemvParams q = bufs.params(t);
