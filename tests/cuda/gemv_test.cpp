@@ -376,14 +376,15 @@ TEST(Gemv, ShortAndOddRows) {
   // bytes (Q6_K, 1024); 8,192 Q4_1 rows give every warp slot of 132 SMs several tasks (stages
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
   // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0, then the
-  // default: every case but Q6_K's 840-byte rows, which no ring form takes, runs the ring (the
-  // 32-column GGUF blocks since round 44).
+  // default (the ring on the 32-column GGUF blocks since round 44, but not on Q8_0 rows of 768
+  // bytes or more since round 45), then 1: every case but Q6_K's 840-byte rows, which no ring form
+  // takes, runs the ring.
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
-  for (const char* gguf : {"0", ""}) {
+  for (const char* gguf : {"0", "", "1"}) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_GGUF=") + gguf);
     gguf_env.set(gguf);
     for (const auto& [t, rows, cols, by_default] :
@@ -391,7 +392,7 @@ TEST(Gemv, ShortAndOddRows) {
              {WeightType::kQ4_0, 64, 896, "ring"},
              {WeightType::kQ4_1, 8192, 576, "ring"},
              {WeightType::kQ5_1, 64, 96, "ring"},
-             {WeightType::kQ8_0, 64, 896, "ring"},
+             {WeightType::kQ8_0, 64, 896, "per-warp"},
              {WeightType::kQ6_K, 32, 1024, "per-warp"},
              {WeightType::kQ4_0, 64, 128, "ring"}}) {
       ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
@@ -400,7 +401,10 @@ TEST(Gemv, ShortAndOddRows) {
         q.rows = rows;
         q.cols = cols;
         q.variant = 4;
-        EXPECT_STREQ(gemv_launch_info(q).form, *gguf == '0' ? "per-warp" : by_default)
+        const char* form = *gguf == '0'                             ? "per-warp"
+                           : *gguf == '1' && t != WeightType::kQ6_K ? "ring"
+                                                                    : by_default;
+        EXPECT_STREQ(gemv_launch_info(q).form, form)
             << describe(t, rows, cols, gemv_launch_info(q));
       }
       check_gemv(t, rows, cols, true, false, 0, 0, 4);
