@@ -43,6 +43,7 @@ std::string help_footer() {
          "  p >= alpha and |change| < threshold  -> same\n"
          "  otherwise                            -> unclear (more tokens or a quieter machine)\n"
          "  (--threshold 0: the test alone decides, p >= alpha -> same)\n"
+         "  too few samples for p < alpha without ties (1 to 3 a side at 0.05) -> unclear\n"
          "Metrics:\n" +
          metrics +
          "Exit codes: 0 nothing slower · 1 at least one slower (a regression) · 2 usage or data "

@@ -150,7 +150,9 @@ std::string compare_markdown(const CompareReport& r) {
                "same = not significant and |change| < threshold; unclear = otherwise"
              : "\nVerdicts (threshold 0: the test alone decides): faster/slower = significant "
                "(p < alpha); same = not significant; unclear = significant with equal medians";
-  out += ", or where the sample counts cannot reach p < alpha.\n";
+  out +=
+      "; unclear whatever the test where the sample counts cannot reach p < alpha without "
+      "ties.\n";
   return out;
 }
 

@@ -645,15 +645,16 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       m.test = mann_whitney_u(c->samples, b->samples);
       m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
                                  options.alpha, options.threshold_pct);
-      // With so few samples that even complete separation is not significant, "not significant"
-      // says nothing: such a pair is unclear, never the same (a CI job timing one token would
-      // otherwise pass any change below the threshold as "same").
+      // With so few samples that complete separation without ties is not significant, "not
+      // significant" says nothing (a CI job timing one token would otherwise pass any change
+      // below the threshold as "same"), and a significant p comes only from the tie correction
+      // (3 against 3 tied values: p = 0.047): such a pair is unclear, whatever the test says.
       const double floor_p = smallest_p_value(m.n_baseline, m.n_candidate);
       if (floor_p >= options.alpha) {
-        if (m.verdict == Verdict::kSame) m.verdict = Verdict::kUnclear;
+        m.verdict = Verdict::kUnclear;
         ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
                     std::to_string(m.n_candidate) +
-                    fmt::format(" samples, smallest possible p {:.3g}", floor_p)];
+                    fmt::format(" samples, smallest p without ties {:.3g}", floor_p)];
       }
       rc.metrics.push_back(std::move(m));
     }
@@ -739,8 +740,8 @@ nlohmann::json compare_json(const CompareReport& report) {
            ? "significant (p < alpha) and |change| >= threshold: faster/slower; not significant "
              "and |change| < threshold: same; otherwise unclear"
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
-             "significant: same") +
-      "; unclear, never same, where the sample counts cannot reach p < alpha";
+             "significant: same; significant with equal medians: unclear") +
+      "; whatever the test, unclear where the sample counts cannot reach p < alpha without ties";
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

@@ -1115,9 +1115,9 @@ RingGguf ring_gguf_request() {
 
 /// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
 /// measured on H100s (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
-/// docs/performance.md, round 44): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B steps in
-/// their default GGUF blocks: Q4_1 2,197 → 2,130 µs, Q5_0 2,378 → 2,337, Q5_1 2,551–2,561 →
-/// 2,489–2,495; Qwen2.5-0.5B Q4_1 568–571 → 549; the SmolLM2 shape, where only the LM head moves,
+/// docs/performance.md, rounds 44 and 45): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B
+/// steps in their default GGUF blocks: Q4_1 2,197 → 2,130 µs, Q5_0 2,378 → 2,337, Q5_1 2,551–2,561
+/// → 2,489–2,495; Qwen2.5-0.5B Q4_1 568–571 → 549; the SmolLM2 shape, where only the LM head moves,
 /// −0.4 to −0.8%) and for Q4_0 rows under 1 KiB (SmolLM2's 324-byte rows 462.2–462.4 → 457.7–457.8
 /// µs, Qwen2.5-0.5B's 504-byte rows 558.5–558.6 → 549.0–549.2), but not for longer Q4_0 rows
 /// (7B Q4_0 with --weight-layout gguf, 2,016-byte rows: 2,046 → 2,068 µs, branch build 26fb6c2

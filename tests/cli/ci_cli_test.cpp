@@ -592,6 +592,9 @@ TEST_F(CompareCli, ThresholdZeroLeavesTheVerdictToTheTest) {
   EXPECT_EQ(doc["summary"]["same"], 1) << same.out;
   EXPECT_TRUE(contains(doc["method"].get<std::string>(), "threshold 0, the test alone decides"))
       << doc["method"];
+  EXPECT_TRUE(contains(doc["method"].get<std::string>(),
+                       "unclear where the sample counts cannot reach p < alpha without ties"))
+      << doc["method"];
   const auto report = *dir_ / "zero.md";
   const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "--threshold",
                                      "0%", "--format", "md", "--output", report.string()});
@@ -599,6 +602,7 @@ TEST_F(CompareCli, ThresholdZeroLeavesTheVerdictToTheTest) {
   const std::string md = read_file(report);
   EXPECT_TRUE(contains(md, "**slower**")) << md;
   EXPECT_TRUE(contains(md, "Verdicts (threshold 0: the test alone decides)")) << md;
+  EXPECT_TRUE(contains(md, "unclear whatever the test where the sample counts cannot reach")) << md;
   EXPECT_FALSE(contains(md, "|change| < threshold")) << md;
 }
 
@@ -645,6 +649,7 @@ TEST_F(CompareCli, HelpDocumentsTheRule) {
   EXPECT_TRUE(contains(r.out, "Mann-Whitney")) << r.out;
   EXPECT_TRUE(contains(r.out, "p < alpha and |change| >= threshold  -> faster or slower")) << r.out;
   EXPECT_TRUE(contains(r.out, "-> unclear")) << r.out;
+  EXPECT_TRUE(contains(r.out, "too few samples for p < alpha without ties")) << r.out;
   EXPECT_TRUE(contains(r.out, "1 at least one slower")) << r.out;
 }
 

@@ -187,7 +187,7 @@ TEST(Compare, HeavyOverlapWithinTheThresholdIsTheSame) {
 }
 
 TEST(Compare, TinySamplesWithALargeChangeAreUnclear) {
-  // Three tokens each, fully separated, +10%: p = 0.0809 (the smallest possible for 3 vs 3) is
+  // Three tokens each, fully separated, +10%: p = 0.0809 (the smallest for 3 vs 3 distinct) is
   // not significant, the change is above 5% → unclear, and unclear is not a regression.
   const CompareReport r = compare_docs(make_doc({make_run({1000, 1010, 1020})}),
                                        make_doc({make_run({1100, 1110, 1120})}));
@@ -208,10 +208,11 @@ TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
   EXPECT_EQ(m.verdict, Verdict::kUnclear);
   EXPECT_EQ(r.exit_code(), ExitCode::kOk);
   ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_NE(r.notes[0].find("too few samples for the rank test in 1 of 1 matched run(s) "
-                            "(tpot_median: 1 against 1 samples, smallest possible p 1, not below "
-                            "alpha 0.05)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.notes[0].find("too few samples for the rank test in 1 of 1 matched run(s) "
+                      "(tpot_median: 1 against 1 samples, smallest p without ties 1, not below "
+                      "alpha 0.05)"),
+      std::string::npos)
       << r.notes[0];
   // Identical single tokens are no better: unclear.
   EXPECT_EQ(
@@ -229,6 +230,14 @@ TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
                                            make_doc({make_run({1000, 1010, 1020})}), loose);
   EXPECT_EQ(only_metric(three).verdict, Verdict::kSame);
   EXPECT_TRUE(three.notes.empty());
+  // Three tied values a side, +6%: the tie correction gives p = 0.0469 < 0.05, which would read
+  // "slower"; with three tokens a side it is unclear, not a regression.
+  const CompareReport tied = compare_docs(make_doc({make_run({1000, 1000, 1000})}),
+                                          make_doc({make_run({1060, 1060, 1060})}));
+  EXPECT_NEAR(only_metric(tied).test.p_value, 0.0469, 1e-4);
+  EXPECT_EQ(only_metric(tied).verdict, Verdict::kUnclear);
+  EXPECT_EQ(tied.exit_code(), ExitCode::kOk);
+  EXPECT_EQ(tied.notes.size(), 1u);
 }
 
 TEST(Compare, SignificantButBelowALargeThresholdIsUnclear) {
