@@ -29,8 +29,9 @@ struct MannWhitney {
 MannWhitney mann_whitney_u(std::span<const double> x, std::span<const double> y);
 
 /// The smallest two-sided p-value mann_whitney_u returns for samples of n1 and n2 distinct values:
-/// that of complete separation (U = 0 or n1·n2), by the same formulas
-/// (z = (n1·n2/2 − ½) / √(n1·n2·(n1 + n2 + 1)/12), p = erfc(|z| / √2)). When it is not below
+/// that of complete separation (U = 0 or n1·n2), by mann_whitney_u's formulas (Conover, Practical
+/// Nonparametric Statistics, 3rd ed., §5.1, without ties): z = (n1·n2/2 − ½) /
+/// √(n1·n2·(n1 + n2 + 1)/12), p = erfc(|z| / √2); unitless, in (0, 1]. When it is not below
 /// alpha the test cannot find a difference between untied samples, however large: 1 against 1
 /// gives 1, 2 against 2 0.245, 3 against 3 0.0809, 4 against 4 0.0304. Tied values shrink σ and
 /// can give less (3 tied against 3 tied: 0.0469). Throws decodebench::Error (exit 2) when n1 or
