@@ -38,6 +38,18 @@ std::string pid_list(const nlohmann::json& nvml) {
   return s;
 }
 
+/// The doctor report of a host with no usable GPU: `healthy` false, `gpu` null, `verdict`
+/// "unhealthy: " + why (the message the command exits with, code 3), no capture matrix.
+nlohmann::json no_gpu_report(const std::string& why) {
+  return {{"healthy", false},
+          {"verdict", "unhealthy: " + why},
+          {"gpu", nullptr},
+          {"matrix", nlohmann::json::array()},
+          {"cross_thread", nlohmann::json::array()},
+          {"replay_matches_eager", false},
+          {"environment", host_environment()}};
+}
+
 void print_doctor(const nlohmann::json& r, FILE* out) {
   const auto& g = r["gpu"];
   fmt::print(out, "GPU      {} (compute capability {}, {} SMs, {:.1f} GiB)\n", text(g, "name"),
@@ -94,10 +106,20 @@ void setup_doctor(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("doctor", "Check the GPU, driver and CUDA graph capture health");
   static std::string path;  // CLI11 binds by reference: storage for the process lifetime
   std::string* json_path = &path;
-  cmd->add_option("--json", *json_path, "Write the report as JSON to PATH ('-' = stdout)");
+  cmd->add_option("--json", *json_path,
+                  "Write the report as JSON to PATH ('-' = stdout); without a usable GPU it holds "
+                  "healthy false and the reason, and the command exits 3");
   cmd->callback([json_path, exit_code] {
     if (!json_path->empty()) check_json_destination(*json_path);
-    CudaProvider& cuda = require_gpu("doctor");
+    CudaProvider* cuda_or_null = nullptr;
+    try {
+      cuda_or_null = &require_gpu("doctor");
+    } catch (const Error& e) {
+      // A fleet check reads the report, so it says why there is none before the exit code (3).
+      if (!json_path->empty()) write_json_file(*json_path, no_gpu_report(e.what()));
+      throw;
+    }
+    CudaProvider& cuda = *cuda_or_null;
     nlohmann::json r = cuda.doctor();
     r["environment"] = host_environment();
     print_doctor(r, writes_to_stdout(*json_path) ? stderr : stdout);

@@ -356,6 +356,32 @@ TEST(RunCli, CudaBackendWithoutDeviceExitsThree) {
       << r.err;
 }
 
+// A fleet check that asks `doctor --json` on a host with no usable GPU gets a report saying so
+// (healthy false, gpu null, the error's text as the verdict), not a missing file, and exit 3.
+TEST(RunCli, DoctorWithoutAGpuWritesWhyInItsJson) {
+  TempDir dir;
+  const auto path = dir.path() / "doctor.json";
+  const auto r = run_decodebench({"doctor", "--json", path.string()});
+  if (r.exit_code == 0 || r.exit_code == 1) GTEST_SKIP() << "a CUDA device is present";
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  const std::string prefix = "decodebench: error: ";
+  const auto at = r.err.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string why = r.err.substr(at + prefix.size());
+  why = why.substr(0, why.find('\n'));
+  EXPECT_NE(why.find("doctor: "), std::string::npos) << why;
+  const auto doc = nlohmann::json::parse(read_file(path));
+  EXPECT_EQ(doc["healthy"], false);
+  EXPECT_TRUE(doc["gpu"].is_null()) << doc["gpu"];
+  EXPECT_EQ(doc["verdict"], "unhealthy: " + why);
+  EXPECT_TRUE(doc["matrix"].empty());
+  EXPECT_EQ(doc["environment"]["cores"].is_number(), true) << doc["environment"];
+  // '-' puts the same report on stdout, alone.
+  const auto s = run_decodebench({"doctor", "--json", "-"});
+  ASSERT_EQ(s.exit_code, 3) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["verdict"], "unhealthy: " + why) << s.out;
+}
+
 TEST(RunCli, MinTimeRepeatsRoundsAndSaysSo) {
   const auto r = run_decodebench(tiny({"--min-time", "0.3", "--json", "-", "-q"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
