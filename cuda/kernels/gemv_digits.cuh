@@ -20,7 +20,15 @@ namespace decodebench::cuda::gemv_impl {
 /// the tile's largest |x'| (finer than x' in f16 for values above 1/4 of it) and need a third
 /// fewer dp4a than three (below 2^-20): 7B steps on the H200 gained 3.1% (Q4_0), 5.9% (Q4_K_M)
 /// and 3.6% (Q8_0) in tokens/s (docs/performance.md, round 21). The tiled-mma kernel keeps three.
+/// A probe build may set DECODEBENCH_X_DIGITS (1 to 3) to measure another count; one digit
+/// (residue up to 2^-7 of the tile's largest |x'|, coarser than llama.cpp's 8-bit x') fails the
+/// GEMV and backend tests' error bounds, which assume two (docs/performance.md, round 46).
+#ifdef DECODEBENCH_X_DIGITS
+constexpr int kDigits = DECODEBENCH_X_DIGITS;
+#else
 constexpr int kDigits = 2;
+#endif
+static_assert(kDigits >= 1 && kDigits <= 3, "the stream layout holds three digits");
 constexpr uint32_t kLow4 = 0x0F0F0F0Fu;
 static_assert(kStreamGroupTiles == 32, "a warp-wide pass reads one group of the x' layout");
 
@@ -74,12 +82,11 @@ __device__ __forceinline__ void load_digit(const int8_t* d, uint32_t (&w)[8]) {
 /// low-half digit sums.
 template <bool kSx, bool kLo>
 __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
-  static_assert(kDigits == 3 || kDigits == 2, "two or three of the stream layout's three digits");
   constexpr int kPlane = kStreamGroupTiles * 4;
   XTile x;
   const int8_t* d = g + l * 16;
   load_digit<0>(d, x.d[0]);
-  load_digit<1>(d, x.d[1]);
+  if constexpr (kDigits > 1) load_digit<1>(d, x.d[kDigits > 1 ? 1 : 0]);
   if constexpr (kDigits > 2) load_digit<2>(d, x.d[kDigits - 1]);
   const int8_t* pl = g + l * 4;
   x.f1 = __int_as_float(ldg4_at<kStreamPlaneBase>(pl));
@@ -90,13 +97,13 @@ __device__ __forceinline__ XTile load_x_tile(const int8_t* g, int l) {
   if constexpr (kDigits > 2) s2 = ldg4_at<kStreamPlaneBase + 2 * kPlane>(pl);
   // Digit sums are packed as int16 pairs: sign-extend.
   x.sum[0] = static_cast<int16_t>(s01 & 0xFFFF);
-  x.sum[1] = s01 >> 16;
+  if constexpr (kDigits > 1) x.sum[kDigits > 1 ? 1 : 0] = s01 >> 16;
   if constexpr (kDigits > 2) x.sum[kDigits - 1] = static_cast<int16_t>(s2 & 0xFFFF);
   if constexpr (kSx) x.sx = __int_as_float(ldg4_at<kStreamPlaneBase + 3 * kPlane>(pl));
   if constexpr (kLo) {
     const int lo01 = ldg4_at<kStreamPlaneBase + 4 * kPlane>(pl);
     x.lo[0] = static_cast<int16_t>(lo01 & 0xFFFF);
-    x.lo[1] = lo01 >> 16;
+    if constexpr (kDigits > 1) x.lo[kDigits > 1 ? 1 : 0] = lo01 >> 16;
     if constexpr (kDigits > 2) x.lo[kDigits - 1] = s2 >> 16;
   }
   return x;
@@ -136,10 +143,12 @@ __device__ __forceinline__ void kquant_scale_min(uint32_t w1, uint32_t w2, uint3
 
 /// f_0·s_0 + f_1·s_1 (+ f_2·s_2 with three digits) for integer digit sums s (|s_n| <= 2^18).
 __device__ __forceinline__ float digits_value(const XTile& x, const int (&s)[kDigits]) {
-  if constexpr (kDigits == 2) {
-    return x.f1 * static_cast<float>(s[0] * 128 + s[1]);
+  if constexpr (kDigits == 1) {
+    return x.f1 * static_cast<float>(s[0] * 128);
+  } else if constexpr (kDigits == 2) {
+    return x.f1 * static_cast<float>(s[0] * 128 + s[kDigits - 1]);
   } else {
-    return fmaf(x.f1, static_cast<float>(s[0] * 128 + s[1]),
+    return fmaf(x.f1, static_cast<float>(s[0] * 128 + s[kDigits > 1 ? 1 : 0]),
                 x.f2 * static_cast<float>(s[kDigits - 1]));
   }
 }
