@@ -1113,9 +1113,9 @@ RingGguf ring_gguf_request() {
                       "on every matrix in 32-column GGUF blocks it can copy); unset: the default");
 }
 
-/// The default (kAuto) for 32-column GGUF blocks of type t with rows of row_bytes bytes, as
-/// measured on H100s (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
-/// docs/performance.md, rounds 44 and 45): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B
+/// The default (kAuto) for a matrix of `rows` rows of row_bytes bytes in 32-column GGUF blocks of
+/// type t, as measured on H100s (median TPOT against DECODEBENCH_GEMV_RING_GGUF=0, alternated;
+/// docs/performance.md, rounds 44 to 46): the ring for Q4_1, Q5_0 and Q5_1 at any row length (7B
 /// steps in their default GGUF blocks: Q4_1 2,197 → 2,130 µs, Q5_0 2,378 → 2,337, Q5_1 2,551–2,561
 /// → 2,489–2,495; Qwen2.5-0.5B Q4_1 568–571 → 549; the SmolLM2 shape, where only the LM head moves,
 /// −0.4 to −0.8%) and for Q4_0 rows under 1 KiB (SmolLM2's 324-byte rows 462.2–462.4 → 457.7–457.8
@@ -1130,10 +1130,20 @@ RingGguf ring_gguf_request() {
 /// 3,808-byte rows: 3,095–3,100 → 3,123 µs with the variable 1, round 45; in the tiled layout two
 /// slots of 16 such rows held one CTA per SM: round 27). 768 lies between the 612 bytes measured
 /// faster and the 952 measured slower.
-constexpr bool ring_gguf_takes(WeightType t, int64_t row_bytes) {
+/// Longer Q8_0 and Q4_0 rows take it where the matrix has at least kRingGgufManyRows rows (the LM
+/// heads of 65,536-token and larger vocabularies): alone (bench-kernels, PDL, round 46) the ring
+/// was faster there at every length measured (Q8_0 65,536 × 896 23.3 → 22.7 µs, 151,936 × 896 52.4
+/// → 50.6, 65,536 × 3,584 84.3–84.5 → 83.7–83.8, 152,064 × 3,584 193.6 → 188.4; Q4_0 152,064 ×
+/// 3,584 107.6 → 105.2) and slower or even on Q8_0 matrices of fewer rows (896 × 896 1.59 → 1.90,
+/// 32,768 × 896 11.7 → 12.5, 45,056 × 896 16.2 both, 37,888 × 3,584 48.9 → 50.3, 49,152 × 3,584
+/// 63.4–63.5 → 64.1–64.2): the Qwen2.5-0.5B shape's o projection and LM head together explain that
+/// step's +1.0%.
+constexpr int64_t kRingGgufManyRows = 65536;
+constexpr bool ring_gguf_takes(WeightType t, int64_t rows, int64_t row_bytes) {
+  const bool many_rows = rows >= kRingGgufManyRows;
   return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||
-         (t == WeightType::kQ4_0 && row_bytes < 1024) ||
-         (t == WeightType::kQ8_0 && row_bytes < 768);
+         (t == WeightType::kQ4_0 && (row_bytes < 1024 || many_rows)) ||
+         (t == WeightType::kQ8_0 && (row_bytes < 768 || many_rows));
 }
 
 /// The ring shape on 32-column GGUF blocks: the requested one, except that Q8_0's default (4 rows
@@ -1334,7 +1344,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // (gguf_ring_shape gives Q8_0 8 x 2 x 2 here; an asked-for 4-row shape keeps the per-warp
     // form).
     const bool gguf_wanted = gguf_ring == RingGguf::kAll ||
-                             (gguf_ring == RingGguf::kAuto && ring_gguf_takes(T, row_bytes));
+                             (gguf_ring == RingGguf::kAuto && ring_gguf_takes(T, rows, row_bytes));
     const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
                            ring_rows == kRows && group_rows * row_bytes % 16 == 0 &&
                            (rows % group_rows) * row_bytes % 16 == 0;

@@ -1284,29 +1284,36 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
   gguf_env.set("");
   EXPECT_EQ(gemv_launch_info(p).tasks, 3072);  // empty: the default
   gguf_env.set(nullptr);
-  // The default by type and row length; 1 takes the long Q4_0 rows too.
+  // The default by type, row length and row count (kRingGgufManyRows: 65,536); 1 takes every
+  // one, 0 none.
   const struct {
     WeightType t;
-    int64_t cols;
+    int64_t rows, cols;
     const char* by_default;
-  } rules[] = {{WeightType::kQ4_0, 576, "ring"},      {WeightType::kQ4_0, 1792, "ring"},
-               {WeightType::kQ4_0, 1824, "per-warp"}, {WeightType::kQ4_0, 3584, "per-warp"},
-               {WeightType::kQ4_1, 3584, "ring"},     {WeightType::kQ5_0, 3584, "ring"},
-               {WeightType::kQ5_1, 3584, "ring"},     {WeightType::kQ8_0, 576, "ring"},
-               {WeightType::kQ8_0, 704, "ring"},      {WeightType::kQ8_0, 736, "per-warp"},
-               {WeightType::kQ8_0, 896, "per-warp"},  {WeightType::kQ8_0, 1024, "per-warp"}};
-  for (const auto& [t, cols, by_default] : rules) {
-    SCOPED_TRACE(std::string(weight_traits(t).name) + " 4608x" + std::to_string(cols));
+  } rules[] = {
+      {WeightType::kQ4_0, 4608, 576, "ring"},       {WeightType::kQ4_0, 4608, 1792, "ring"},
+      {WeightType::kQ4_0, 4608, 1824, "per-warp"},  {WeightType::kQ4_0, 4608, 3584, "per-warp"},
+      {WeightType::kQ4_0, 65520, 3584, "per-warp"}, {WeightType::kQ4_0, 65536, 3584, "ring"},
+      {WeightType::kQ4_1, 4608, 3584, "ring"},      {WeightType::kQ5_0, 4608, 3584, "ring"},
+      {WeightType::kQ5_1, 4608, 3584, "ring"},      {WeightType::kQ8_0, 4608, 576, "ring"},
+      {WeightType::kQ8_0, 4608, 704, "ring"},       {WeightType::kQ8_0, 4608, 736, "per-warp"},
+      {WeightType::kQ8_0, 4608, 896, "per-warp"},   {WeightType::kQ8_0, 65520, 896, "per-warp"},
+      {WeightType::kQ8_0, 65536, 896, "ring"},      {WeightType::kQ8_0, 151936, 896, "ring"},
+      {WeightType::kQ8_0, 4608, 1024, "per-warp"},  {WeightType::kQ8_0, 49152, 3584, "per-warp"},
+      {WeightType::kQ8_0, 152064, 3584, "ring"}};
+  for (const auto& [t, rows, cols, by_default] : rules) {
+    SCOPED_TRACE(std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
+                 std::to_string(cols));
     GemvParams q = bufs.params(t);
-    q.rows = 4608;
+    q.rows = rows;
     q.cols = cols;
     EXPECT_STREQ(gemv_launch_info(q).form, by_default);
     gguf_env.set("1");
     EXPECT_STREQ(gemv_launch_info(q).form, "ring");
-    EXPECT_EQ(gemv_launch_info(q).tasks, 288);
+    EXPECT_EQ(gemv_launch_info(q).tasks, rows / 16);
     gguf_env.set("0");
     EXPECT_STREQ(gemv_launch_info(q).form, "per-warp");
-    EXPECT_EQ(gemv_launch_info(q).tasks, 2304);
+    EXPECT_EQ(gemv_launch_info(q).tasks, rows / 2);
     gguf_env.set(nullptr);
   }
   ring_env.set("8x2x4");
