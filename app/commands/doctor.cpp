@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <string>
 
+#include "app/report/text.hpp"
 #include "core/backend_registry.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
@@ -38,15 +40,16 @@ std::string pid_list(const nlohmann::json& nvml) {
   return s;
 }
 
-/// The doctor report of a host with no usable GPU: `healthy` false, `gpu` null, `verdict`
-/// "unhealthy: " + why (the message the command exits with, code 3), no capture matrix.
+/// The doctor report of a host with no usable GPU: `healthy` false, `gpu` and
+/// `replay_matches_eager` null (nothing ran), `verdict` "unhealthy: " + why (the message the
+/// command exits with, code 3), no capture matrix.
 nlohmann::json no_gpu_report(const std::string& why) {
   return {{"healthy", false},
           {"verdict", "unhealthy: " + why},
           {"gpu", nullptr},
           {"matrix", nlohmann::json::array()},
           {"cross_thread", nlohmann::json::array()},
-          {"replay_matches_eager", false},
+          {"replay_matches_eager", nullptr},
           {"environment", host_environment()}};
 }
 
@@ -116,7 +119,14 @@ void setup_doctor(CLI::App& app, int* exit_code) {
       cuda_or_null = &require_gpu("doctor");
     } catch (const Error& e) {
       // A fleet check reads the report, so it says why there is none before the exit code (3).
-      if (!json_path->empty()) write_json_file(*json_path, no_gpu_report(e.what()));
+      // A failed write is a warning: the missing GPU stays the error the command exits with.
+      if (!json_path->empty()) {
+        try {
+          write_json_file(*json_path, no_gpu_report(e.what()));
+        } catch (const Error& w) {
+          std::fprintf(stderr, "decodebench: warning: %s\n", printable_message(w.what()).c_str());
+        }
+      }
       throw;
     }
     CudaProvider& cuda = *cuda_or_null;

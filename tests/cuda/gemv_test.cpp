@@ -377,8 +377,8 @@ TEST(Gemv, ShortAndOddRows) {
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
   // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0, then the
   // default (the ring on the 32-column GGUF blocks since round 44, but not on Q8_0 rows of 768
-  // bytes or more since round 45), then 1: every case but Q6_K's 840-byte rows, which no ring form
-  // takes, runs the ring.
+  // bytes or more in matrices under 65,536 rows since rounds 45 and 46), then 1: every case but
+  // Q6_K's 840-byte rows, which no ring form takes, runs the ring.
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
@@ -1250,20 +1250,22 @@ TEST(Gemv, StreamKernelTakesMatricesBelow4GiB) {
   EXPECT_STREQ(gemv_launch_info(p).kernel, "mma-presplit");
 }
 
-// The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 and 44).
+// The ring's whole-row form on the 32-column GGUF blocks (docs/performance.md, rounds 43 to 46).
 // Planning: by default (DECODEBENCH_GEMV_RING_GGUF unset) SmolLM2's Q4_1 LM head (49,152 rows of
 // 360 bytes) runs in groups of 16 rows, each slot 16 bytes longer than its 5,760 bytes (the
 // decoders read a word past a row), as do Q4_1 and Q5_0 rows of 2,240 and 2,464 bytes, Q4_0 rows
-// under 1 KiB and Q8_0 rows under 768 bytes (748 in, 782 out; Q8_0 in 8 warps of 2 rows: its
-// default 4 x 1 x 4 has no GGUF-block kernel); Q4_0 rows of 2,016 bytes and Q8_0 rows of 952 and
-// 1,088 keep two rows per task unless the variable is 1, and with 0 every one of them does; a
+// under 1 KiB, Q8_0 rows under 768 bytes (748 in, 782 out; Q8_0 in 8 warps of 2 rows: its
+// default 4 x 1 x 4 has no GGUF-block kernel) and longer Q8_0 rows in matrices of 65,536 rows or
+// more (65,520 out); Q4_0 rows of 2,016 bytes (any row count) and Q8_0 rows of 952 and 1,088 in
+// fewer rows keep two rows per task unless the variable is 1, and with 0 every one of them does; a
 // requested shape of 4 rows per warp keeps the per-warp form (8 x 2 x 4, 4 x 1 x 4). Results
 // against the CPU: those rows (odd rows 8 bytes off a 16-byte boundary; 3,072 groups, so every CTA
 // refills its slots many times), Q4_0 rows of 504 (8 bytes off) and 324 bytes (4 off; 1,028 rows: a
 // last group of 4), Q5_0 of 396, Q5_1 of 432 and Q8_0 in GGUF blocks of 612 (with the 8 x 2 ring),
 // with a bias or a residual, the LM head with other ring shapes (16 x 2, 16 x 1, 8 x 1: one slot),
-// the per-warp form (0) on Q5_0 rows of 396 bytes and Q4_1 rows of 2,240, and with 1 Q8_0 rows of
-// 3,808 bytes (two chunks, the second partial; not the default).
+// the per-warp form (0) on Q5_0 rows of 396 bytes and Q4_1 rows of 2,240, with 1 Q8_0 rows of
+// 3,808 bytes (two chunks, the second partial; not the default in 97 rows), and by default 65,536
+// Q8_0 rows of 952 bytes (a large vocabulary's LM head).
 TEST(Gemv, StreamRingFormOnGgufBlocks) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
@@ -1291,15 +1293,15 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
     int64_t rows, cols;
     const char* by_default;
   } rules[] = {
-      {WeightType::kQ4_0, 4608, 576, "ring"},       {WeightType::kQ4_0, 4608, 1792, "ring"},
-      {WeightType::kQ4_0, 4608, 1824, "per-warp"},  {WeightType::kQ4_0, 4608, 3584, "per-warp"},
-      {WeightType::kQ4_0, 65520, 3584, "per-warp"}, {WeightType::kQ4_0, 65536, 3584, "ring"},
-      {WeightType::kQ4_1, 4608, 3584, "ring"},      {WeightType::kQ5_0, 4608, 3584, "ring"},
-      {WeightType::kQ5_1, 4608, 3584, "ring"},      {WeightType::kQ8_0, 4608, 576, "ring"},
-      {WeightType::kQ8_0, 4608, 704, "ring"},       {WeightType::kQ8_0, 4608, 736, "per-warp"},
-      {WeightType::kQ8_0, 4608, 896, "per-warp"},   {WeightType::kQ8_0, 65520, 896, "per-warp"},
-      {WeightType::kQ8_0, 65536, 896, "ring"},      {WeightType::kQ8_0, 151936, 896, "ring"},
-      {WeightType::kQ8_0, 4608, 1024, "per-warp"},  {WeightType::kQ8_0, 49152, 3584, "per-warp"},
+      {WeightType::kQ4_0, 4608, 576, "ring"},        {WeightType::kQ4_0, 4608, 1792, "ring"},
+      {WeightType::kQ4_0, 4608, 1824, "per-warp"},   {WeightType::kQ4_0, 4608, 3584, "per-warp"},
+      {WeightType::kQ4_0, 152064, 3584, "per-warp"}, {WeightType::kQ4_0, 65536, 3584, "per-warp"},
+      {WeightType::kQ4_1, 4608, 3584, "ring"},       {WeightType::kQ5_0, 4608, 3584, "ring"},
+      {WeightType::kQ5_1, 4608, 3584, "ring"},       {WeightType::kQ8_0, 4608, 576, "ring"},
+      {WeightType::kQ8_0, 4608, 704, "ring"},        {WeightType::kQ8_0, 4608, 736, "per-warp"},
+      {WeightType::kQ8_0, 4608, 896, "per-warp"},    {WeightType::kQ8_0, 65520, 896, "per-warp"},
+      {WeightType::kQ8_0, 65536, 896, "ring"},       {WeightType::kQ8_0, 151936, 896, "ring"},
+      {WeightType::kQ8_0, 4608, 1024, "per-warp"},   {WeightType::kQ8_0, 49152, 3584, "per-warp"},
       {WeightType::kQ8_0, 152064, 3584, "ring"}};
   for (const auto& [t, rows, cols, by_default] : rules) {
     SCOPED_TRACE(std::string(weight_traits(t).name) + " " + std::to_string(rows) + "x" +
@@ -1359,13 +1361,21 @@ TEST(Gemv, StreamRingFormOnGgufBlocks) {
     EXPECT_STREQ(gemv_launch_info(p).form, "ring");
     check_gemv(WeightType::kQ4_1, 49152, 576, false, true, 0, 0, 4);
   }
-  // Q8_0 rows longer than one chunk (2,048 columns) on the ring, which only 1 gives them.
+  // Q8_0 rows longer than one chunk (2,048 columns) on the ring, which in 97 rows only 1 gives
+  // them.
   ring_env.set(nullptr);
   GemvParams long_q8 = bufs.params(WeightType::kQ8_0);
   long_q8.rows = 97;
   long_q8.cols = 3584;
   EXPECT_STREQ(gemv_launch_info(long_q8).form, "ring");
   check_gemv(WeightType::kQ8_0, 97, 3584, true, true, 0, 0, 4);
+  // By default, 952-byte Q8_0 rows in a matrix of 65,536 rows (kRingGgufManyRows).
+  gguf_env.set(nullptr);
+  GemvParams head_q8 = bufs.params(WeightType::kQ8_0);
+  head_q8.rows = 65536;
+  head_q8.cols = 896;
+  EXPECT_STREQ(gemv_launch_info(head_q8).form, "ring");
+  check_gemv(WeightType::kQ8_0, 65536, 896, true, false, 0, 0, 4);
   // The per-warp form on blocks the ring takes by default, against the CPU.
   gguf_env.set("0");
   check_gemv(WeightType::kQ5_0, 4096, 576, true, false, 0, 0, 4);
