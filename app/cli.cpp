@@ -93,8 +93,11 @@ int run_entry(int argc, char** argv) {
 #endif
   CLI::App app{"decodebench: measures the per-token decode step of a decoder-only transformer"};
   app.footer(sweeps_help() + "\n" + kExitCodes);
+  const std::string probe = *build_info::kProbe == '\0'
+                                ? std::string()
+                                : std::string(", probe build: ") + build_info::kProbe;
   app.set_version_flag("--version", std::string("decodebench ") + build_info::kVersion + " (" +
-                                        build_info::kGitSha + ")");
+                                        build_info::kGitSha + probe + ")");
   app.require_subcommand(0, 1);
   // A flag given twice takes its last value, so wrappers can append overrides.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

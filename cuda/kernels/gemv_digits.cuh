@@ -20,10 +20,11 @@ namespace decodebench::cuda::gemv_impl {
 /// the tile's largest |x'| (finer than x' in f16 for values above 1/4 of it) and need a third
 /// fewer dp4a than three (below 2^-20): 7B steps on the H200 gained 3.1% (Q4_0), 5.9% (Q4_K_M)
 /// and 3.6% (Q8_0) in tokens/s (docs/performance.md, round 21). The tiled-mma kernel keeps three.
-/// A probe build may set DECODEBENCH_X_DIGITS (1 to 3) to measure another count. One digit
-/// (residue up to 2^-7 of the tile's largest |x'|, coarser than llama.cpp's 8-bit x') took 1.0-2.6%
-/// off the 7B steps with logits 110-130 times further from the CPU's, beyond the GEMV and backend
-/// tests' bounds, which are derived for two (docs/performance.md, round 46).
+/// A probe build (cmake -DDECODEBENCH_X_DIGITS=1 to 3, which --version and the JSON's
+/// tool.build_type then name: docs/measurement-switches.md) measures another count. One digit
+/// (residue up to 2^-6 of the tile's largest |x'|, about 4x coarser than llama.cpp's 8-bit x')
+/// took 1.0-2.6% off the 7B steps with logits 110-130 times further from the CPU's, which would
+/// exceed the GEMV and backend tests' bounds, derived for two (docs/performance.md, round 46).
 #ifdef DECODEBENCH_X_DIGITS
 constexpr int kDigits = DECODEBENCH_X_DIGITS;
 #else
