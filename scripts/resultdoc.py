@@ -187,12 +187,19 @@ def date(doc: dict) -> str:
 
 
 def tool_version(doc: dict) -> str:
-    """'decodebench 0.1.0 (9ff9a29d8524)', or '' without tool information."""
+    """'decodebench 0.1.0 (9ff9a29d8524)', or '' without tool information. A probe build (its
+    tool.build_type names one, e.g. 'Release (probe build: DECODEBENCH_X_DIGITS=1)') says so:
+    'decodebench 0.1.0 (9ff9a29d8524, probe build: DECODEBENCH_X_DIGITS=1)', as its --version does,
+    so that its figures are not taken for a default build's."""
     version = _get(doc, "tool", "version")
     sha = _get(doc, "tool", "git_sha")
     if not isinstance(version, str):
         return ""
-    return f"decodebench {version}" + (f" ({sha})" if isinstance(sha, str) and sha else "")
+    facts = [sha] if isinstance(sha, str) and sha else []
+    build_type = _get(doc, "tool", "build_type")
+    if isinstance(build_type, str) and "(probe build: " in build_type:
+        facts.append(build_type[build_type.index("(") + 1:].rstrip(")"))
+    return f"decodebench {version}" + (f" ({', '.join(facts)})" if facts else "")
 
 
 def run_label(run: dict, index: int) -> str:

@@ -25,6 +25,9 @@ namespace decodebench::cuda::gemv_impl {
 /// (residue up to 2^-6 of the tile's largest |x'|, about 4x coarser than llama.cpp's 8-bit x')
 /// took 1.0-2.6% off the 7B steps with logits 110-130 times further from the CPU's, which would
 /// exceed the GEMV and backend tests' bounds, derived for two (docs/performance.md, round 46).
+#if defined(DECODEBENCH_X_DIGITS) && !defined(DECODEBENCH_PROBE_BUILD)
+#error "DECODEBENCH_X_DIGITS: set the CMake cache variable, so the binary names its probe build"
+#endif
 #ifdef DECODEBENCH_X_DIGITS
 constexpr int kDigits = DECODEBENCH_X_DIGITS;
 #else

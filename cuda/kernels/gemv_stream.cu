@@ -1124,22 +1124,22 @@ RingGguf ring_gguf_request() {
 /// with the variable 1). 1 KiB lies between the rows measured faster (504 bytes) and slower
 /// (2,016); Q4_0 rows that long mostly go up in the tiled layout (CudaBackend::tiled). Q8_0 rows
 /// under 768 bytes too, in the 2-row shape gguf_ring_shape gives them (SmolLM2's Q8_0 LM head,
-/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 484.0 → 482.2 µs), but not
-/// the Qwen2.5-0.5B shape's 952-byte rows (its o projection and LM head in GGUF blocks: step 577.4
-/// –577.7 → 583.1 µs with the ring, round 45) nor longer ones (7B Q8_0 with --weight-layout gguf,
-/// 3,808-byte rows: 3,095–3,100 → 3,123 µs with the variable 1, round 45; in the tiled layout two
-/// slots of 16 such rows held one CTA per SM: round 27). 768 lies between the 612 bytes measured
-/// faster and the 952 measured slower.
-/// Longer Q8_0 rows take it where the matrix has at least kRingGgufManyRows rows (the LM heads of
-/// 65,536-token and larger vocabularies): alone (bench-kernels, PDL, round 46) the ring was faster
-/// there at each row length measured (65,536 × 896 23.3 → 22.7 µs, 151,936 × 896 52.4–52.6 →
-/// 50.5–50.6, 65,536 × 3,584 84.3–84.5 → 83.7–83.8, 152,064 × 3,584 193.6–193.7 → 188.1–188.4) and
-/// slower or even on matrices of fewer rows of those lengths (896 × 896 1.59 → 1.90, 32,768 × 896
-/// 11.7 → 12.5, 45,056 × 896 16.2 both, 37,888 × 3,584 48.9 → 50.3–50.4, 49,152 × 3,584 63.4–63.5
-/// → 64.1–64.2); the Qwen2.5-0.5B-shape Q8_0 step, its LM head on the ring and its o projection
-/// per warp, 580.5 → 578.8–579.1 µs. Not Q4_0: its GEMVs alone gained with the ring at most row
-/// counts (4,608 × 3,584 too) while its 7B step lost (round 44), and with the ring on its LM head
-/// alone that step did not move (2,045.5–2,045.8 → 2,043.4–2,046.8 µs).
+/// 612-byte rows: 14.3 → 12.6 µs alone, the SmolLM2-shape Q8_0 step 484.0 → 482.2 µs), but, in
+/// matrices under kRingGgufManyRows rows (below), not the Qwen2.5-0.5B shape's 952-byte rows (its o
+/// projection and LM head in GGUF blocks: step 577.4–577.7 → 583.1 µs with the ring, round 45) nor
+/// longer ones (7B Q8_0 with --weight-layout gguf, 3,808-byte rows: 3,095–3,100 → 3,123 µs with the
+/// variable 1, round 45; in the tiled layout two slots of 16 such rows held one CTA per SM: round
+/// 27). 768 lies between the 612 bytes measured faster and the 952 measured slower. Longer Q8_0
+/// rows take it where the matrix has at least kRingGgufManyRows rows (the LM heads of 65,536-token
+/// and larger vocabularies): alone (bench-kernels, PDL, round 46) the ring was faster there at each
+/// row length measured (65,536 × 896 23.3 → 22.7 µs, 151,936 × 896 52.4–52.6 → 50.5–50.6, 65,536 ×
+/// 3,584 84.3–84.5 → 83.7–83.8, 152,064 × 3,584 193.6–193.7 → 188.1–188.4) and slower or even on
+/// matrices of fewer rows of those lengths (896 × 896 1.59 → 1.90, 32,768 × 896 11.7 → 12.5, 45,056
+/// × 896 16.2 both, 37,888 × 3,584 48.9 → 50.3–50.4, 49,152 × 3,584 63.4–63.5 → 64.1–64.2); the
+/// Qwen2.5-0.5B-shape Q8_0 step, its LM head on the ring and its o projection per warp, 580.5 →
+/// 578.8–579.1 µs. Not Q4_0: its GEMVs alone gained with the ring at most row counts (4,608 × 3,584
+/// too) while its 7B step lost (round 44), and with the ring on its LM head alone that step did not
+/// move (2,045.5–2,045.8 → 2,043.4–2,046.8 µs).
 constexpr int64_t kRingGgufManyRows = 65536;
 constexpr bool ring_gguf_takes(WeightType t, int64_t rows, int64_t row_bytes) {
   return t == WeightType::kQ4_1 || t == WeightType::kQ5_0 || t == WeightType::kQ5_1 ||

@@ -381,6 +381,13 @@ TEST(RunCli, DoctorWithoutAGpuWritesWhyInItsJson) {
   const auto s = run_decodebench({"doctor", "--json", "-"});
   ASSERT_EQ(s.exit_code, 3) << s.err;
   EXPECT_EQ(nlohmann::json::parse(s.out)["verdict"], "unhealthy: " + why) << s.out;
+  // A report that cannot be written is a warning; the missing GPU stays the error and exit code.
+  if (!std::filesystem::is_character_file("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const auto full = run_decodebench({"doctor", "--json", "/dev/full"});
+  EXPECT_EQ(full.exit_code, 3) << full.err;
+  EXPECT_NE(full.err.find("decodebench: warning: cannot write '/dev/full'"), std::string::npos)
+      << full.err;
+  EXPECT_NE(full.err.find("decodebench: error: " + why), std::string::npos) << full.err;
 }
 
 TEST(RunCli, MinTimeRepeatsRoundsAndSaysSo) {

@@ -5,8 +5,8 @@ Exit status 77 (CTest: skipped) when cmake is missing.
 
 Why: a probe build (e.g. `cmake -DDECODEBENCH_X_DIGITS=1`: one x' digit, docs/performance.md round
 46) computes other numbers than the default build, so its result files must say so
-(`tool.build_type`, and `--version` through build_info::kProbe), or its figures could be taken for
-a default build's.
+(`tool.build_type`, `--version` through build_info::kProbe, and the tables and plots that
+scripts/resultdoc.py's tool_version labels), or its figures could be taken for a default build's.
 """
 import pathlib
 import re
@@ -17,6 +17,8 @@ import tempfile
 import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import resultdoc  # noqa: E402  (scripts/ is not a package)
 
 
 def generate(probe: str) -> dict:
@@ -44,6 +46,15 @@ class BuildInfoTest(unittest.TestCase):
         self.assertEqual(info["kBuildType"], "Release (probe build: DECODEBENCH_X_DIGITS=1)")
         self.assertEqual(info["kProbe"], "DECODEBENCH_X_DIGITS=1")
         self.assertEqual(info["kVersion"], "0.1.0")
+
+    def test_documents_name_a_probe_build(self):
+        """Tables and plots (scripts/resultdoc.py's tool_version) carry the probe's name."""
+        tool = {"version": "0.1.0", "git_sha": "0f3385a12345",
+                "build_type": "Release (probe build: DECODEBENCH_X_DIGITS=1)"}
+        self.assertEqual(resultdoc.tool_version({"tool": tool}),
+                         "decodebench 0.1.0 (0f3385a12345, probe build: DECODEBENCH_X_DIGITS=1)")
+        tool["build_type"] = "Release"
+        self.assertEqual(resultdoc.tool_version({"tool": tool}), "decodebench 0.1.0 (0f3385a12345)")
 
 
 if __name__ == "__main__":
