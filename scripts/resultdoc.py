@@ -198,7 +198,7 @@ def tool_version(doc: dict) -> str:
     facts = [sha] if isinstance(sha, str) and sha else []
     build_type = _get(doc, "tool", "build_type")
     if isinstance(build_type, str) and "(probe build: " in build_type:
-        facts.append(build_type[build_type.index("(") + 1:].rstrip(")"))
+        facts.append(build_type[build_type.index("(probe build: ") + 1:].rstrip(")"))
     return f"decodebench {version}" + (f" ({', '.join(facts)})" if facts else "")
 
 
