@@ -279,6 +279,11 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
         doc["environment"].contains("variables") && doc["environment"]["variables"].is_object()) {
       r.variables = doc["environment"]["variables"];
     }
+    const auto tool = doc.find("tool");
+    if (tool != doc.end() && tool->is_object()) {
+      const auto build_type = tool->find("build_type");
+      if (build_type != tool->end() && build_type->is_string()) r.build_type = *build_type;
+    }
     out.runs.push_back(std::move(r));
   }
 }
@@ -579,6 +584,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     if (!d.empty()) ++settings_differ[d];
   }
   std::map<std::string, int> differing;  // variables_difference text → matched runs with it
+  std::map<std::string, int> builds;     // build types of a pair → matched runs with them
   std::map<std::string, int> powerless;  // metric and sample counts → matched runs with them
   for (const auto& base : baseline.runs) {
     const auto it = pair_of.find(&base);
@@ -611,6 +617,13 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                                         : variables_difference(base.variables, baseline.name,
                                                                cand.variables, candidate.name);
     if (!differ.empty()) ++differing[differ];
+    // Another build type is other code (a Debug build, or a probe build's kernels): where both
+    // documents record it and they differ, say so, whatever the backend.
+    if (!base.build_type.empty() && !cand.build_type.empty() &&
+        base.build_type != cand.build_type) {
+      ++builds["'" + base.build_type + "' in " + baseline.name + ", '" + cand.build_type + "' in " +
+               candidate.name];
+    }
     RunComparison rc;
     rc.id = base.id;
     rc.label = base.label;
@@ -675,6 +688,12 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                            fmt::format(", not below alpha {:g}", options.alpha) +
                            "): unclear whatever the change; time more tokens (--tokens, "
                            "--min-time)");
+  }
+  for (const auto& [text, n] : builds) {
+    report.notes.push_back("build types differ in " + std::to_string(n) + " of " +
+                           std::to_string(report.runs.size()) +
+                           " matched run(s): tool.build_type " + text +
+                           " (other code: a probe or Debug build times other kernels)");
   }
   for (const auto& [text, n] : differing) {
     report.notes.push_back("environment variables differ in " + std::to_string(n) + " of " +

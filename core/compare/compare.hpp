@@ -67,6 +67,9 @@ struct LoadedRun {
   /// environment.variables of the run's result document ({name: value}); null where the document
   /// does not have it (older writers)
   nlohmann::json variables;
+  /// tool.build_type of the run's result document ("Release", "Debug", or "Release (probe build:
+  /// DECODEBENCH_X_DIGITS=1)"); empty where the document does not record it
+  std::string build_type;
   /// The run settings outside the key that change what is timed, from the document's config:
   /// {tokens, seed, fusion, pdl, weight_layout, capture_mode, stateless, ignore_eos,
   /// inject_capture_fault} (those present), and launch_ahead "on" or "off" from the run's own

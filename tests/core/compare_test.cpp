@@ -458,6 +458,32 @@ TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
             std::string::npos);
 }
 
+// A probe or Debug build times other code: matched runs whose documents record different
+// tool.build_type get one note per difference; a document without it (older) is not compared.
+TEST(Compare, RunsOfDifferentBuildTypesAreNoted) {
+  const auto doc = [](const char* build_type) {
+    auto d = make_doc({make_run(ramp(), "cpu0", "cpu"), make_run(ramp(), "cpu0", "eager")});
+    if (build_type != nullptr) {
+      d["tool"] = {{"name", "decodebench"}, {"version", "0.1.0"}, {"build_type", build_type}};
+    }
+    return d;
+  };
+  const char* probe = "Release (probe build: DECODEBENCH_X_DIGITS=1)";
+  CompareReport r = compare_docs(doc(probe), doc("Release"));
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0],
+            "build types differ in 2 of 2 matched run(s): tool.build_type 'Release (probe build: "
+            "DECODEBENCH_X_DIGITS=1)' in base.json, 'Release' in new.json (other code: a probe or "
+            "Debug build times other kernels)");
+  EXPECT_TRUE(compare_docs(doc("Release"), doc("Release")).notes.empty());
+  EXPECT_TRUE(compare_docs(doc(probe), doc(nullptr)).notes.empty());
+  // The cpu backend's runs too: a Debug build's CPU reference is slower code.
+  r = compare_docs(doc("Debug"), doc("Release"));
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("'Debug' in base.json, 'Release' in new.json"), std::string::npos);
+}
+
 // Runs of one key pair by their settings first (config: tokens, seed, fusion, ...), so two
 // sweeps pair point by point whatever their order; what is left pairs in order with a note
 // naming the settings that differ.
