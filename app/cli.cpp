@@ -25,6 +25,7 @@
 #include "build_info.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
+#include "core/result/environment.hpp"
 #include "core/suite/suite.hpp"
 #include "core/text.hpp"
 
@@ -117,10 +118,17 @@ int run_entry(int argc, char** argv) {
   setup_bench_kernels(app, &exit_code);
   setup_make_gguf(app);
   require_decimal_integers(app);  // the root's run flags and every command's
-  // Subcommands inherit the main help's footer; only the run sweeps.
+  // Subcommands inherit the main help's footer; only the run sweeps. A command with a footer of
+  // its own (suite, make-gguf) gets the exit codes after it.
   const std::string footer = sweeps_help() + "\n" + kExitCodes;
   for (CLI::App* sub : app.get_subcommands({})) {
-    if (sub->get_footer() == footer && sub != run) sub->footer(kExitCodes);
+    if (sub == run) continue;
+    const std::string own = sub->get_footer();
+    if (own == footer) {
+      sub->footer(kExitCodes);
+    } else if (own.find("Exit codes") == std::string::npos) {
+      sub->footer(own + (own.empty() || own.back() == '\n' ? "" : "\n") + kExitCodes);
+    }
   }
 
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -175,7 +183,16 @@ int run_entry(int argc, char** argv) {
     std::fprintf(stderr, "decodebench: error: %s\n", printable_message(e.what()).c_str());
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "decodebench: error: out of host memory\n");
+    // The figures say whether RAM or a ulimit -v ran out (the failed allocation is unwound, so
+    // these small strings can be allocated; if not, the plain message).
+    std::string state;
+    try {
+      state = host_memory_state();
+    } catch (const std::exception&) {
+      state.clear();
+    }
+    std::fprintf(stderr, "decodebench: error: out of host memory%s%s%s\n",
+                 state.empty() ? "" : " (", state.c_str(), state.empty() ? "" : ")");
     return static_cast<int>(ExitCode::kResources);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "decodebench: internal error: %s\n", printable_message(e.what()).c_str());

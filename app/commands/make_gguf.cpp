@@ -78,9 +78,16 @@ void run_make_gguf(MakeGgufFlags& f) {
   const Model model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
   write_synthetic_gguf(model, info, f.out);
   if (!f.quiet) {
-    const gguf::Reader check(f.out);  // re-validate what was written
-    fmt::print("wrote {} ({}, {}, {} tensors, {})\n", f.out, gguf_architecture_for(model.config),
-               config.dtype.label(), check.tensors().size(), decimal_bytes(check.file_size()));
+    // A regular file is read back and checked; a character device or FIFO (/dev/null, a pipe)
+    // cannot be, and is not an error either way (-q or not).
+    if (resolve_output(f.out).kind == OutputTarget::Kind::kReplace) {
+      const gguf::Reader check(f.out);  // re-validate what was written
+      fmt::print("wrote {} ({}, {}, {} tensors, {})\n", f.out, gguf_architecture_for(model.config),
+                 config.dtype.label(), check.tensors().size(), decimal_bytes(check.file_size()));
+    } else {
+      fmt::print("wrote {} ({}, {}; not a regular file, so not read back)\n", f.out,
+                 gguf_architecture_for(model.config), config.dtype.label());
+    }
   }
 }
 

@@ -77,6 +77,13 @@ struct GgufStorage {
   std::vector<std::vector<AlignedChunk>> aligned_copies;
 };
 
+// "{576, 1000}": a tensor's GGUF dims, for messages.
+std::string dims_text(const gguf::TensorInfo& t) {
+  std::string s = "{";
+  for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
+  return s + "}";
+}
+
 class Binder {
  public:
   Binder(const gguf::Reader& r, GgufStorage& storage) : r_(r), storage_(storage) {}
@@ -156,12 +163,6 @@ class Binder {
           "Q6_K)");
     }
   }
-  static std::string dims_text(const gguf::TensorInfo& t) {
-    std::string s = "{";
-    for (uint32_t i = 0; i < t.n_dims; ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
-    return s + "}";
-  }
-
   const gguf::Reader& r_;
   GgufStorage& storage_;
 };
@@ -326,6 +327,14 @@ Model load_gguf_model(const std::string& path) {
   c.n_heads = uint_or_uniform_array(r, a + "attention.head_count", std::nullopt);
   c.n_kv_heads = uint_or_uniform_array(r, a + "attention.head_count_kv", c.n_heads);
   if (c.n_heads <= 0) throw usage_error(path + ": attention.head_count must be > 0");
+  // Without key_length the head dimension is hidden / heads, which must then divide exactly (a
+  // truncated quotient would be blamed on RoPE or the tensors' shapes).
+  if (!r.get_uint(a + "attention.key_length") && c.hidden % c.n_heads != 0) {
+    throw usage_error(path + ": " + a + "embedding_length " + std::to_string(c.hidden) +
+                      " is not a multiple of " + a + "attention.head_count " +
+                      std::to_string(c.n_heads) + " and " + a +
+                      "attention.key_length is absent (no head dimension)");
+  }
   c.head_dim = uint_or(r, a + "attention.key_length", c.hidden / c.n_heads);
   const int64_t value_length = uint_or(r, a + "attention.value_length", c.head_dim);
   if (value_length != c.head_dim) {
@@ -366,6 +375,13 @@ Model load_gguf_model(const std::string& path) {
   const gguf::TensorInfo* embd = r.find_tensor("token_embd.weight");
   if (!embd) throw usage_error(path + ": missing tensor 'token_embd.weight'");
   c.vocab = embd->dims[1];
+  // The embedding's columns are the hidden size: a disagreeing embedding_length would otherwise
+  // surface as a head-dimension or RoPE error derived from it.
+  if (embd->n_dims > 2 || embd->dims[0] != c.hidden) {
+    throw usage_error(path + ": tensor 'token_embd.weight' has GGUF dims " + dims_text(*embd) +
+                      ", but " + a + "embedding_length is " + std::to_string(c.hidden) +
+                      " (expected {" + std::to_string(c.hidden) + ", vocab})");
+  }
   // The embedding's rows are the vocabulary the model computes logits over; a vocab_size or a
   // tokenizer that disagrees would give inspect and a run different vocabularies, or token ids
   // without an embedding row.

@@ -101,6 +101,20 @@ void check_host_memory(int64_t needed, const std::string& what) {
   }
 }
 
+std::string host_memory_state() {
+  std::string out;
+  if (const int64_t available = available_host_memory_bytes(); available >= 0) {
+    out = gib(available) + " available";
+  }
+  // The limit, not the present size: by the time this runs the failed request is unwound.
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    out += (out.empty() ? "" : "; ") + std::string("an address-space limit (ulimit -v) of ") +
+           gib(static_cast<int64_t>(limit.rlim_cur)) + " applies to this process";
+  }
+  return out;
+}
+
 int64_t total_host_memory_bytes() {
   const int64_t kb = meminfo_kb("MemTotal");
   return kb < 0 ? -1 : kb * 1024;

@@ -19,6 +19,12 @@ int64_t available_host_memory_bytes();
 /// process's address-space limit (RLIMIT_AS, ulimit -v) leaves above its present size (VmSize).
 void check_host_memory(int64_t needed, const std::string& what);
 
+/// What a failed host allocation ran into, for its message: "3.52 GiB available" (MemAvailable),
+/// then, where this process has an address-space limit (RLIMIT_AS), "an address-space limit
+/// (ulimit -v) of 0.14 GiB applies to this process"; parts that cannot be read are left out (empty
+/// when none can).
+std::string host_memory_state();
+
 /// Total host memory (MemTotal), or -1 when unknown.
 int64_t total_host_memory_bytes();
 

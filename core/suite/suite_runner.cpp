@@ -75,7 +75,8 @@ SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedR
     } catch (const std::bad_alloc&) {
       entry.status = "failed";
       entry.exit_code = ExitCode::kResources;
-      entry.error = "out of host memory";
+      const std::string state = host_memory_state();
+      entry.error = "out of host memory" + (state.empty() ? "" : " (" + state + ")");
     } catch (const std::exception& e) {
       entry.status = "failed";
       entry.exit_code = ExitCode::kRuntime;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/tokenizer/unicode.hpp"
 #include "core/tokenizer/vocab_tokenizer.hpp"
 
@@ -123,6 +124,11 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
       for (char ch : piece) out.push_back(byte_tokens_[static_cast<uint8_t>(ch)]);
     } else if (unk_ >= 0) {
       out.push_back(unk_);  // no byte fallback: the whole character is one unknown token
+    } else {
+      // Dropping it would decode a different prompt than the one the result records.
+      throw usage_error("the prompt holds '" + std::string(piece) +
+                        "', which this SentencePiece vocabulary has no piece for, and it has "
+                        "neither <0xNN> byte tokens for it nor an unknown token");
     }
   }
 }

@@ -526,6 +526,36 @@ TEST_F(CompareCli, RealResultAgainstItselfIsTheSame) {
   EXPECT_TRUE(contains(r.out, "no regression (exit 0)")) << r.out;
 }
 
+// scripts/validate-result and compare judge an edited file alike: samples changed after the
+// stats were written are refused by both (before, the validator called such a file valid).
+TEST_F(CompareCli, ValidatorAndCompareRefuseEditedSamplesAlike) {
+  auto doc = nlohmann::json::parse(read_file(*dir_ / "base.json"));
+  for (auto& run : doc["runs"]) {
+    for (auto& sample : run["results"]["samples_ns"]) sample = sample.get<double>() * 1.5;
+  }
+  const auto edited = *dir_ / "edited.json";
+  write(edited, doc.dump());
+  const std::string validate = (source_dir() / "scripts/validate-result").string();
+  const auto ok = run_command({python(), validate, path("base.json")});
+  if (ok.exit_code == 77) GTEST_SKIP() << "jsonschema missing: " << ok.err;
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  const auto v = run_command({python(), validate, edited.string()});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_TRUE(contains(v.err,
+                       "runs/0/results/stats/tpot_ns/median is 1.315e+06, not what "
+                       "results.samples_ns gives (1.9725e+06): the file was changed after "
+                       "decodebench wrote it"))
+      << v.err;
+  const auto c = run_decodebench({"compare", path("base.json"), edited.string()});
+  EXPECT_EQ(c.exit_code, 2) << c.out;
+  EXPECT_TRUE(contains(c.err, "the file was changed after decodebench wrote it")) << c.err;
+  // A missing file is named as such, not as bad JSON.
+  const auto missing = run_command({python(), validate, (*dir_ / "nosuch.json").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "nosuch.json: cannot read: No such file or directory"))
+      << missing.err;
+}
+
 TEST_F(CompareCli, TwentyPercentSlowerExitsOne) {
   const auto r = run_decodebench(
       {"compare", path("base.json"), path("slow.json"), "--metric", "tpot_median,tokens_per_s"});

@@ -186,8 +186,9 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
       {{"--general-type", "adapter"},
        "general.type is 'adapter', not 'model' (decodebench runs whole models)",
        true},
-      // Heads that kv-heads does not divide: the shape rule, said to come from the file.
-      {{"--heads", "7"},
+      // Heads that kv-heads does not divide: the shape rule, said to come from the file (with
+      // key_length, as 7 heads do not divide the hidden size 64 either: that is refused first).
+      {{"--heads", "7", "--set", "llama.attention.key_length=u32:16"},
        "invalid model shape: heads (7) must be divisible by kv-heads (2) (values from the file's "
        "metadata and tensor shapes)"},
       // A tensor of a layer that decodebench does not compute: refused, not run as another model.

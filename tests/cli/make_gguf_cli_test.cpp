@@ -127,6 +127,21 @@ TEST(MakeGgufCli, ErrorsExitTwoAndLeaveNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// A character device takes the file like --json's /dev/null: exit 0 with or without -q (before,
+// the report's read-back of the written file refused it as "not a regular file" without -q).
+TEST(MakeGgufCli, DevNullIsWrittenWithOrWithoutQuiet) {
+  const std::vector<std::string> args = {"make-gguf", "--preset", "smollm2-135m", "--layers", "1",
+                                         "--vocab",   "300",      "--out",        "/dev/null"};
+  auto r = run_decodebench(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote /dev/null (llama, BF16; not a regular file, so not read back)"),
+            std::string::npos)
+      << r.out;
+  r = run_decodebench(cat(args, {"-q"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 // The filler vocabulary of a small --vocab lacks most byte tokens: a prompt it cannot encode is
 // refused instead of decoding with the missing characters dropped.
 TEST(MakeGgufCli, PromptOutsideASmallVocabularyIsRefused) {

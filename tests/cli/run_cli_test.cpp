@@ -644,14 +644,16 @@ TEST(RunCli, VersionAndHelp) {
       << h.out;
   // The sweep paragraph is the main run's (and `run`'s); other commands end with the exit codes.
   EXPECT_NE(run_decodebench({"run", "--help"}).out.find("Sweeps:"), std::string::npos);
-  for (const std::string cmd : {"inspect", "doctor", "bandwidth", "compare", "make-gguf"}) {
+  // Every command's help ends with its exit codes, also after a footer of its own (suite,
+  // make-gguf: what the file holds).
+  for (const std::string cmd :
+       {"inspect", "doctor", "bandwidth", "compare", "make-gguf", "suite", "bench-kernels"}) {
     const auto c = run_decodebench({cmd, "--help"});
     EXPECT_EQ(c.exit_code, 0) << cmd;
     EXPECT_EQ(c.out.find("Sweeps:"), std::string::npos) << cmd << ":\n" << c.out;
-    if (cmd != "make-gguf") {  // its footer says what the file holds
-      EXPECT_NE(c.out.find("Exit codes"), std::string::npos) << cmd << ":\n" << c.out;
-    }
+    EXPECT_NE(c.out.find("Exit codes"), std::string::npos) << cmd << ":\n" << c.out;
   }
+  EXPECT_NE(run_decodebench({"make-gguf", "--help"}).out.find("as BOS/EOS."), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // The environment variables a result records (run_variables) and the warnings they bring
-// (run_variable_warnings), with the variables set and unset in this process.
+// (run_variable_warnings), with the variables set and unset in this process; what a failed host
+// allocation reports (host_memory_state).
 #include "core/result/environment.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +23,38 @@ namespace decodebench {
 namespace {
 
 using decodebench::testing::ScopedVariable;
+
+// "out of host memory" says whether RAM or a ulimit -v ran out: the available memory, and the
+// address-space limit where one is set (in a child process, so this one keeps its limit).
+TEST(HostMemoryState, NamesTheAvailableMemoryAndTheAddressSpaceLimit) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &own), 0);
+  if (own.rlim_cur == RLIM_INFINITY) {
+    EXPECT_TRUE(
+        std::regex_match(host_memory_state(), std::regex(R"([0-9]+\.[0-9]{2} GiB available)")))
+        << host_memory_state();
+  }
+  if (own.rlim_max != RLIM_INFINITY && own.rlim_max < (rlim_t{3} << 30)) {
+    GTEST_SKIP() << "this process's hard address-space limit is under 3 GiB";
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit limit{};
+    limit.rlim_cur = rlim_t{3} << 30;  // 3 GiB
+    limit.rlim_max = own.rlim_max;
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(2);
+    const std::string s = host_memory_state();
+    _exit(s.find("GiB available; an address-space limit (ulimit -v) of 3.00 GiB applies to this "
+                 "process") != std::string::npos
+              ? 0
+              : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's host_memory_state() lacked the limit";
+}
 
 TEST(RunVariables, RecordsTheListedVariablesThatAreSetAndNoOthers) {
   const ScopedVariable ring("DECODEBENCH_GEMV_RING", "0");

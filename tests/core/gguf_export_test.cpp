@@ -138,6 +138,47 @@ TEST(GgufModelConfig, Uint64DimensionsPastInt64AreNamed) {
   }
 }
 
+// An embedding_length that disagrees with token_embd.weight is named as such, not as the
+// head-dimension or RoPE error derived from it; without key_length, a hidden size the head count
+// does not divide is named before its truncated quotient is used.
+TEST(GgufModelConfig, EmbeddingLengthIsCheckedAgainstTheEmbedding) {
+  TempDir dir;
+  const std::string path = (dir / "m.gguf").string();
+  // A llama file whose token_embd.weight is F32 {64, 8} (hidden 64, vocab 8).
+  const auto write = [&](uint32_t embedding_length, bool key_length) {
+    gguf::Writer w;
+    w.add_string("general.architecture", "llama");
+    w.add_uint32("llama.block_count", 1);
+    w.add_uint32("llama.embedding_length", embedding_length);
+    w.add_uint32("llama.feed_forward_length", 96);
+    w.add_uint32("llama.attention.head_count", 4);
+    if (key_length) w.add_uint32("llama.attention.key_length", 16);
+    w.add_uint32("llama.context_length", 64);
+    w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.add_tensor("token_embd.weight", {64, 8}, 0,
+                 bytes_source(std::vector<uint8_t>(64 * 8 * sizeof(float))));
+    w.write(path);
+  };
+  std::string message;
+  write(72, false);  // 72 / 4 = 18: an even head dimension, so only the embedding disagrees
+  EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
+  EXPECT_NE(message.find("tensor 'token_embd.weight' has GGUF dims {64, 8}, but "
+                         "llama.embedding_length is 72"),
+            std::string::npos)
+      << message;
+  write(66, false);  // 66 / 4 truncates
+  EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
+  EXPECT_NE(message.find("llama.embedding_length 66 is not a multiple of "
+                         "llama.attention.head_count 4 and llama.attention.key_length is absent"),
+            std::string::npos)
+      << message;
+  write(66, true);  // key_length gives the head dimension: the embedding is what disagrees
+  EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
+  EXPECT_NE(message.find("has GGUF dims {64, 8}, but llama.embedding_length is 66"),
+            std::string::npos)
+      << message;
+}
+
 TEST(GgufWriter, RulesAreErrors) {
   gguf::Writer w;
   w.add_uint32("k", 1);

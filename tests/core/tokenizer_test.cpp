@@ -417,6 +417,24 @@ TEST(SpmTokenizer, ByteFallbackAndUnknown) {
   EXPECT_EQ(no_bytes->decode(std::vector<int32_t>{4, 0}), "x\xE2\x81\x87");
   // Control tokens in the text: matched, and the text after one gets the space prefix again.
   EXPECT_EQ(with_bytes->encode("x</s>x", false), (std::vector<int32_t>{259, 260, 2, 259, 260}));
+  // Neither bytes nor an unknown token: refused, not dropped (the run would decode "x" while its
+  // result records "xé").
+  auto d = spm_vocab(pieces, false);
+  d.tokens[0] = "<pad>";
+  d.token_types[0] = 3;
+  d.unk_id = -1;
+  auto bare = make_tokenizer(d);
+  EXPECT_EQ(bare->encode("x", false), (std::vector<int32_t>{3, 4}));
+  try {
+    (void)bare->encode("x\xC3\xA9", false);
+    ADD_FAILURE() << "a character without a piece was dropped";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("the prompt holds '\xC3\xA9', which this SentencePiece "
+                                         "vocabulary has no piece for"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tokenizer, EndOfGeneration) {
