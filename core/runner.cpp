@@ -110,8 +110,8 @@ std::vector<int32_t> resolve_prompt(const RunConfig& config, const Model& model,
     ids = model.tokenizer->encode(config.prompt_text, true);
     if (ids.empty()) {
       throw usage_error("--prompt encodes to no tokens: the model's " + model.tokenizer->kind() +
-                        " tokenizer has no piece for its text and adds no BOS token (--prompt-ids "
-                        "gives token ids directly)");
+                        " tokenizer gave none and adds no BOS token (--prompt-ids gives token ids "
+                        "directly)");
     }
   } else {
     ids = synthetic_prompt(config.prompt_tokens, model.config.vocab, config.seed);

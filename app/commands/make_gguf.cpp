@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,7 +81,10 @@ void run_make_gguf(MakeGgufFlags& f) {
   if (!f.quiet) {
     // A regular file is read back and checked; a character device or FIFO (/dev/null, a pipe)
     // cannot be, and is not an error either way (-q or not).
-    if (resolve_output(f.out).kind == OutputTarget::Kind::kReplace) {
+    // (Regular files through stdout's or stderr's descriptor, e.g. `2>FILE`, are read back too.)
+    std::error_code ec;
+    if (resolve_output(f.out).kind == OutputTarget::Kind::kReplace ||
+        std::filesystem::is_regular_file(f.out, ec)) {
       const gguf::Reader check(f.out);  // re-validate what was written
       fmt::print("wrote {} ({}, {}, {} tensors, {})\n", f.out, gguf_architecture_for(model.config),
                  config.dtype.label(), check.tensors().size(), decimal_bytes(check.file_size()));

@@ -327,14 +327,6 @@ Model load_gguf_model(const std::string& path) {
   c.n_heads = uint_or_uniform_array(r, a + "attention.head_count", std::nullopt);
   c.n_kv_heads = uint_or_uniform_array(r, a + "attention.head_count_kv", c.n_heads);
   if (c.n_heads <= 0) throw usage_error(path + ": attention.head_count must be > 0");
-  // Without key_length the head dimension is hidden / heads, which must then divide exactly (a
-  // truncated quotient would be blamed on RoPE or the tensors' shapes).
-  if (!r.get_uint(a + "attention.key_length") && c.hidden % c.n_heads != 0) {
-    throw usage_error(path + ": " + a + "embedding_length " + std::to_string(c.hidden) +
-                      " is not a multiple of " + a + "attention.head_count " +
-                      std::to_string(c.n_heads) + " and " + a +
-                      "attention.key_length is absent (no head dimension)");
-  }
   c.head_dim = uint_or(r, a + "attention.key_length", c.hidden / c.n_heads);
   const int64_t value_length = uint_or(r, a + "attention.value_length", c.head_dim);
   if (value_length != c.head_dim) {
@@ -381,6 +373,14 @@ Model load_gguf_model(const std::string& path) {
     throw usage_error(path + ": tensor 'token_embd.weight' has GGUF dims " + dims_text(*embd) +
                       ", but " + a + "embedding_length is " + std::to_string(c.hidden) +
                       " (expected {" + std::to_string(c.hidden) + ", vocab})");
+  }
+  // Without key_length the head dimension is hidden / heads (head_dim above), which must then
+  // divide exactly (a truncated quotient would be blamed on RoPE or the tensors' shapes).
+  if (!r.get_uint(a + "attention.key_length") && c.hidden % c.n_heads != 0) {
+    throw usage_error(path + ": " + a + "embedding_length " + std::to_string(c.hidden) +
+                      " is not a multiple of " + a + "attention.head_count " +
+                      std::to_string(c.n_heads) + " and " + a +
+                      "attention.key_length is absent (no head dimension)");
   }
   // The embedding's rows are the vocabulary the model computes logits over; a vocab_size or a
   // tokenizer that disagrees would give inspect and a run different vocabularies, or token ids

@@ -75,8 +75,12 @@ SuiteOutcome run_suite(const SuiteDefinition& suite, const std::vector<PreparedR
     } catch (const std::bad_alloc&) {
       entry.status = "failed";
       entry.exit_code = ExitCode::kResources;
-      const std::string state = host_memory_state();
-      entry.error = "out of host memory" + (state.empty() ? "" : " (" + state + ")");
+      entry.error = "out of host memory";
+      try {  // the figures need a few small allocations; without them the plain message
+        const std::string state = host_memory_state();
+        if (!state.empty()) entry.error += " (" + state + ")";
+      } catch (const std::exception&) {
+      }
     } catch (const std::exception& e) {
       entry.status = "failed";
       entry.exit_code = ExitCode::kRuntime;

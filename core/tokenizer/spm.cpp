@@ -3,6 +3,7 @@
 // highest-scoring vocabulary piece is merged until none is left (ties: leftmost). Characters
 // without a piece fall back to their <0xNN> byte tokens, else to the unknown token.
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -125,9 +126,17 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
     } else if (unk_ >= 0) {
       out.push_back(unk_);  // no byte fallback: the whole character is one unknown token
     } else {
-      // Dropping it would decode a different prompt than the one the result records.
-      throw usage_error("the prompt holds '" + std::string(piece) +
-                        "', which this SentencePiece vocabulary has no piece for, and it has "
+      // Dropping it would decode a different prompt than the one the result records. The
+      // character as the user typed it: a space (SentencePiece's U+2581 mark) or its code point.
+      char cp[16];
+      std::snprintf(cp, sizeof cp, "U+%04X", unicode::decode_utf8(piece, 0).cp);
+      const bool space = piece == kSpaceMark;
+      const bool printable = piece.size() > 1 || (piece[0] > 0x20 && piece[0] < 0x7F);
+      const std::string what = space       ? std::string("a space (U+2581 in the vocabulary)")
+                               : printable ? std::string(cp) + " '" + std::string(piece) + "'"
+                                           : std::string(cp);
+      throw usage_error("the prompt holds " + what +
+                        ", which this SentencePiece vocabulary has no piece for, and it has "
                         "neither <0xNN> byte tokens for it nor an unknown token");
     }
   }

@@ -27,6 +27,9 @@ class Tokenizer {
   /// Encodes `text`. Control-token texts that appear literally (e.g. "<|im_start|>") become their
   /// ids; everything else goes through the pre-tokenizer and BPE. BOS is prepended when
   /// `add_special` is true and the vocabulary asks for it (`tokenizer.ggml.add_bos_token`).
+  /// Throws decodebench::Error (exit 2) for a character (SentencePiece) or byte (byte-level BPE)
+  /// that has no piece, no byte token and no unknown token to stand for it: dropping it would
+  /// decode another prompt than the one the result records.
   [[nodiscard]] virtual std::vector<int32_t> encode(std::string_view text,
                                                     bool add_special = true) const = 0;
 

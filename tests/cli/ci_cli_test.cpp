@@ -542,8 +542,8 @@ TEST_F(CompareCli, ValidatorAndCompareRefuseEditedSamplesAlike) {
   const auto v = run_command({python(), validate, edited.string()});
   EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
   EXPECT_TRUE(contains(v.err,
-                       "runs/0/results/stats/tpot_ns/median is 1.315e+06, not what "
-                       "results.samples_ns gives (1.9725e+06): the file was changed after "
+                       "runs/0/results/stats/tpot_ns/median is 1315000.0, not what "
+                       "results.samples_ns gives (1972500.0): the file was changed after "
                        "decodebench wrote it"))
       << v.err;
   const auto c = run_decodebench({"compare", path("base.json"), edited.string()});
@@ -554,6 +554,13 @@ TEST_F(CompareCli, ValidatorAndCompareRefuseEditedSamplesAlike) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_TRUE(contains(missing.err, "nosuch.json: cannot read: No such file or directory"))
       << missing.err;
+  // Bytes that are not UTF-8: a one-line error, not a Python traceback.
+  const auto binary = *dir_ / "binary.json";
+  write(binary, "\xff\xfe{}");
+  const auto b = run_command({python(), validate, binary.string()});
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_TRUE(contains(b.err, "binary.json: not valid JSON")) << b.err;
+  EXPECT_FALSE(contains(b.err, "Traceback")) << b.err;
 }
 
 TEST_F(CompareCli, TwentyPercentSlowerExitsOne) {

@@ -144,8 +144,8 @@ TEST(GgufModelConfig, Uint64DimensionsPastInt64AreNamed) {
 TEST(GgufModelConfig, EmbeddingLengthIsCheckedAgainstTheEmbedding) {
   TempDir dir;
   const std::string path = (dir / "m.gguf").string();
-  // A llama file whose token_embd.weight is F32 {64, 8} (hidden 64, vocab 8).
-  const auto write = [&](uint32_t embedding_length, bool key_length) {
+  // A llama file whose token_embd.weight is F32 {cols, 8} (vocab 8).
+  const auto write = [&](uint32_t embedding_length, bool key_length, int64_t cols = 64) {
     gguf::Writer w;
     w.add_string("general.architecture", "llama");
     w.add_uint32("llama.block_count", 1);
@@ -155,8 +155,8 @@ TEST(GgufModelConfig, EmbeddingLengthIsCheckedAgainstTheEmbedding) {
     if (key_length) w.add_uint32("llama.attention.key_length", 16);
     w.add_uint32("llama.context_length", 64);
     w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    w.add_tensor("token_embd.weight", {64, 8}, 0,
-                 bytes_source(std::vector<uint8_t>(64 * 8 * sizeof(float))));
+    w.add_tensor("token_embd.weight", {cols, 8}, 0,
+                 bytes_source(std::vector<uint8_t>(static_cast<size_t>(cols) * 8 * sizeof(float))));
     w.write(path);
   };
   std::string message;
@@ -166,15 +166,15 @@ TEST(GgufModelConfig, EmbeddingLengthIsCheckedAgainstTheEmbedding) {
                          "llama.embedding_length is 72"),
             std::string::npos)
       << message;
-  write(66, false);  // 66 / 4 truncates
+  write(66, false);  // 66 / 4 truncates, and the embedding disagrees: the embedding is named
+  EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
+  EXPECT_NE(message.find("has GGUF dims {64, 8}, but llama.embedding_length is 66"),
+            std::string::npos)
+      << message;
+  write(66, false, 66);  // the embedding agrees, but 66 / 4 truncates
   EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
   EXPECT_NE(message.find("llama.embedding_length 66 is not a multiple of "
                          "llama.attention.head_count 4 and llama.attention.key_length is absent"),
-            std::string::npos)
-      << message;
-  write(66, true);  // key_length gives the head dimension: the embedding is what disagrees
-  EXPECT_EQ(code_of([&] { (void)load_gguf_model(path); }, &message), ExitCode::kUsage);
-  EXPECT_NE(message.find("has GGUF dims {64, 8}, but llama.embedding_length is 66"),
             std::string::npos)
       << message;
 }

@@ -430,10 +430,27 @@ TEST(SpmTokenizer, ByteFallbackAndUnknown) {
     ADD_FAILURE() << "a character without a piece was dropped";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_NE(std::string(e.what()).find("the prompt holds '\xC3\xA9', which this SentencePiece "
-                                         "vocabulary has no piece for"),
+    EXPECT_NE(std::string(e.what()).find("the prompt holds U+00E9 '\xC3\xA9', which this "
+                                         "SentencePiece vocabulary has no piece for"),
               std::string::npos)
         << e.what();
+  }
+  // A vocabulary without the space mark: the space prefix is named as a space; a control
+  // character by its code point alone.
+  auto no_space = spm_vocab({{"x", -2}}, false);
+  no_space.tokens[0] = "<pad>";
+  no_space.token_types[0] = 3;
+  no_space.unk_id = -1;
+  no_space.add_space_prefix = false;
+  for (const auto& [text, named] : std::vector<std::pair<std::string, std::string>>{
+           {"x x", "a space (U+2581 in the vocabulary)"}, {"\n", "U+000A,"}}) {
+    try {
+      (void)make_tokenizer(no_space)->encode(text, false);
+      ADD_FAILURE() << "encoded " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the prompt holds " + named), std::string::npos)
+          << e.what();
+    }
   }
 }
 
