@@ -96,6 +96,13 @@ void expect_usage_error(Fn fn, const std::vector<std::string>& parts) {
   }
 }
 
+// `r` compared `runs` matched runs and gave exactly one note, `note`.
+void expect_one_note(const CompareReport& r, size_t runs, const std::string& note) {
+  ASSERT_EQ(r.runs.size(), runs);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], note);
+}
+
 TEST(CompareVerdict, DecisionRuleTable) {
   // significant & large → direction; not significant & small → same; otherwise unclear.
   EXPECT_EQ(decide_verdict(+20, false, 0.001, 0.05, 5), Verdict::kSlower);
@@ -434,12 +441,10 @@ TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
   const nlohmann::json off = {{"DECODEBENCH_GEMV_RING", "0"}, {"CUDA_VISIBLE_DEVICES", "1"}};
   const nlohmann::json dflt = {{"CUDA_VISIBLE_DEVICES", "1"}};
   CompareReport r = compare_docs(doc(off), doc(dflt));
-  ASSERT_EQ(r.runs.size(), 2u);
-  ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_EQ(r.notes[0],
-            "environment variables differ in 2 of 2 matched run(s): DECODEBENCH_GEMV_RING '0' in "
-            "base.json, unset in new.json (the runs may not have run the same kernels or timed "
-            "them alike)");
+  expect_one_note(r, 2,
+                  "environment variables differ in 2 of 2 matched run(s): DECODEBENCH_GEMV_RING "
+                  "'0' in base.json, unset in new.json (the runs may not have run the same "
+                  "kernels or timed them alike)");
   EXPECT_TRUE(compare_docs(doc(off), doc(off)).notes.empty());
   EXPECT_TRUE(compare_docs(doc(off, "cpu"), doc(dflt, "cpu")).notes.empty());
   // An older file without the field: what the other records, said as not recorded there.
@@ -469,17 +474,14 @@ TEST(Compare, RunsOfDifferentBuildTypesAreNoted) {
     return d;
   };
   const char* probe = "Release (probe build: DECODEBENCH_X_DIGITS=1)";
-  CompareReport r = compare_docs(doc(probe), doc("Release"));
-  ASSERT_EQ(r.runs.size(), 2u);
-  ASSERT_EQ(r.notes.size(), 1u);
-  EXPECT_EQ(r.notes[0],
-            "build types differ in 2 of 2 matched run(s): tool.build_type 'Release (probe build: "
-            "DECODEBENCH_X_DIGITS=1)' in base.json, 'Release' in new.json (other code: a probe or "
-            "Debug build times other kernels)");
+  expect_one_note(compare_docs(doc(probe), doc("Release")), 2,
+                  "build types differ in 2 of 2 matched run(s): tool.build_type 'Release (probe "
+                  "build: DECODEBENCH_X_DIGITS=1)' in base.json, 'Release' in new.json (other "
+                  "code: a probe or Debug build times other kernels)");
   EXPECT_TRUE(compare_docs(doc("Release"), doc("Release")).notes.empty());
   EXPECT_TRUE(compare_docs(doc(probe), doc(nullptr)).notes.empty());
   // The cpu backend's runs too: a Debug build's CPU reference is slower code.
-  r = compare_docs(doc("Debug"), doc("Release"));
+  const CompareReport r = compare_docs(doc("Debug"), doc("Release"));
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(r.notes[0].find("'Debug' in base.json, 'Release' in new.json"), std::string::npos);
 }
