@@ -79,12 +79,11 @@ void run_make_gguf(MakeGgufFlags& f) {
   const Model model = make_synthetic_model(config.shape, config.dtype, config.seed, pool);
   write_synthetic_gguf(model, info, f.out);
   if (!f.quiet) {
-    // A regular file is read back and checked; a character device or FIFO (/dev/null, a pipe)
-    // cannot be, and is not an error either way (-q or not).
-    // (Regular files through stdout's or stderr's descriptor, e.g. `2>FILE`, are read back too.)
+    // A regular file (also one written through stderr's descriptor, `2>FILE`) is read back and
+    // checked; a character device or FIFO (/dev/null, a pipe) cannot be, and is not an error
+    // either way (-q or not).
     std::error_code ec;
-    if (resolve_output(f.out).kind == OutputTarget::Kind::kReplace ||
-        std::filesystem::is_regular_file(f.out, ec)) {
+    if (std::filesystem::is_regular_file(f.out, ec)) {
       const gguf::Reader check(f.out);  // re-validate what was written
       fmt::print("wrote {} ({}, {}, {} tensors, {})\n", f.out, gguf_architecture_for(model.config),
                  config.dtype.label(), check.tensors().size(), decimal_bytes(check.file_size()));
