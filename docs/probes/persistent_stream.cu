@@ -15,9 +15,10 @@
 //   - free: persistent with no waits at all and no read of the previous output (the pipeline's
 //     own ceiling).
 // Round 50 added the same three with dynamic tasks (`dynamic_kernel`): the producer takes the next
-// task (a slot's worth of whole rows) of the lowest matrix with one left from a counter per
-// matrix, so a matrix ends when its last task is done rather than when the slowest CTA's fixed
-// share is; the persistent form counts tasks done per matrix (one release add per task).
+// task (a slot's worth of bytes; rows may be cut, as the math is skipped) of the lowest matrix
+// with one left from a counter per matrix, so a matrix ends when its last task is done rather
+// than when the slowest CTA's fixed share is; the persistent form counts tasks done per matrix
+// (one release add per task).
 // With math = 1 (F16 only) the consumers compute real dot products instead, x read through L1
 // with two 16-byte loads per 16 bytes of weights: that form is bound by those loads (round 23),
 // so it gives no ceiling of an F16 GEMV.
