@@ -1147,6 +1147,34 @@ constexpr bool ring_gguf_takes(WeightType t, int64_t rows, int64_t row_bytes) {
          (t == WeightType::kQ8_0 && (row_bytes < 768 || rows >= kRingGgufManyRows));
 }
 
+/// Whether Q6_K rows that are not 16-byte multiples may take the ring forms (round 51):
+/// DECODEBENCH_GEMV_RING_Q6_K unset or empty: the default (true); "0": no (the per-warp form, as
+/// before round 51); "1": yes. Any other value throws decodebench::Error (exit 1). Q6_K's
+/// 210-byte blocks make the 7B shape's rows 2,940 bytes (3,584 columns) and 15,540 (18,944); its
+/// decoders read 16- and 32-bit words only (the GGUF blocks' funnel-shifted, the tiled layout's
+/// aligned), so rows of a 4-byte multiple can lie back to back in a slot, where the group's copy,
+/// and the last group's, are 16-byte multiples (ring_copyable).
+bool ring_q6_k_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_Q6_K");
+  if (e == nullptr || *e == '\0') return true;
+  if (std::string(e) == "0") return false;
+  if (std::string(e) == "1") return true;
+  throw runtime_error(std::string("DECODEBENCH_GEMV_RING_Q6_K: '") + e +
+                      "' is neither 0 (Q6_K rows that are not 16-byte multiples per warp) nor 1 "
+                      "(the ring forms where their groups can be copied); unset: the default");
+}
+
+/// Whether groups of `group_rows` rows of `row_bytes` bytes, the last of a matrix of `rows` rows
+/// too, can be ring slots: rows of 16-byte multiples always; with `word_rows` (Q6_K,
+/// ring_q6_k_request) rows of 4-byte multiples whose group copies are 16-byte multiples
+/// (cp.async.bulk copies 16-byte multiples between 16-byte aligned addresses, and every slot
+/// starts 16-byte aligned).
+constexpr bool ring_copyable(int64_t rows, int64_t row_bytes, int64_t group_rows, bool word_rows) {
+  if (row_bytes % 16 == 0) return true;
+  return word_rows && row_bytes % 4 == 0 && group_rows * row_bytes % 16 == 0 &&
+         (rows % group_rows) * row_bytes % 16 == 0;
+}
+
 /// The ring shape on 32-column GGUF blocks: the requested one, except that Q8_0's default (4 rows
 /// per warp, which the GGUF-block ring kernels are not built for) becomes 8 warps of 2 rows and 2
 /// slots there.
@@ -1330,6 +1358,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int budget = ring_ctas(T);                             // likewise
     const int max_ctas = ring_max_ctas();                        // likewise
     const RingGguf gguf_ring = ring_gguf_request();              // likewise
+    const bool q6_k_ring = ring_q6_k_request();                  // likewise
+    const bool word_rows = T == WeightType::kQ6_K && q6_k_ring;
     // Packed slots (no pad) only for decoders that read nothing past a row's last block (the
     // tiled layout and the 256-column K-quants); the 32-column GGUF blocks' decoders read one word
     // past it, so they take the ring with a pad after each slot (ring_slot_pad), as below.
@@ -1349,7 +1379,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
                            ring_rows == kRows && group_rows * row_bytes % 16 == 0 &&
                            (rows % group_rows) * row_bytes % 16 == 0;
-    const bool packed_rows = kReadsWithinRow && ring_warps > 0 && row_bytes % 16 == 0;
+    const bool packed_rows =
+        kReadsWithinRow && ring_warps > 0 && ring_copyable(rows, row_bytes, group_rows, word_rows);
     if (packed_rows || gguf_rows) {
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes + ring_slot_pad<Ops, kTiled>();
@@ -1376,10 +1407,16 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
       }
     }
     // Rows too long for that: the split form, groups of 2 · pairs rows (fewer pairs where the
-    // requested groups do not fit their slots). DECODEBENCH_GEMV_RING=0 turns both forms off.
-    if (kReadsWithinRow && ring_warps > 0 && long_pairs > 0 && row_bytes % 16 == 0) {
-      for (int pairs = long_pairs; pairs >= 1; pairs /= 2) {
+    // requested groups do not fit their slots; more, up to 4, where no fewer make groups that
+    // ring_copyable allows: the 7B Q6_K down projection's 2 rows are 31,080 bytes, 4 rows
+    // 62,160). DECODEBENCH_GEMV_RING=0 turns both forms off.
+    if (kReadsWithinRow && ring_warps > 0 && long_pairs > 0 && (row_bytes % 16 == 0 || word_rows)) {
+      const int tries[] = {long_pairs, long_pairs / 2, long_pairs / 4, long_pairs * 2,
+                           long_pairs * 4};
+      for (const int pairs : tries) {
+        if (pairs < 1 || pairs > 4) continue;
         const int64_t group_rows = static_cast<int64_t>(pairs) * kRows;
+        if (!ring_copyable(rows, row_bytes, group_rows, word_rows)) continue;
         const int64_t smem =
             static_cast<int64_t>(long_slots) * group_rows * row_bytes + ring_smem(0, 0, true);
         if (smem > smem_optin()) continue;

@@ -305,8 +305,8 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 
 /// Whether the stream kernels' forms are this build's defaults (no switch in the environment).
 bool default_gemv_forms() {
-  for (const char* name :
-       {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG", "DECODEBENCH_GEMV_RING_GGUF"}) {
+  for (const char* name : {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG",
+                           "DECODEBENCH_GEMV_RING_GGUF", "DECODEBENCH_GEMV_RING_Q6_K"}) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return false;  // empty: the default, as ring_request reads it
   }

@@ -378,11 +378,13 @@ TEST(Gemv, ShortAndOddRows) {
   // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0, then the
   // default (the ring on the 32-column GGUF blocks since round 44, but not on Q8_0 rows of 768
   // bytes or more in matrices under 65,536 rows since rounds 45 and 46), then 1: every case but
-  // Q6_K's 840-byte rows, which no ring form takes, runs the ring.
+  // Q6_K's 840-byte rows runs the ring. Those stay per warp here (DECODEBENCH_GEMV_RING_Q6_K=0):
+  // Gemv.StreamTiledQ6_KMatchesGgufBlocksBitForBit checks the ring on Q6_K rows.
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv q6_k_env("DECODEBENCH_GEMV_RING_Q6_K", "0");
   const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
   for (const char* gguf : {"0", "", "1"}) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_GGUF=") + gguf);
@@ -1951,49 +1953,82 @@ TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
 }
 
 // Q6_K in the tiled layout (quant::tile_rows) on the stream-tiled kernel writes the same bits as
-// the stream kernel on its GGUF blocks (the same sums, term for term): rows of 3,584 columns
-// (2,940 bytes: the per-warp form, pieces starting 4 bytes past 16-byte boundaries, a last pass
-// of 16 tiles) with bias and residual, the down projection's 18,944 columns, 1,536 columns (a
-// group of 16 tiles), 4,096 columns (3,360 bytes: the ring form, 24,000 rows with refills) and
-// 14,336 columns (11,760 bytes: the split ring form); also against the CPU.
+// the stream kernel on its GGUF blocks (the same sums, term for term), in every form the plan
+// takes, which is checked first. Rows of 3,584 columns (2,940 bytes, a 4-byte multiple: since round
+// 51 the ring takes them: the stream kernel needs the matrix end 16-byte aligned, so rows come in
+// multiples of 4 and every group of 16 rows, the last too, is a 16-byte multiple; 1,028 rows (last
+// group 4 rows) and 24,000 (refills); a last pass of 16 tiles), the down projection's 18,944
+// columns (15,540 bytes: the split form with 2 pairs, as groups of 2 rows are 31,080 bytes), 1,536
+// columns (1,260 bytes, a group of 16 tiles), 4,096 columns (3,360 bytes) and 14,336 columns
+// (11,760 bytes: the split form with 1 pair);
+// DECODEBENCH_GEMV_RING_Q6_K=0 puts rows that are not 16-byte multiples back per warp (pieces
+// starting 4 bytes past 16-byte boundaries). Bias and residual on some; also against the CPU.
 TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  ScopedEnv q6_k_ring("DECODEBENCH_GEMV_RING_Q6_K", nullptr);
   const WeightType t = WeightType::kQ6_K;
   const struct {
     int64_t rows, cols;
     bool bias, residual;
-    const char* form;  // the plan both layouts must take
-  } shapes[] = {{1028, 3584, true, true, "per-warp"}, {516, 18944, false, true, "per-warp"},
-                {64, 1536, true, false, "per-warp"},  {100, 4096, false, false, "ring"},
-                {24000, 4096, false, true, "ring"},   {34, 14336, true, true, "split"}};
-  for (const auto& sh : shapes) {
-    const int64_t rows = sh.rows, cols = sh.cols;
-    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
-    const uint32_t seed = static_cast<uint32_t>(rows * 13 + cols);
-    // Both layouts of the same matrix, with the same inputs.
-    const auto run = [&](bool tiled) {
-      PresplitGemv g(t, rows, cols, tiled, seed, sh.bias, sh.residual);
-      const GemvLaunchInfo info = gemv_launch_info(g.params);
-      EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream") << describe(t, rows, cols, info);
-      // Tasks: groups of 16 rows in the ring form, pairs of rows in the per-warp form and in the
-      // split ring form (8 warps on each pair: Llama-3-8B's down projection, 11,760-byte rows).
-      const std::string form = sh.form;
-      EXPECT_EQ(info.tasks, form == "ring" ? (rows + 15) / 16 : (rows + 1) / 2)
-          << describe(t, rows, cols, info);
-      if (form == "split") {
-        EXPECT_EQ(info.column_splits, 8) << describe(t, rows, cols, info);
-      }
-      return g.run();
-    };
-    const std::vector<float> gguf = run(false);
-    const std::vector<float> tiled = run(true);
-    EXPECT_EQ(std::memcmp(gguf.data(), tiled.data(), gguf.size() * 4), 0)
-        << "tiled Q6_K differs from GGUF blocks";
+    const char* form;      // the plan both layouts must take by default
+    const char* form_off;  // ... and with DECODEBENCH_GEMV_RING_Q6_K=0
+    int pairs;             // the split form's row pairs per group
+  } shapes[] = {{1028, 3584, true, true, "ring", "per-warp", 0},
+                {24000, 3584, false, true, "ring", "per-warp", 0},
+                {516, 18944, false, true, "split", "per-warp", 2},
+                {64, 1536, true, false, "ring", "per-warp", 0},
+                {100, 4096, false, false, "ring", "ring", 0},
+                {24000, 4096, false, true, "ring", "ring", 0},
+                {34, 14336, true, true, "split", "split", 1}};
+  for (const char* env : {"", "0", "1"}) {
+    q6_k_ring.set(env);
+    for (const auto& sh : shapes) {
+      const int64_t rows = sh.rows, cols = sh.cols;
+      const std::string form = *env == '0' ? sh.form_off : sh.form;
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) +
+                   " DECODEBENCH_GEMV_RING_Q6_K=" + env + " " + form);
+      const uint32_t seed = static_cast<uint32_t>(rows * 13 + cols);
+      // Both layouts of the same matrix, with the same inputs.
+      const auto run = [&](bool tiled) {
+        PresplitGemv g(t, rows, cols, tiled, seed, sh.bias, sh.residual);
+        const GemvLaunchInfo info = gemv_launch_info(g.params);
+        EXPECT_STREQ(info.kernel, tiled ? "stream-tiled" : "stream")
+            << describe(t, rows, cols, info);
+        EXPECT_STREQ(info.form, form.c_str()) << describe(t, rows, cols, info);
+        // Tasks: groups of 16 rows in the ring form, of 2 · pairs rows in the split ring form
+        // (8 / pairs warps on each pair), pairs of rows in the per-warp form.
+        const int64_t group = form == "ring" ? 16 : form == "split" ? 2 * sh.pairs : 2;
+        EXPECT_EQ(info.tasks, (rows + group - 1) / group) << describe(t, rows, cols, info);
+        if (form == "split") {
+          EXPECT_EQ(info.column_splits, 8 / sh.pairs) << describe(t, rows, cols, info);
+        }
+        return g.run();
+      };
+      const std::vector<float> gguf = run(false);
+      const std::vector<float> tiled = run(true);
+      EXPECT_EQ(std::memcmp(gguf.data(), tiled.data(), gguf.size() * 4), 0)
+          << "tiled Q6_K differs from GGUF blocks";
+    }
   }
-  check_gemv(t, 1028, 3584, true, true, 0, 0, 7);
-  check_gemv(t, 100, 4096, false, true, 0, 0, 7);
+  {
+    PlanningBuffers bufs(18944);
+    GemvParams p = bufs.params(t);
+    p.rows = 3584;
+    p.cols = 18944;
+    p.tiled = true;
+    expect_values_refused("DECODEBENCH_GEMV_RING_Q6_K", {"2", "on", "00", "1x"}, p);
+  }
+  // The CPU reference: by default (the ring on 2,940- and 15,540-byte rows) and per warp.
+  for (const char* env : {"", "0"}) {
+    SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_Q6_K=") + env);
+    q6_k_ring.set(env);
+    check_gemv(t, 1028, 3584, true, true, 0, 0, 7);
+    check_gemv(t, 516, 18944, false, true, 0, 0, 7);
+    check_gemv(t, 1028, 3584, false, true, 0, 0, 4);
+    check_gemv(t, 100, 4096, false, true, 0, 0, 7);
+  }
 }
 
 // The run record's name of a GEMV form, from hand-made launch infos (host-only): the ring's
