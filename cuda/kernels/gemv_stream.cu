@@ -1153,7 +1153,11 @@ constexpr bool ring_gguf_takes(WeightType t, int64_t rows, int64_t row_bytes) {
 /// 210-byte blocks make the 7B shape's rows 2,940 bytes (3,584 columns) and 15,540 (18,944); its
 /// decoders read 16- and 32-bit words only (the GGUF blocks' funnel-shifted, the tiled layout's
 /// aligned), so rows of a 4-byte multiple can lie back to back in a slot, where the group's copy,
-/// and the last group's, are 16-byte multiples (ring_copyable).
+/// and the last group's, are 16-byte multiples (ring_copyable). Measured on an H100
+/// (docs/performance.md, round 51; median TPOT, alternated with "0"): 7B Q4_K_M 2,225.7 / 2,225.8
+/// → 2,198.6 / 2,194.9 µs (its Q6_K LM head 155.9 → 147.6 µs alone, the 14 Q6_K down projections
+/// 25.9 → 23.2 µs each in the split form of 2 pairs); a Qwen2.5-1.5B-shaped Q4_K_M model (its Q6_K
+/// LM head of 1,260-byte rows) 1,075.4–1,077.2 → 1,065.2–1,065.5 µs.
 bool ring_q6_k_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_Q6_K");
   if (e == nullptr || *e == '\0') return true;
@@ -1188,8 +1192,11 @@ constexpr RingShape gguf_ring_shape(WeightType t, RingShape requested) {
 /// and 2 slots: Q4_0 1,624–1,633 µs against 1,655–1,657 with the form off, Q4_K_M 2,013–2,014
 /// against 2,021–2,023 (1 × 4: 1,637–1,643 and 2,015–2,017; 2 × 4 lost 6% and 3%). Off for Q8_0,
 /// whose default ring shape (4 × 1 × 4) ran 1.4% slower with it (2,311–2,314 µs against
-/// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured with it (Q4_1, Q5_K, Q6_K: the
-/// 7B Q6_K rows are not 16-byte multiples, so no ring form runs on them) take 1 × 2.
+/// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured with it (Q4_1, Q5_K, Q6_K)
+/// take 1 × 2; where 2 rows are not a 16-byte multiple (the 7B Q6_K down projection's 15,540-byte
+/// rows) stream_plan takes 2 pairs (round 51, H100: the fastest forms of bench-kernels' 7B Q6_K
+/// GEMVs summed to 65.7–66.0% of the read bandwidth with 2 × 2, 65.7–65.8% with 2 × 3, 63.0–63.5%
+/// with 2 × 1 and 60.3–60.4% with 4 × 1).
 /// DECODEBENCH_GEMV_RING_LONG overrides it for every type: "0" turns it off, "PxS" asks for P =
 /// 1, 2 or 4 pairs (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value
 /// throws decodebench::Error (exit 1).
