@@ -185,6 +185,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   attn_path_ = attention_path_request();     // a bad DECODEBENCH_ATTENTION fails before any upload
   token_copy_ = token_copy_request();        // and a bad DECODEBENCH_TOKEN_D2H
   split_trigger_ = split_trigger_request();  // and DECODEBENCH_SPLIT_TRIGGER
+  presplit_min_ = presplit_min_request();    // and DECODEBENCH_GEMV_PRESPLIT_MIN
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
@@ -450,13 +451,29 @@ void CudaBackend::allocate_batch_workspace() {
   fill_device(d_binputs_.data(), 0, static_cast<size_t>(b) * sizeof(StepInputs));
 }
 
-namespace {
 /// Large quantized GEMVs run fastest on a pre-split x' (the split written once per GEMV by one
 /// small kernel; measured on the H200: Qwen2.5-7B Q4_0 step 394 tokens/s, against 293 with only
 /// the down projection pre-split and 216 with none). Small GEMVs (SmolLM2) are latency-bound:
-/// there the extra kernel would cost more than it saves.
-constexpr int64_t kPresplitElements = int64_t{4} << 20;
-}  // namespace
+/// there the extra kernel would cost more than it saves (kPresplitMinElements).
+int64_t presplit_min_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_PRESPLIT_MIN");
+  if (e == nullptr || *e == '\0') return kPresplitMinElements;
+  const std::string_view v(e);
+  constexpr int64_t kMax = int64_t{1} << 40;
+  int64_t n = 0;
+  bool ok = v.size() <= 13;
+  for (const char ch : v) {
+    ok = ok && ch >= '0' && ch <= '9';
+    if (ok) n = n * 10 + (ch - '0');
+  }
+  if (!ok || n > kMax) {
+    throw runtime_error("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + std::string(v) +
+                        "' is not a count of weights from 0 to 2^40 (the smallest quantized GEMV "
+                        "that runs on a pre-split x'); leave it unset for the default, " +
+                        std::to_string(kPresplitMinElements));
+  }
+  return n;
+}
 
 bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
   // Automatic: only where the tiled layout measured faster than GGUF blocks in 7B steps on the
@@ -477,7 +494,7 @@ bool CudaBackend::tiled(WeightType type, int64_t rows, int64_t cols) const {
   // Batched products (max_batch > 1) read GGUF blocks, so only batch-1 backends tile.
   const int mode = options_.gemv_presplit;
   return max_batch_ == 1 && mode != 2 && gemv_tiled_layout_supported(type, rows, cols) &&
-         (mode == 1 || rows * cols >= kPresplitElements);
+         (mode == 1 || rows * cols >= presplit_min_);
 }
 
 bool CudaBackend::presplit(const GemvParams& p) const {
@@ -487,7 +504,7 @@ bool CudaBackend::presplit(const GemvParams& p) const {
   const int mode = options_.gemv_presplit;
   // Cheapest tests first: this runs for every GEMV of an eager step.
   return quantized && p.cols % 32 == 0 && mode != 2 &&
-         (mode == 1 || p.rows * p.cols >= kPresplitElements ||
+         (mode == 1 || p.rows * p.cols >= presplit_min_ ||
           std::string_view(gemv_launch_info(p).kernel) == "mma") &&
          gemv_presplit_supported(p);
 }

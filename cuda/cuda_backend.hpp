@@ -100,6 +100,20 @@ SplitTrigger split_trigger_request();
 /// alone yet).
 bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head);
 
+/// The default of presplit_min_request: quantized GEMVs of at least 4 Mi weights (rows × cols)
+/// run on a pre-split x' (the 7B shape's every GEMV; SmolLM2's none but its LM head).
+inline constexpr int64_t kPresplitMinElements = int64_t{4} << 20;
+
+/// The smallest quantized GEMV (rows × cols weights) that runs on an x' pre-split by its own
+/// kernel (or written by attention) and, where the layout is automatic, in the tiled layout,
+/// from DECODEBENCH_GEMV_PRESPLIT_MIN (a measurement switch, read once per backend): unset or
+/// empty → kPresplitMinElements; a decimal count of weights from 0 to 2^40 → that count (0: every
+/// quantized GEMV the stream kernels take; a count above the largest matrix: none but those only
+/// the mma kernel takes). Smaller GEMVs run on the staged kernel, which forms x' itself (and
+/// RMSNorm's in the QKV and gate/up GEMVs). CudaBackendOptions::gemv_presplit 1 or 2 overrides
+/// it. Throws decodebench::Error (exit 1) naming the variable for any other value.
+int64_t presplit_min_request();
+
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
 ///
 /// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches on
@@ -178,7 +192,7 @@ class CudaBackend final : public Backend {
   /// in step_attention_forms_.
   void count_attention_form(std::string form);
   /// Whether enqueue_gemv runs `p` on an x' pre-split by its own kernel (quantized GEMVs of at
-  /// least 4 Mi weights, or as CudaBackendOptions::gemv_presplit says).
+  /// least presplit_min_ weights, or as CudaBackendOptions::gemv_presplit says).
   [[nodiscard]] bool presplit(const GemvParams& p) const;
   /// Whether a GEMV matrix of `rows` (stacked: all of them) × `cols` of `type` is uploaded in the
   /// tiled layout: CudaBackendOptions::weight_layout, batch 1, a type and row length the tiled
@@ -268,6 +282,7 @@ class CudaBackend final : public Backend {
   std::array<CudaEvent, kMaxStepsInFlight> step_done_;
   bool token_copy_ = false;  ///< token_copy_request(): a D2H copy after the argmax
   SplitTrigger split_trigger_ = SplitTrigger::kDefault;  ///< split_trigger_request()
+  int64_t presplit_min_ = kPresplitMinElements;          ///< presplit_min_request()
   CudaEvent ev_start_, ev_stop_;
 
   // Batch workspace (max_batch_ > 1): [slot][...] per sequence.

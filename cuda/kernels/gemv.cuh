@@ -115,7 +115,8 @@ struct GemvLaunchInfo {
   ///           rows_per_warp whole rows (DECODEBENCH_GEMV_RING's W × S × R);
   ///   "split": the ring's split form for rows too long for that: groups of ring_pairs row pairs,
   ///           column_splits warps on each pair, ring_slots slots (DECODEBENCH_GEMV_RING_LONG's
-  ///           P × S);
+  ///           P × S, with fewer pairs where the slots do not fit and, for Q6_K rows that are not
+  ///           16-byte multiples, more where fewer make no group of a 16-byte multiple);
   ///   "per-warp": each warp streams the row pieces of its own tasks.
   /// And "presplit" for the mma kernel on a pre-split x' (kernel "mma-presplit").
   const char* form = "";

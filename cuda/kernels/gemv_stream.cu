@@ -39,7 +39,8 @@
 // 44 also on the 32-column GGUF blocks where a group is a 16-byte multiple (ring_gguf_takes: a pad
 // after each slot for the decoders' word past a row; Q8_0 there in 8 warps of 2: gguf_ring_shape);
 // where they do not (the down projections), its split form (groups of 2 rows, 8 warps on each
-// pair, two slots; not for Q8_0: ring_long_request).
+// pair, two slots; not for Q8_0: ring_long_request). Since round 51 Q6_K rows of 4-byte multiples
+// take both forms where each group's copy is a 16-byte multiple (ring_copyable).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -790,17 +791,17 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_stream_kernel(const KernelAr
 
 // ---- the ring kernel (whole rows) --------------------------------------------------------------
 // Where rows are 16-byte multiples and two slots of a group fit the shared memory (the 7B QKV, o,
-// gate/up and LM-head matrices of Q4_0, Q8_0 and Q4_K; and groups of 32-column GGUF blocks that
-// are 16-byte multiples, such as SmolLM2's Q4_1 LM head, with ring_slot_pad after each slot:
-// ring_gguf_takes), a CTA of kRW warps streams groups
-// of kRW · kRows consecutive rows (32 KiB for 16 Q4_0 rows of 3,584 columns) with one bulk copy
-// each into a ring of `slots` shared-memory slots, instead of each warp copying its own two rows (4
-// KB). A standalone probe of the 7B step's weight stream (docs/probes/persistent_stream.cu)
-// streamed 32-64 KiB copies at 81% of the read bandwidth against 58-75% for 8-16 KiB ones. Warp w
-// takes rows 2w and 2w + 1 of each group (the stream kernel's math, chunk_dot; with 4 rows per
-// warp, kR = 4, rows 4w to 4w + 3); the last warp done
-// with a slot (a counter per slot) refills it with the CTA's group `slots` ahead. CTA b takes
-// groups b, b + grid, ...
+// gate/up and LM-head matrices of Q4_0, Q8_0 and Q4_K; groups of 32-column GGUF blocks that are
+// 16-byte multiples, such as SmolLM2's Q4_1 LM head, with ring_slot_pad after each slot:
+// ring_gguf_takes; Q6_K groups that are 16-byte multiples: ring_copyable), a CTA of kRW warps
+// streams groups of kRW · kRows consecutive rows (32 KiB for 16 Q4_0 rows of 3,584 columns) with
+// one bulk copy each into a ring of `slots` shared-memory slots, instead of each warp copying its
+// own two rows (4 KB). A standalone probe of the 7B step's weight stream
+// (docs/probes/persistent_stream.cu) streamed 32-64 KiB copies at 81% of the read bandwidth against
+// 58-75% for 8-16 KiB ones. Warp w takes rows 2w and 2w + 1 of each group (the stream kernel's
+// math, chunk_dot; with 4 rows per warp, kR = 4, rows 4w to 4w + 3); the last warp done with a slot
+// (a counter per slot) refills it with the CTA's group `slots` ahead. CTA b takes groups b,
+// b + grid, ...
 
 //
 // Long rows (the down projections: 16 rows of 10,656 bytes do not fit two slots) take the split
@@ -1175,7 +1176,7 @@ bool ring_q6_k_request() {
 /// starts 16-byte aligned).
 constexpr bool ring_copyable(int64_t rows, int64_t row_bytes, int64_t group_rows, bool word_rows) {
   if (row_bytes % 16 == 0) return true;
-  return word_rows && row_bytes % 4 == 0 && group_rows * row_bytes % 16 == 0 &&
+  return word_rows && group_rows > 0 && row_bytes % 4 == 0 && group_rows * row_bytes % 16 == 0 &&
          (rows % group_rows) * row_bytes % 16 == 0;
 }
 

@@ -811,6 +811,70 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   }
 }
 
+// DECODEBENCH_GEMV_PRESPLIT_MIN's values (host code: runs without a GPU too): unset or empty is
+// the default 4 Mi weights, a decimal count from 0 to 2^40 is taken, anything else is refused with
+// exit 1 and a message that names the variable and quotes the value.
+TEST(Backend, PresplitMinRequestReadsTheSwitch) {
+  using decodebench::testing::ScopedVariable;
+  const struct {
+    std::optional<std::string> value;
+    int64_t want;
+  } cases[] = {{std::nullopt, int64_t{4} << 20},
+               {"", int64_t{4} << 20},
+               {"0", 0},
+               {"1048576", 1048576},
+               {"1099511627776", int64_t{1} << 40}};
+  for (const auto& c : cases) {
+    const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
+    EXPECT_EQ(presplit_min_request(), c.want) << c.value.value_or("(unset)");
+  }
+  EXPECT_EQ(kPresplitMinElements, int64_t{4} << 20);
+  for (const std::string bad :
+       {"-1", "4M", "1e6", " 1", "1 ", "0x10", "1099511627777", "99999999999999999999", "x"}) {
+    const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", bad);
+    try {
+      (void)presplit_min_request();
+      ADD_FAILURE() << "DECODEBENCH_GEMV_PRESPLIT_MIN='" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kRuntime);
+      EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + bad + "'", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
+// DECODEBENCH_GEMV_PRESPLIT_MIN moves the test model's Q4_0 GEMVs (3 layers of QKV 768 × 512, o
+// 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512) between the staged
+// kernel and a pre-split x': by default (4 Mi weights) all 13 are staged and no split kernel runs;
+// at 1 Mi the gate/up GEMVs (exactly 1 Mi) and the LM head (1.5 Mi) are not; at 0 none is. The
+// tokens equal the CPU's in each case.
+TEST(Backend, PresplitMinMovesGemvsToAPreSplitInput) {
+  DB_REQUIRE_CUDA();
+  const Model m = make_model(WeightType::kQ4_0);
+  CudaBackendOptions o;
+  o.max_positions = static_cast<int64_t>(kPrompt.size()) + 4;
+  const struct {
+    std::optional<std::string> value;
+    int64_t staged;
+  } cases[] = {{std::nullopt, 13}, {"1048576", 9}, {"0", 0}};
+  for (const auto& c : cases) {
+    const std::string what = "DECODEBENCH_GEMV_PRESPLIT_MIN=" + c.value.value_or("(unset)");
+    const auto b = backend_with(m, o, "DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
+    b->prefill(prompt_for(*b));
+    const KernelMix mix = b->kernel_mix();
+    int64_t staged = 0, total = 0;
+    for (const auto& [name, n] : mix.gemv_per_step) {
+      total += n;
+      if (name == "staged") staged += n;
+    }
+    EXPECT_EQ(total, 13) << what;
+    EXPECT_EQ(staged, c.staged) << what;
+    EXPECT_EQ(mix.x_split_kernels + mix.x_splits_in_attention > 0, c.staged < 13) << what;
+    const decodebench::testing::ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
+    expect_same_tokens_as_cpu(m, 8, what);
+  }
+}
+
 // The x' split kernels triggering PDL at entry and after their wait: the same tokens and logits
 // bit for bit, eagerly and replayed (where the next kernel may launch changes no value it reads:
 // it waits for the split either way), and the run record counts the splits of each kind (the

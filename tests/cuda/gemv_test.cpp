@@ -377,25 +377,28 @@ TEST(Gemv, ShortAndOddRows) {
   // refilled, rows advanced), and Q4_0's 128 columns (4 tiles) a split last pass, lanes 16-31 on
   // row 1 at 8 bytes past a boundary. The per-warp form with DECODEBENCH_GEMV_RING_GGUF=0, then the
   // default (the ring on the 32-column GGUF blocks since round 44, but not on Q8_0 rows of 768
-  // bytes or more in matrices under 65,536 rows since rounds 45 and 46), then 1: every case but
-  // Q6_K's 840-byte rows runs the ring. Those stay per warp here (DECODEBENCH_GEMV_RING_Q6_K=0):
-  // Gemv.StreamTiledQ6_KMatchesGgufBlocksBitForBit checks the ring on Q6_K rows.
+  // bytes or more in matrices under 65,536 rows since rounds 45 and 46), then 1: every case runs
+  // the ring. Q6_K's 840-byte rows are not in 32-column GGUF blocks: DECODEBENCH_GEMV_RING_Q6_K
+  // sets their form, 0 in the first pass and unset in the others (since round 51 Q6_K groups of 16
+  // rows that are 16-byte multiples take the ring, where every other row of a slot starts 8 bytes
+  // past a 16-byte boundary).
   int major = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
   PlanningBuffers bufs(1024);
   const ScopedEnv ring_env("DECODEBENCH_GEMV_RING", nullptr);
-  const ScopedEnv q6_k_env("DECODEBENCH_GEMV_RING_Q6_K", "0");
+  const ScopedEnv q6_k_env("DECODEBENCH_GEMV_RING_Q6_K", nullptr);
   const ScopedEnv gguf_env("DECODEBENCH_GEMV_RING_GGUF", nullptr);
   for (const char* gguf : {"0", "", "1"}) {
     SCOPED_TRACE(std::string("DECODEBENCH_GEMV_RING_GGUF=") + gguf);
     gguf_env.set(gguf);
+    q6_k_env.set(*gguf == '0' ? "0" : nullptr);
     for (const auto& [t, rows, cols, by_default] :
          std::vector<std::tuple<WeightType, int64_t, int64_t, const char*>>{
              {WeightType::kQ4_0, 64, 896, "ring"},
              {WeightType::kQ4_1, 8192, 576, "ring"},
              {WeightType::kQ5_1, 64, 96, "ring"},
              {WeightType::kQ8_0, 64, 896, "per-warp"},
-             {WeightType::kQ6_K, 32, 1024, "per-warp"},
+             {WeightType::kQ6_K, 32, 1024, "ring"},
              {WeightType::kQ4_0, 64, 128, "ring"}}) {
       ASSERT_EQ(row_bytes(t, cols) % 16, 8) << weight_traits(t).name << " " << cols;
       if (major >= 9) {
@@ -403,9 +406,7 @@ TEST(Gemv, ShortAndOddRows) {
         q.rows = rows;
         q.cols = cols;
         q.variant = 4;
-        const char* form = *gguf == '0'                             ? "per-warp"
-                           : *gguf == '1' && t != WeightType::kQ6_K ? "ring"
-                                                                    : by_default;
+        const char* form = *gguf == '0' ? "per-warp" : *gguf == '1' ? "ring" : by_default;
         EXPECT_STREQ(gemv_launch_info(q).form, form)
             << describe(t, rows, cols, gemv_launch_info(q));
       }
@@ -2019,6 +2020,32 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
     p.cols = 18944;
     p.tiled = true;
     expect_values_refused("DECODEBENCH_GEMV_RING_Q6_K", {"2", "on", "00", "1x"}, p);
+    // DECODEBENCH_GEMV_RING_LONG on the 15,540-byte rows: 4 pairs do not fit two slots (248,640
+    // bytes), so 2; 1 pair makes 31,080-byte groups, so 2 again, whose four slots do not fit: per
+    // warp.
+    const ScopedEnv long_env("DECODEBENCH_GEMV_RING_LONG", nullptr);
+    const struct {
+      const char* env;
+      const char* form;
+      int pairs, slots;
+    } long_cases[] = {{"4x2", "split", 2, 2},
+                      {"2x1", "split", 2, 1},
+                      {"1x4", "per-warp", 0, 0},
+                      {"", "split", 2, 2}};
+    for (const auto& c : long_cases) {
+      long_env.set(c.env);
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      EXPECT_STREQ(info.form, c.form) << "DECODEBENCH_GEMV_RING_LONG=" << c.env;
+      EXPECT_EQ(info.ring_pairs, c.pairs) << "DECODEBENCH_GEMV_RING_LONG=" << c.env;
+      EXPECT_EQ(info.ring_slots, c.slots) << "DECODEBENCH_GEMV_RING_LONG=" << c.env;
+    }
+    long_env.set(nullptr);
+    // Rows of an odd number of blocks are 2-byte multiples (8,960 columns: 35 blocks, 7,350 bytes):
+    // per warp.
+    p.rows = 1536;
+    p.cols = 8960;
+    p.tiled = false;
+    EXPECT_STREQ(gemv_launch_info(p).form, "per-warp");
   }
   // The CPU reference: by default (the ring on 2,940- and 15,540-byte rows) and per warp.
   for (const char* env : {"", "0"}) {
