@@ -812,15 +812,15 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
 }
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN's values (host code: runs without a GPU too): unset or empty is
-// the default 4 Mi weights, a decimal count from 0 to 2^40 is taken, anything else is refused with
+// the default 2 Mi weights, a decimal count from 0 to 2^40 is taken, anything else is refused with
 // exit 1 and a message that names the variable and quotes the value.
 TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
   const struct {
     std::optional<std::string> value;
     int64_t want;
-  } cases[] = {{std::nullopt, int64_t{4} << 20},
-               {"", int64_t{4} << 20},
+  } cases[] = {{std::nullopt, int64_t{2} << 20},
+               {"", int64_t{2} << 20},
                {"0", 0},
                {"1048576", 1048576},
                {"1099511627776", int64_t{1} << 40}};
@@ -828,7 +828,7 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
     const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
     EXPECT_EQ(presplit_min_request(), c.want) << c.value.value_or("(unset)");
   }
-  EXPECT_EQ(kPresplitMinElements, int64_t{4} << 20);
+  EXPECT_EQ(kPresplitMinElements, int64_t{2} << 20);
   for (const std::string bad :
        {"-1", "4M", "1e6", " 1", "1 ", "0x10", "1099511627777", "99999999999999999999", "x"}) {
     const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", bad);
@@ -845,7 +845,7 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN moves the test model's Q4_0 GEMVs (3 layers of QKV 768 × 512, o
 // 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512) between the staged
-// kernel and a pre-split x': by default (4 Mi weights) all 13 are staged and no split kernel runs;
+// kernel and a pre-split x': by default (2 Mi weights) all 13 are staged and no split kernel runs;
 // at 1 Mi the gate/up GEMVs (exactly 1 Mi) and the LM head (1.5 Mi) are not; at 0 none is. The
 // tokens equal the CPU's in each case.
 TEST(Backend, PresplitMinMovesGemvsToAPreSplitInput) {
