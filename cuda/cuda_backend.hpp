@@ -102,11 +102,11 @@ bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_hea
 
 /// The default of presplit_min_request: quantized GEMVs of at least 2 Mi weights (rows × cols) run
 /// on a pre-split x' (the 7B shape's every GEMV; SmolLM2's none but its LM head, as its largest
-/// other one, gate/up, is 1.77 Mi). Measured on an H100 (docs/performance.md, round 51; median
-/// TPOT): the Qwen2.5-1.5B shape, whose QKV (3.1 Mi) and o (2.4 Mi) GEMVs were staged under round
-/// 5's 4 Mi, ran 4.6% (Q4_0), 11.0% (Q8_0) and 9.4% (Q4_K_M) faster with every GEMV pre-split,
-/// while the SmolLM2 shape ran 23% (Q4_1) and 15% (Q8_0) slower so, and the 3B shape's Q4_0 step
-/// 8.7% slower with its QKV and o (4.2–5.2 Mi) staged; 2 Mi lies between the two.
+/// other one, gate/up, is 1.69 Mi). Measured on an H100 (docs/performance.md, round 51; median
+/// TPOT): the Qwen2.5-1.5B shape, whose QKV (3.0 Mi) and o (2.25 Mi) GEMVs were staged under the
+/// former 4 Mi, ran 4.6% (Q4_0), 11.0% (Q8_0) and 9.4% (Q4_K_M) faster with every GEMV pre-split,
+/// while the SmolLM2 shape ran 23% (Q4_1) and 15% (Q8_0) slower so, and the 3B shape's Q4_0
+/// step 8.7–8.9% slower with its QKV and o (4.0–5.0 Mi) staged; 2 Mi lies between the two.
 inline constexpr int64_t kPresplitMinElements = int64_t{2} << 20;
 
 /// The smallest quantized GEMV (rows × cols weights) that runs on an x' pre-split by its own

@@ -1196,7 +1196,7 @@ constexpr RingShape gguf_ring_shape(WeightType t, RingShape requested) {
 /// 2,276–2,285; with 8 × 2 × 2 it gained 1.5%). Types not measured with it (Q4_1, Q5_K, Q6_K)
 /// take 1 × 2; where 2 rows are not a 16-byte multiple (the 7B Q6_K down projection's 15,540-byte
 /// rows) stream_plan takes 2 pairs (round 51, H100: the fastest forms of bench-kernels' 7B Q6_K
-/// GEMVs summed to 65.7–66.0% of the read bandwidth with 2 × 2, 65.7–65.8% with 2 × 3, 63.0–63.5%
+/// GEMVs summed to 66.0% of the read bandwidth with 2 × 2, 65.7–65.8% with 2 × 3, 63.0–63.5%
 /// with 2 × 1 and 60.3–60.4% with 4 × 1).
 /// DECODEBENCH_GEMV_RING_LONG overrides it for every type: "0" turns it off, "PxS" asks for P =
 /// 1, 2 or 4 pairs (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value
