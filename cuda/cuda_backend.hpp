@@ -101,8 +101,9 @@ SplitTrigger split_trigger_request();
 bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head);
 
 /// The default of presplit_min_request: quantized GEMVs of at least 2 Mi weights (rows × cols) run
-/// on a pre-split x' (the 7B shape's every GEMV; SmolLM2's none but its LM head, as its largest
-/// other one, gate/up, is 1.69 Mi). Measured on an H100 (docs/performance.md, round 51; median
+/// on a pre-split x' (the 7B shape's every GEMV but Q4_K_M's separate Q6_K v, 1.75 Mi, which
+/// reads the QK GEMV's split on sm_90; SmolLM2's none but its LM head, as its largest other one,
+/// gate/up, is 1.69 Mi). Measured on an H100 (docs/performance.md, round 51; median
 /// TPOT): the Qwen2.5-1.5B shape, whose QKV (3.0 Mi) and o (2.25 Mi) GEMVs were staged under the
 /// former 4 Mi, ran 4.6% (Q4_0), 11.0% (Q8_0) and 9.4% (Q4_K_M) faster with every GEMV pre-split,
 /// while the SmolLM2 shape ran 23% (Q4_1) and 15% (Q8_0) slower so, and the 3B shape's Q4_0
@@ -110,13 +111,15 @@ bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_hea
 inline constexpr int64_t kPresplitMinElements = int64_t{2} << 20;
 
 /// The smallest quantized GEMV (rows × cols weights) that runs on an x' pre-split by its own
-/// kernel (or written by attention) and, where the layout is automatic, in the tiled layout,
+/// kernel (or written by attention) and, with the automatic or tiled layout, in the tiled layout,
 /// from DECODEBENCH_GEMV_PRESPLIT_MIN (a measurement switch, read once per backend): unset or
-/// empty → kPresplitMinElements; a decimal count of weights from 0 to 2^40 → that count (0: every
-/// quantized GEMV the stream kernels take; a count above the largest matrix: none but those only
-/// the mma kernel takes). Smaller GEMVs run on the staged kernel, which forms x' itself (and
-/// RMSNorm's in the QKV and gate/up GEMVs). CudaBackendOptions::gemv_presplit 1 or 2 overrides
-/// it. Throws decodebench::Error (exit 1) naming the variable for any other value.
+/// empty → kPresplitMinElements; a decimal count of weights from 0 to 2^40, at most 13 digits →
+/// that count (0: every quantized GEMV of columns a multiple of 32 that a pre-split kernel takes:
+/// the stream kernels on sm_90, else the mma kernel; a count above the largest matrix: none but
+/// those the planner gives the mma kernel on an unsplit x', prefer_mma's large matrices, which
+/// stay pre-split). Smaller GEMVs run on the staged kernel, which forms x' itself (and RMSNorm's
+/// in the QKV and gate/up GEMVs). CudaBackendOptions::gemv_presplit 1 or 2 overrides it. Throws
+/// decodebench::Error (exit 1) naming the variable for any other value.
 int64_t presplit_min_request();
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).

@@ -844,10 +844,10 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
 }
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN moves the test model's Q4_0 GEMVs (3 layers of QKV 768 × 512, o
-// 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512) between the staged
-// kernel and a pre-split x': by default (2 Mi weights) all 13 are staged and no split kernel runs;
-// at 1 Mi the gate/up GEMVs (exactly 1 Mi) and the LM head (1.5 Mi) are not; at 0 none is. The
-// tokens equal the CPU's in each case.
+// 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512: 1.46 Mi) between the
+// staged kernel and a pre-split x': by default (2 Mi weights) all 13 are staged and no split kernel
+// runs; at 1 Mi the gate/up GEMVs (exactly 1 Mi: the bound is inclusive) and the LM head are not;
+// at 0 none is. The tokens equal the CPU's in each case.
 TEST(Backend, PresplitMinMovesGemvsToAPreSplitInput) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(WeightType::kQ4_0);
