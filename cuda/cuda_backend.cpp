@@ -1,12 +1,14 @@
 #include "cuda/cuda_backend.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "core/quant/tiled_layout.hpp"
@@ -460,13 +462,12 @@ int64_t presplit_min_request() {
   if (e == nullptr || *e == '\0') return kPresplitMinElements;
   const std::string_view v(e);
   constexpr int64_t kMax = int64_t{1} << 40;
-  int64_t n = 0;
-  bool ok = v.size() <= 13;
-  for (const char ch : v) {
-    ok = ok && ch >= '0' && ch <= '9';
-    if (ok) n = n * 10 + (ch - '0');
+  int64_t n = -1;  // digits only: from_chars alone would take a leading '-'
+  if (v.find_first_not_of("0123456789") == std::string_view::npos) {
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size()) n = -1;  // out of int64's range
   }
-  if (!ok || n > kMax) {
+  if (n < 0 || n > kMax) {
     throw runtime_error("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + std::string(v) +
                         "' is not a count of weights from 0 to 2^40 (the smallest quantized GEMV "
                         "that runs on a pre-split x'); leave it unset for the default, " +

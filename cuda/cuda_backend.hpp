@@ -113,7 +113,7 @@ inline constexpr int64_t kPresplitMinElements = int64_t{2} << 20;
 /// The smallest quantized GEMV (rows × cols weights) that runs on an x' pre-split by its own
 /// kernel (or written by attention) and, with the automatic or tiled layout, in the tiled layout,
 /// from DECODEBENCH_GEMV_PRESPLIT_MIN (a measurement switch, read once per backend): unset or
-/// empty → kPresplitMinElements; a decimal count of weights from 0 to 2^40, at most 13 digits →
+/// empty → kPresplitMinElements; a decimal count of weights from 0 to 2^40 (digits only) →
 /// that count (0: every quantized GEMV of columns a multiple of 32 that a pre-split kernel takes:
 /// the stream kernels on sm_90, else the mma kernel; a count above the largest matrix: none but
 /// those the planner gives the mma kernel on an unsplit x', prefer_mma's large matrices, which

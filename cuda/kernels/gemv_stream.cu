@@ -1169,15 +1169,20 @@ bool ring_q6_k_request() {
                       "(the ring forms where their groups can be copied); unset: the default");
 }
 
-/// Whether groups of `group_rows` rows of `row_bytes` bytes, the last of a matrix of `rows` rows
-/// too, can be ring slots: rows of 16-byte multiples always; with `word_rows` (Q6_K,
-/// ring_q6_k_request) rows of 4-byte multiples whose group copies are 16-byte multiples
-/// (cp.async.bulk copies 16-byte multiples between 16-byte aligned addresses, and every slot
-/// starts 16-byte aligned).
+/// Whether every group of `group_rows` rows of `row_bytes` bytes of a matrix of `rows` rows, the
+/// last (partial) one too, is a 16-byte multiple: cp.async.bulk copies 16-byte multiples between
+/// 16-byte aligned addresses, so each group can be one copy into a slot that starts aligned.
+constexpr bool groups_copyable(int64_t rows, int64_t row_bytes, int64_t group_rows) {
+  return group_rows > 0 && group_rows * row_bytes % 16 == 0 &&
+         (rows % group_rows) * row_bytes % 16 == 0;
+}
+
+/// Whether groups of `group_rows` rows of `row_bytes` bytes can be packed ring slots: rows of
+/// 16-byte multiples always; with `word_rows` (Q6_K, ring_q6_k_request) rows of 4-byte multiples
+/// whose groups are copyable (groups_copyable).
 constexpr bool ring_copyable(int64_t rows, int64_t row_bytes, int64_t group_rows, bool word_rows) {
   if (row_bytes % 16 == 0) return true;
-  return word_rows && group_rows > 0 && row_bytes % 4 == 0 && group_rows * row_bytes % 16 == 0 &&
-         (rows % group_rows) * row_bytes % 16 == 0;
+  return word_rows && row_bytes % 4 == 0 && groups_copyable(rows, row_bytes, group_rows);
 }
 
 /// The ring shape on 32-column GGUF blocks: the requested one, except that Q8_0's default (4 rows
@@ -1384,9 +1389,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // form).
     const bool gguf_wanted = gguf_ring == RingGguf::kAll ||
                              (gguf_ring == RingGguf::kAuto && ring_gguf_takes(T, rows, row_bytes));
-    const bool gguf_rows = !kReadsWithinRow && gguf_wanted && group_rows > 0 &&
-                           ring_rows == kRows && group_rows * row_bytes % 16 == 0 &&
-                           (rows % group_rows) * row_bytes % 16 == 0;
+    const bool gguf_rows = !kReadsWithinRow && gguf_wanted && ring_rows == kRows &&
+                           groups_copyable(rows, row_bytes, group_rows);
     const bool packed_rows =
         kReadsWithinRow && ring_warps > 0 && ring_copyable(rows, row_bytes, group_rows, word_rows);
     if (packed_rows || gguf_rows) {

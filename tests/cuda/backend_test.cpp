@@ -812,25 +812,24 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
 }
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN's values (host code: runs without a GPU too): unset or empty is
-// the default 2 Mi weights, a decimal count from 0 to 2^40 is taken, anything else is refused with
-// exit 1 and a message that names the variable and quotes the value.
+// the default 2 Mi weights, a decimal count from 0 to 2^40 (digits only, leading zeros too) is
+// taken, anything else is refused with exit 1 and a message that names the variable and quotes
+// the value.
 TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
   const struct {
     std::optional<std::string> value;
     int64_t want;
-  } cases[] = {{std::nullopt, int64_t{2} << 20},
-               {"", int64_t{2} << 20},
-               {"0", 0},
-               {"1048576", 1048576},
-               {"1099511627776", int64_t{1} << 40}};
+  } cases[] = {
+      {std::nullopt, int64_t{2} << 20},    {"", int64_t{2} << 20}, {"0", 0}, {"1048576", 1048576},
+      {"1099511627776", int64_t{1} << 40}, {"00000000000001", 1}};
   for (const auto& c : cases) {
     const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
     EXPECT_EQ(presplit_min_request(), c.want) << c.value.value_or("(unset)");
   }
   EXPECT_EQ(kPresplitMinElements, int64_t{2} << 20);
-  for (const std::string bad :
-       {"-1", "4M", "1e6", " 1", "1 ", "0x10", "1099511627777", "99999999999999999999", "x"}) {
+  for (const std::string bad : {"-1", "+1", "4M", "1e6", " 1", "1 ", "0x10", "1099511627777",
+                                "99999999999999999999", "x"}) {
     const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", bad);
     try {
       (void)presplit_min_request();
