@@ -1169,6 +1169,51 @@ bool ring_q6_k_request() {
                       "(the ring forms where their groups can be copied); unset: the default");
 }
 
+/// Where the whole-row ring form's groups of a matrix would leave more than an eighth of the SMs
+/// without a CTA (ring_few_groups), the split form of at most this many row pairs takes it instead
+/// (round 52), where one of its groups can be copied and every warp of a pair of rows gets at
+/// least one 32-tile pass (split_takes_few_groups). Measured on an H100 (docs/performance.md,
+/// round 52; median TPOT against the whole-row form, alternated):
+/// - moved by this default: a Qwen2.5-1.5B-shaped Q4_0 step 888.5 / 891.3 → 848.3 / 852.5 µs and
+///   Q4_K_M 964.8 → 948.3 µs (their down projections, 96 groups of 16 rows on 132 SMs: 1 pair),
+///   Qwen2.5-0.5B Q4_0 548.2 → 525.4 µs (down, 56 groups: 2 pairs), 7B Q4_K_M 2,197.5 → 2,170.9
+///   µs (its 14 Q6_K v projections, 32 groups: 2 pairs);
+/// - left out: 4 pairs (the 1.5B QKV and o, 1,536 columns: 1.5B Q4_K_M 948.3 → 966.8 µs with
+///   them), and matrices whose groups leave fewer SMs idle (the 3B shape's down projections, 128
+///   groups: its Q4_0 step 1,283.1 / 1,275.7 → 1,311.3 / 1,312.4 µs in the split form, though
+///   Q4_K_M gained 1,502.2 → 1,476.1).
+inline constexpr int kFewGroupsPairs = 2;
+
+/// The most row pairs of the split form for matrices of few whole-row groups, from
+/// DECODEBENCH_GEMV_RING_FEW_GROUPS (a measurement switch): unset or empty → kFewGroupsPairs;
+/// "whole" → 0 (the whole-row form wherever it fits, as before round 52); "split:P" (P = 1, 2 or
+/// 4) → P. Any other value throws decodebench::Error (exit 1).
+int ring_few_groups_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS");
+  if (e == nullptr || *e == '\0') return kFewGroupsPairs;
+  const std::string v(e);
+  if (v == "whole") return 0;
+  if (v == "split:1" || v == "split:2" || v == "split:4") return v[6] - '0';
+  throw runtime_error("DECODEBENCH_GEMV_RING_FEW_GROUPS: '" + v +
+                      "' is neither whole (the whole-row ring form wherever it fits) nor split:P "
+                      "(P = 1, 2 or 4: the split form of at most P row pairs for matrices whose "
+                      "whole-row groups leave SMs idle); unset: the default");
+}
+
+/// Whether `groups` whole-row ring groups leave more than an eighth of `sms` SMs without a CTA
+/// (kFewGroupsPairs): the 1.5B down projection's 96 groups on 132 SMs do, the 3B shape's 128 do
+/// not.
+constexpr bool ring_few_groups(int64_t groups, int sms) { return groups * 8 < int64_t{7} * sms; }
+
+/// Whether the split form of `pairs` row pairs may take a matrix of `cols` columns of few
+/// whole-row groups (ring_few_groups), asked for with at most `max_pairs`
+/// (ring_few_groups_request): each of the 8 / pairs warps on a pair of rows then has at least one
+/// of the row's ⌈cols / 1024⌉ passes of 32 tiles (the 1.5B down projection's 9 passes: 1 pair;
+/// 4,864 columns, 5 passes: 2 pairs; 1,536 columns, 2 passes: 4).
+constexpr bool split_takes_few_groups(int64_t cols, int pairs, int max_pairs) {
+  return pairs >= 1 && pairs <= max_pairs && (cols + 1023) / 1024 >= 8 / pairs;
+}
+
 /// Whether every group of `group_rows` rows of `row_bytes` bytes of a matrix of `rows` rows, the
 /// last (partial) one too, is a 16-byte multiple: cp.async.bulk copies 16-byte multiples between
 /// 16-byte aligned addresses, so each group can be one copy into a slot that starts aligned.
@@ -1372,6 +1417,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int max_ctas = ring_max_ctas();                        // likewise
     const RingGguf gguf_ring = ring_gguf_request();              // likewise
     const bool q6_k_ring = ring_q6_k_request();                  // likewise
+    const int few_groups_pairs = ring_few_groups_request();      // likewise
     const bool word_rows = T == WeightType::kQ6_K && q6_k_ring;
     // Packed slots (no pad) only for decoders that read nothing past a row's last block (the
     // tiled layout and the 256-column K-quants); the 32-column GGUF blocks' decoders read one word
@@ -1393,40 +1439,47 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
                            groups_copyable(rows, row_bytes, group_rows);
     const bool packed_rows =
         kReadsWithinRow && ring_warps > 0 && ring_copyable(rows, row_bytes, group_rows, word_rows);
-    if (packed_rows || gguf_rows) {
+    // The whole-row form: where its two slots fit the shared memory.
+    const auto whole_rows = [&]() {
+      if (!packed_rows && !gguf_rows) return false;
       // In 64 bits: a long row must not wrap into a small slot.
       const int64_t slot_bytes = group_rows * row_bytes + ring_slot_pad<Ops, kTiled>();
       const int64_t smem = smem_for_max_ctas(
           static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), max_ctas);
-      if (smem <= smem_optin()) {
-        p.block = ring_warps * 32;
-        p.rows_per_warp = ring_rows;
-        p.chunk = cb;
-        p.smem = static_cast<int>(smem);
-        p.ring_slots = ring_slots;
-        p.ring_pairs = ring_warps;
-        p.ntasks = ceil_div<int64_t>(rows, group_rows);
-        const auto ctas_for = [&](int budget_ctas) {
-          return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
-                             p.block, p.smem);
-        };
-        p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows),
-                                     budget, p.ntasks, sms, ctas_for);
-        const int ctas = std::max(1, ctas_for(p.ring_ctas));
-        p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
-        p.ksplit = 1;
-        return;
-      }
-    }
+      if (smem > smem_optin()) return false;
+      p.block = ring_warps * 32;
+      p.rows_per_warp = ring_rows;
+      p.chunk = cb;
+      p.smem = static_cast<int>(smem);
+      p.ring_slots = ring_slots;
+      p.ring_pairs = ring_warps;
+      p.ntasks = ceil_div<int64_t>(rows, group_rows);
+      const auto ctas_for = [&](int budget_ctas) {
+        return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
+                           p.block, p.smem);
+      };
+      p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows),
+                                   budget, p.ntasks, sms, ctas_for);
+      const int ctas = std::max(1, ctas_for(p.ring_ctas));
+      p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
+      p.ksplit = 1;
+      return true;
+    };
     // Rows too long for that: the split form, groups of 2 · pairs rows (fewer pairs where the
     // requested groups do not fit their slots; more, up to 4, where no fewer make groups that
     // ring_copyable allows: the 7B Q6_K down projection's 2 rows are 31,080 bytes, 4 rows
-    // 62,160). DECODEBENCH_GEMV_RING=0 turns both forms off.
-    if (kReadsWithinRow && ring_warps > 0 && long_pairs > 0 && (row_bytes % 16 == 0 || word_rows)) {
+    // 62,160). DECODEBENCH_GEMV_RING=0 turns both forms off. `few_groups`: only shapes that give
+    // every warp of a pair a pass (split_takes_few_groups).
+    const auto split_rows = [&](bool few_groups) {
+      if (!kReadsWithinRow || ring_warps <= 0 || long_pairs <= 0 ||
+          (row_bytes % 16 != 0 && !word_rows)) {
+        return false;
+      }
       const int tries[] = {long_pairs, long_pairs / 2, long_pairs / 4, long_pairs * 2,
                            long_pairs * 4};
       for (const int pairs : tries) {
         if (pairs < 1 || pairs > 4) continue;
+        if (few_groups && !split_takes_few_groups(cols, pairs, few_groups_pairs)) continue;
         const int64_t group_rows = static_cast<int64_t>(pairs) * kRows;
         if (!ring_copyable(rows, row_bytes, group_rows, word_rows)) continue;
         const int64_t smem =
@@ -1447,9 +1500,18 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         const int ctas = std::max(1, ctas_for(p.ring_ctas));
         p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
         p.ksplit = 8 / pairs;
-        return;
+        return true;
       }
+      return false;
+    };
+    // Whole-row groups that leave SMs idle give way to the split form where it can take the
+    // matrix (kFewGroupsPairs), unless DECODEBENCH_GEMV_RING asked for a ring shape; elsewhere the
+    // whole-row form comes first.
+    if (few_groups_pairs > 0 && by_default && packed_rows &&
+        ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms) && split_rows(true)) {
+      return;
     }
+    if (whole_rows() || split_rows(false)) return;
     p.block = kThreads;
     p.rows_per_warp = kRows;
     p.chunk = cb;

@@ -305,8 +305,9 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 
 /// Whether the stream kernels' forms are this build's defaults (no switch in the environment).
 bool default_gemv_forms() {
-  for (const char* name : {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG",
-                           "DECODEBENCH_GEMV_RING_GGUF", "DECODEBENCH_GEMV_RING_Q6_K"}) {
+  for (const char* name :
+       {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG", "DECODEBENCH_GEMV_RING_GGUF",
+        "DECODEBENCH_GEMV_RING_Q6_K", "DECODEBENCH_GEMV_RING_FEW_GROUPS"}) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return false;  // empty: the default, as ring_request reads it
   }
@@ -846,7 +847,8 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
 // 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512: 1.46 Mi) between the
 // staged kernel and a pre-split x': by default (2 Mi weights) all 13 are staged and no split kernel
 // runs; at 1 Mi the gate/up GEMVs (exactly 1 Mi: the bound is inclusive) and the LM head are not;
-// at 0 none is. The tokens equal the CPU's in each case.
+// at 0 none is. Each pre-split GEMV has its own split kernel and its matrix in the tiled layout.
+// The tokens equal the CPU's in each case.
 TEST(Backend, PresplitMinMovesGemvsToAPreSplitInput) {
   DB_REQUIRE_CUDA();
   const Model m = make_model(WeightType::kQ4_0);
@@ -868,7 +870,13 @@ TEST(Backend, PresplitMinMovesGemvsToAPreSplitInput) {
     }
     EXPECT_EQ(total, 13) << what;
     EXPECT_EQ(staged, c.staged) << what;
-    EXPECT_EQ(mix.x_split_kernels + mix.x_splits_in_attention > 0, c.staged < 13) << what;
+    // Each GEMV on a pre-split x' reads its own split (head_dim 64: attention writes none) and
+    // its matrix went up in the tiled layout (--weight-layout auto; rows of 288 and 576 bytes).
+    EXPECT_EQ(mix.x_split_kernels, 13 - c.staged) << what;
+    EXPECT_EQ(mix.x_splits_in_attention, 0) << what;
+    const bool tiled_here =
+        tiled_layout_here(WeightType::kQ4_0, 512) && tiled_layout_here(WeightType::kQ4_0, 1024);
+    EXPECT_EQ(mix.tiled_matrices, tiled_here ? 13 - c.staged : 0) << what;
     const decodebench::testing::ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", c.value);
     expect_same_tokens_as_cpu(m, 8, what);
   }

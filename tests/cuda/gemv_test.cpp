@@ -1600,6 +1600,102 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   }
 }
 
+// Matrices whose whole-row ring groups leave more than an eighth of the SMs idle take the split
+// form (round 52): the fewest pairs (from the default 1) that give every warp of a pair a 32-tile
+// pass, at most 2 by default, at most P with DECODEBENCH_GEMV_RING_FEW_GROUPS=split:P; "whole"
+// keeps the whole-row form, as does a matrix that would need more pairs. Plans are checked by form,
+// groups and warps per pair: 1,536 rows (96 groups of 16) of 8,960 columns (1 pair: 768 groups),
+// of 1,536 columns (2 passes: 4 pairs, so whole rows by default) and Q6_K rows of 3,584 columns (4
+// passes, and 2 rows of 2,940 bytes are no 16-byte multiple: 2 pairs). At the threshold, the
+// largest group count under 7/8 of the SMs splits and one more does not; few-group matrices the
+// split form cannot take (one pass per row) keep the whole-row form. Each split plan then matches
+// the CPU (a partial last group too).
+TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
+  DB_REQUIRE_STREAM_KERNEL();
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  const ScopedEnv q6_k("DECODEBENCH_GEMV_RING_Q6_K", nullptr);
+  ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", nullptr);
+  int sms = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // 96 groups must leave more than an eighth of the SMs idle.
+  if (96 * 8 >= 7 * sms) GTEST_SKIP() << "the shapes assume at least 110 SMs, not " << sms;
+  PlanningBuffers bufs(8960);
+  const auto plan = [&](WeightType t, int64_t rows, int64_t cols, bool tiled) {
+    GemvParams p = bufs.params(t);
+    p.rows = rows;
+    p.cols = cols;
+    p.tiled = tiled;
+    return gemv_launch_info(p);
+  };
+  const struct {
+    WeightType t;
+    bool tiled;
+    int64_t rows, cols;
+    int pairs;          // in the split form
+    const char* whole;  // the whole-row form's name
+  } cases[] = {
+      {WeightType::kQ4_0, true, 1536, 8960, 1, "stream-tiled ring 8x2x2"},
+      {WeightType::kQ4_K, false, 1536, 8960, 1, "stream ring 8x2x2"},
+      {WeightType::kQ4_0, true, 1536, 1536, 4, "stream-tiled ring 8x2x2"},
+      {WeightType::kQ6_K, true, 1536, 3584, 2, "stream-tiled ring 8x2x2"},
+  };
+  const struct {
+    const char* value;
+    int max_pairs;
+  } values[] = {{nullptr, 2},   {"", 2},        {"whole", 0},
+                {"split:1", 1}, {"split:2", 2}, {"split:4", 4}};
+  for (const auto& c : cases) {
+    for (const auto& v : values) {
+      few.set(v.value);
+      const GemvLaunchInfo i = plan(c.t, c.rows, c.cols, c.tiled);
+      const std::string what =
+          describe(c.t, c.rows, c.cols, i) +
+          " DECODEBENCH_GEMV_RING_FEW_GROUPS=" + (v.value == nullptr ? "(unset)" : v.value);
+      if (c.pairs <= v.max_pairs) {
+        EXPECT_STREQ(i.form, "split") << what;
+        EXPECT_EQ(i.ring_pairs, c.pairs) << what;
+        EXPECT_EQ(i.column_splits, 8 / c.pairs) << what;
+        EXPECT_EQ(i.tasks, c.rows / (2 * c.pairs)) << what;
+        EXPECT_EQ(i.ring_slots, 2) << what;
+      } else {
+        // Q4_0's whole-row form adds its register budget to the name.
+        EXPECT_TRUE(gemv_form_name(i).starts_with(c.whole)) << gemv_form_name(i) << " " << what;
+        EXPECT_EQ(i.tasks, c.rows / 16) << what;
+      }
+    }
+  }
+  few.set("split:4");
+  // The threshold: g groups split while 8 · g < 7 · sms.
+  const int64_t g = (7 * sms - 1) / 8;
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K}) {
+    const bool tiled = t == WeightType::kQ4_0;
+    EXPECT_STREQ(plan(t, 16 * g, 8960, tiled).form, "split") << g << " groups";
+    EXPECT_STREQ(plan(t, 16 * (g + 1), 8960, tiled).form, "ring") << g + 1 << " groups";
+    EXPECT_STREQ(plan(t, 97, 1024, tiled).form, "ring");  // one pass per row
+  }
+  {
+    GemvParams p = bufs.params(WeightType::kQ4_0);
+    p.rows = 1536;
+    p.cols = 8960;
+    p.tiled = true;
+    expect_values_refused(
+        "DECODEBENCH_GEMV_RING_FEW_GROUPS",
+        {"1", "on", "split", "Split:2", "whole ", "split:3", "split:", "split:8", "split2"}, p);
+  }
+  few.set("split:4");
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(weight_traits(c.t).name) + " " + std::to_string(c.cols) + " columns");
+    const int variant = c.tiled ? 7 : 4;
+    check_gemv(c.t, c.rows, c.cols, false, true, 0, 0, variant);
+    // 1,031 rows: a partial last group of 1,031 mod (2 · pairs) rows; bias and residual.
+    // (Q6_K: 1,031 rows of 2,940 bytes would end the matrix off 16-byte alignment.)
+    if (c.t == WeightType::kQ6_K) continue;
+    EXPECT_STREQ(plan(c.t, 1031, c.cols, c.tiled).form, "split");
+    check_gemv(c.t, 1031, c.cols, true, true, 0, 0, variant);
+  }
+}
+
 // The ring form with 4 rows per warp (DECODEBENCH_GEMV_RING=WxSxR, R = 4, W = 4 or 8): each x'
 // tile a lane loads serves 4 rows. A warp's rows are summed pair by pair as with 2 rows per warp
 // (chunk_dot), so its output equals the 2-row form's bit for bit, which every shape checks:
@@ -1715,6 +1811,9 @@ TEST(Gemv, StreamRingRegisterBudgetsMatchBitForBit) {
   ScopedEnv max_ctas("DECODEBENCH_GEMV_RING_MAX_CTAS", nullptr);
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  // The whole-row form also on matrices of few groups (1,031 rows), which by default take the
+  // split form since round 52 (Gemv.StreamRingFewGroupsTakeTheSplitForm).
+  const ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", "whole");
   int sms = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   {
@@ -1968,6 +2067,9 @@ TEST(Gemv, StreamTiledQ6_KMatchesGgufBlocksBitForBit) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  // The whole-row form also on matrices of few groups (1,028 and 100 rows), which by default take
+  // the split form since round 52 (Gemv.StreamRingFewGroupsTakeTheSplitForm checks Q6_K there).
+  const ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", "whole");
   ScopedEnv q6_k_ring("DECODEBENCH_GEMV_RING_Q6_K", nullptr);
   const WeightType t = WeightType::kQ6_K;
   const struct {
