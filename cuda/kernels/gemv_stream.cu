@@ -1439,18 +1439,19 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
                            groups_copyable(rows, row_bytes, group_rows);
     const bool packed_rows =
         kReadsWithinRow && ring_warps > 0 && ring_copyable(rows, row_bytes, group_rows, word_rows);
-    // The whole-row form: where its two slots fit the shared memory.
+    // The whole-row form: where its slots fit the shared memory (in 64 bits: a long row must not
+    // wrap into a small slot).
+    const int64_t whole_smem = smem_for_max_ctas(
+        static_cast<int64_t>(ring_slots) * (group_rows * row_bytes + ring_slot_pad<Ops, kTiled>()) +
+            ring_smem(0, 0),
+        max_ctas);
+    const bool whole_fits = (packed_rows || gguf_rows) && whole_smem <= smem_optin();
     const auto whole_rows = [&]() {
-      if (!packed_rows && !gguf_rows) return false;
-      // In 64 bits: a long row must not wrap into a small slot.
-      const int64_t slot_bytes = group_rows * row_bytes + ring_slot_pad<Ops, kTiled>();
-      const int64_t smem = smem_for_max_ctas(
-          static_cast<int64_t>(ring_slots) * slot_bytes + ring_smem(0, 0), max_ctas);
-      if (smem > smem_optin()) return false;
+      if (!whole_fits) return false;
       p.block = ring_warps * 32;
       p.rows_per_warp = ring_rows;
       p.chunk = cb;
-      p.smem = static_cast<int>(smem);
+      p.smem = static_cast<int>(whole_smem);
       p.ring_slots = ring_slots;
       p.ring_pairs = ring_warps;
       p.ntasks = ceil_div<int64_t>(rows, group_rows);
@@ -1506,8 +1507,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     };
     // Whole-row groups that leave SMs idle give way to the split form where it can take the
     // matrix (kFewGroupsPairs), unless DECODEBENCH_GEMV_RING asked for a ring shape; elsewhere the
-    // whole-row form comes first.
-    if (few_groups_pairs > 0 && by_default && packed_rows &&
+    // whole-row form comes first, and rows too long for it take the split form as before.
+    if (few_groups_pairs > 0 && by_default && packed_rows && whole_fits &&
         ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms) && split_rows(true)) {
       return;
     }

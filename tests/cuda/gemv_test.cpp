@@ -1608,8 +1608,9 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
 // of 1,536 columns (2 passes: 4 pairs, so whole rows by default) and Q6_K rows of 3,584 columns (4
 // passes, and 2 rows of 2,940 bytes are no 16-byte multiple: 2 pairs). At the threshold, the
 // largest group count under 7/8 of the SMs splits and one more does not; few-group matrices the
-// split form cannot take (one pass per row) keep the whole-row form. Each split plan then matches
-// the CPU (a partial last group too).
+// split form cannot take (one pass per row) keep the whole-row form, and rows too long for the
+// whole-row slots keep the split form's own pairs. Each split plan then matches the CPU (a partial
+// last group too).
 TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
@@ -1673,6 +1674,12 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
     EXPECT_STREQ(plan(t, 16 * g, 8960, tiled).form, "split") << g << " groups";
     EXPECT_STREQ(plan(t, 16 * (g + 1), 8960, tiled).form, "ring") << g + 1 << " groups";
     EXPECT_STREQ(plan(t, 97, 1024, tiled).form, "ring");  // one pass per row
+    // Rows too long for two whole-row slots (65 groups of 10,656-byte rows) keep the split form's
+    // own rule: 4 pairs when asked for, where the few-group rule would allow 2.
+    const ScopedEnv long_env("DECODEBENCH_GEMV_RING_LONG", "4x2");
+    few.set(nullptr);
+    EXPECT_EQ(plan(t, 1031, 18944, tiled).ring_pairs, 4);
+    few.set("split:4");
   }
   {
     GemvParams p = bufs.params(WeightType::kQ4_0);
