@@ -1173,7 +1173,9 @@ bool ring_q6_k_request() {
 /// without a CTA (ring_few_groups), the split form of at most this many row pairs takes it instead
 /// (round 52), where one of its groups can be copied and every warp of a pair of rows gets at
 /// least one 32-tile pass (split_takes_few_groups). Measured on an H100 (docs/performance.md,
-/// round 52; median TPOT against the whole-row form, alternated):
+/// round 52; median TPOT against the whole-row form, alternated; the first figures with the rule
+/// before its 7/8 threshold, none of whose moves here the threshold changes; as adopted, 1.5B
+/// Q4_0 889.9 / 890.3 → 855.1 / 855.4 µs):
 /// - moved by this default: a Qwen2.5-1.5B-shaped Q4_0 step 888.5 / 891.3 → 848.3 / 852.5 µs and
 ///   Q4_K_M 964.8 → 948.3 µs (their down projections, 96 groups of 16 rows on 132 SMs: 1 pair),
 ///   Qwen2.5-0.5B Q4_0 548.2 → 525.4 µs (down, 56 groups: 2 pairs), 7B Q4_K_M 2,197.5 → 2,170.9
