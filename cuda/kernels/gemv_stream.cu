@@ -1180,16 +1180,17 @@ bool ring_q6_k_request() {
 ///   Q4_K_M 964.8 → 948.3 µs (their down projections, 96 groups of 16 rows on 132 SMs: 1 pair),
 ///   Qwen2.5-0.5B Q4_0 548.2 → 525.4 µs (down, 56 groups: 2 pairs), 7B Q4_K_M 2,197.5 → 2,170.9
 ///   µs (its 14 Q6_K v projections, 32 groups: 2 pairs);
-/// - left out: 4 pairs (the 1.5B QKV and o, 1,536 columns: 1.5B Q4_K_M 948.3 → 966.8 µs with
-///   them), and matrices whose groups leave fewer SMs idle (the 3B shape's down projections, 128
-///   groups: its Q4_0 step 1,283.1 / 1,275.7 → 1,311.3 / 1,312.4 µs in the split form, though
-///   Q4_K_M gained 1,502.2 → 1,476.1).
+/// - left out: 4 pairs (rows of 1,536 columns; measured before the threshold, with the 1.5B
+///   QKV and o: 1.5B Q4_K_M 948.3 → 966.8 µs), and matrices whose groups leave fewer SMs idle (the
+///   3B shape's down projections, 128 groups: its Q4_0 step 1,283.1 / 1,275.7 → 1,311.3 / 1,312.4
+///   µs in the split form, though Q4_K_M gained 1,502.2 → 1,476.1).
 inline constexpr int kFewGroupsPairs = 2;
 
 /// The most row pairs of the split form for matrices of few whole-row groups, from
 /// DECODEBENCH_GEMV_RING_FEW_GROUPS (a measurement switch): unset or empty → kFewGroupsPairs;
 /// "whole" → 0 (the whole-row form wherever it fits, as before round 52); "split:P" (P = 1, 2 or
-/// 4) → P. Any other value throws decodebench::Error (exit 1).
+/// 4) → P. The split form then tries DECODEBENCH_GEMV_RING_LONG's pairs first and takes its slots
+/// (its "0" turns this off too). Any other value throws decodebench::Error (exit 1).
 int ring_few_groups_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS");
   if (e == nullptr || *e == '\0') return kFewGroupsPairs;
@@ -1448,24 +1449,30 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
             ring_smem(0, 0),
         max_ctas);
     const bool whole_fits = (packed_rows || gguf_rows) && whole_smem <= smem_optin();
-    const auto whole_rows = [&]() {
-      if (!whole_fits) return false;
-      p.block = ring_warps * 32;
-      p.rows_per_warp = ring_rows;
+    // Fills `p` with a ring plan: `warps` warps on `pairs` pairs (pairs == warps: the whole-row
+    // form, `rows_per_warp` rows each), `slots` slots of groups of `group_rows` rows.
+    const auto ring_plan = [&](int warps, int pairs, int rows_per_warp, int64_t smem, int slots,
+                               int64_t group_rows) {
+      p.block = warps * 32;
+      p.rows_per_warp = rows_per_warp;
       p.chunk = cb;
-      p.smem = static_cast<int>(whole_smem);
-      p.ring_slots = ring_slots;
-      p.ring_pairs = ring_warps;
+      p.smem = static_cast<int>(smem);
+      p.ring_slots = slots;
+      p.ring_pairs = pairs;
       p.ntasks = ceil_div<int64_t>(rows, group_rows);
       const auto ctas_for = [&](int budget_ctas) {
-        return ctas_per_sm(ring_kernel<T, kTiled>(ring_warps, ring_warps, ring_rows, budget_ctas),
+        return ctas_per_sm(ring_kernel<T, kTiled>(warps, pairs, rows_per_warp, budget_ctas),
                            p.block, p.smem);
       };
-      p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(ring_warps, ring_warps, ring_rows),
-                                   budget, p.ntasks, sms, ctas_for);
+      p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(warps, pairs, rows_per_warp), budget,
+                                   p.ntasks, sms, ctas_for);
       const int ctas = std::max(1, ctas_for(p.ring_ctas));
       p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
-      p.ksplit = 1;
+      p.ksplit = warps / pairs;
+    };
+    const auto whole_rows = [&]() {
+      if (!whole_fits) return false;
+      ring_plan(ring_warps, ring_warps, ring_rows, whole_smem, ring_slots, group_rows);
       return true;
     };
     // Rows too long for that: the split form, groups of 2 · pairs rows (fewer pairs where the
@@ -1488,21 +1495,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
         const int64_t smem =
             static_cast<int64_t>(long_slots) * group_rows * row_bytes + ring_smem(0, 0, true);
         if (smem > smem_optin()) continue;
-        p.block = 8 * 32;
-        p.rows_per_warp = kRows;
-        p.chunk = cb;
-        p.smem = static_cast<int>(smem);
-        p.ring_slots = long_slots;
-        p.ring_pairs = pairs;
-        p.ntasks = ceil_div<int64_t>(rows, group_rows);
-        const auto ctas_for = [&](int budget_ctas) {
-          return ctas_per_sm(ring_kernel<T, kTiled>(8, pairs, kRows, budget_ctas), p.block, p.smem);
-        };
-        p.ring_ctas = plan_ring_ctas(has_ring_budget<T, kTiled>(8, pairs, kRows), budget, p.ntasks,
-                                     sms, ctas_for);
-        const int ctas = std::max(1, ctas_for(p.ring_ctas));
-        p.grid = std::min<int64_t>(p.ntasks, static_cast<int64_t>(sms) * ctas);
-        p.ksplit = 8 / pairs;
+        ring_plan(8, pairs, kRows, smem, long_slots, group_rows);
         return true;
       }
       return false;

@@ -59,6 +59,14 @@ struct PlanningBuffers {
     p.x_split = split.get();
     return p;
   }
+  /// The launch info of a `rows` × `cols` GEMV of type t (`tiled`: the tiled layout).
+  GemvLaunchInfo plan(WeightType t, int64_t rows, int64_t cols, bool tiled) {
+    GemvParams p = params(t);
+    p.rows = rows;
+    p.cols = cols;
+    p.tiled = tiled;
+    return gemv_launch_info(p);
+  }
 };
 
 // Sets or unsets one environment variable for a scope; the caller's setting comes back after it
@@ -1475,11 +1483,7 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
   constexpr int kExtra = 64 + 4 * 16 * 2 * 4;  // mbarriers, counters and partial sums
   PlanningBuffers bufs(18944);
   const auto plan = [&](WeightType t, int64_t rows, int64_t cols, bool tiled) {
-    GemvParams p = bufs.params(t);
-    p.rows = rows;
-    p.cols = cols;
-    p.tiled = tiled;
-    return gemv_launch_info(p);
+    return bufs.plan(t, rows, cols, tiled);
   };
   GemvLaunchInfo info = plan(WeightType::kQ4_K, 3584, 18944, false);  // 10,656 bytes per row
   EXPECT_STREQ(info.kernel, "stream");
@@ -1609,8 +1613,9 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
 // passes, and 2 rows of 2,940 bytes are no 16-byte multiple: 2 pairs). At the threshold, the
 // largest group count under 7/8 of the SMs splits and one more does not; few-group matrices the
 // split form cannot take (one pass per row) keep the whole-row form, and rows too long for the
-// whole-row slots keep the split form's own pairs. Each split plan then matches the CPU (a partial
-// last group too).
+// whole-row slots keep the split form's own pairs; an asked-for ring shape,
+// DECODEBENCH_GEMV_RING_LONG=0 and Q8_0 keep the whole-row form. Each split plan then matches the
+// CPU (a partial last group too).
 TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   DB_REQUIRE_STREAM_KERNEL();
   const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
@@ -1619,15 +1624,16 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", nullptr);
   int sms = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  // 96 groups must leave more than an eighth of the SMs idle.
+  // 96 groups must leave more than an eighth of the SMs idle, and two whole-row slots of 16 rows
+  // of 5,040 bytes must fit a CTA's shared memory.
   if (96 * 8 >= 7 * sms) GTEST_SKIP() << "the shapes assume at least 110 SMs, not " << sms;
+  int optin = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  if (optin < 2 * 16 * 5040 + 64)
+    GTEST_SKIP() << "the shapes assume 161,344 bytes of shared memory";
   PlanningBuffers bufs(8960);
   const auto plan = [&](WeightType t, int64_t rows, int64_t cols, bool tiled) {
-    GemvParams p = bufs.params(t);
-    p.rows = rows;
-    p.cols = cols;
-    p.tiled = tiled;
-    return gemv_launch_info(p);
+    return bufs.plan(t, rows, cols, tiled);
   };
   const struct {
     WeightType t;
@@ -1681,6 +1687,19 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
     EXPECT_EQ(plan(t, 1031, 18944, tiled).ring_pairs, 4);
     few.set("split:4");
   }
+  // By default, but with a ring shape asked for, or the split form off: the whole-row form; Q8_0
+  // (its split form off by default) keeps its own.
+  few.set(nullptr);
+  {
+    const ScopedEnv asked("DECODEBENCH_GEMV_RING", "8x2");
+    EXPECT_STREQ(plan(WeightType::kQ4_0, 1536, 8960, true).form, "ring");
+  }
+  {
+    const ScopedEnv long_off("DECODEBENCH_GEMV_RING_LONG", "0");
+    EXPECT_STREQ(plan(WeightType::kQ4_0, 1536, 8960, true).form, "ring");
+  }
+  EXPECT_STREQ(plan(WeightType::kQ4_0, 1536, 8960, true).form, "split");
+  EXPECT_EQ(gemv_form_name(plan(WeightType::kQ8_0, 1536, 8960, true)), "stream-tiled ring 4x1x4");
   {
     GemvParams p = bufs.params(WeightType::kQ4_0);
     p.rows = 1536;
