@@ -79,6 +79,12 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
     "2 usage or input error · 3 insufficient resources (no CUDA device, memory, disk) · "
     "4 verification failed · 5 CUDA context unusable after a capture failure";
+/// The main run's help names where the measurement switches are documented (they are
+/// environment variables, so no flag lists them).
+constexpr const char* kSwitchesHelp =
+    "Measurement switches: DECODEBENCH_* environment variables make the CUDA backend run other "
+    "kernel forms, for A/B measurements (a normal run needs none); docs/measurement-switches.md "
+    "lists them, and a result records those set.";
 /// The sweep paragraph of the main run's help: which flags take comma lists.
 std::string sweeps_help() {
   return "Sweeps: these run flags accept comma lists (--layers 2,4 --dtype f16,bf16): " +
@@ -93,7 +99,7 @@ int run_entry(int argc, char** argv) {
   cuda::install_provider();
 #endif
   CLI::App app{"decodebench: measures the per-token decode step of a decoder-only transformer"};
-  app.footer(sweeps_help() + "\n" + kExitCodes);
+  app.footer(sweeps_help() + "\n" + kSwitchesHelp + "\n" + kExitCodes);
   const std::string probe = *build_info::kProbe == '\0'
                                 ? std::string()
                                 : std::string(", probe build: ") + build_info::kProbe;
@@ -120,7 +126,7 @@ int run_entry(int argc, char** argv) {
   require_decimal_integers(app);  // the root's run flags and every command's
   // Subcommands inherit the main help's footer; only the run sweeps. A command with a footer of
   // its own (suite, make-gguf) gets the exit codes after it.
-  const std::string footer = sweeps_help() + "\n" + kExitCodes;
+  const std::string footer = sweeps_help() + "\n" + kSwitchesHelp + "\n" + kExitCodes;
   for (CLI::App* sub : app.get_subcommands({})) {
     if (sub == run) continue;
     const std::string own = sub->get_footer();

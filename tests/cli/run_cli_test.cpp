@@ -642,8 +642,12 @@ TEST(RunCli, VersionAndHelp) {
   EXPECT_NE(h.out.find("Sweeps: these run flags accept comma lists"), std::string::npos) << h.out;
   EXPECT_NE(h.out.find("--fusion --pdl --launch-ahead --weight-layout"), std::string::npos)
       << h.out;
-  // The sweep paragraph is the main run's (and `run`'s); other commands end with the exit codes.
+  EXPECT_NE(h.out.find("docs/measurement-switches.md"), std::string::npos) << h.out;
+  // The sweep and switch paragraphs are the main run's (and `run`'s); other commands end with the
+  // exit codes.
   EXPECT_NE(run_decodebench({"run", "--help"}).out.find("Sweeps:"), std::string::npos);
+  EXPECT_NE(run_decodebench({"run", "--help"}).out.find("Measurement switches:"),
+            std::string::npos);
   // Every command's help ends with its exit codes, also after a footer of its own (suite,
   // make-gguf: what the file holds).
   for (const std::string cmd :
@@ -651,6 +655,7 @@ TEST(RunCli, VersionAndHelp) {
     const auto c = run_decodebench({cmd, "--help"});
     EXPECT_EQ(c.exit_code, 0) << cmd;
     EXPECT_EQ(c.out.find("Sweeps:"), std::string::npos) << cmd << ":\n" << c.out;
+    EXPECT_EQ(c.out.find("Measurement switches:"), std::string::npos) << cmd << ":\n" << c.out;
     EXPECT_NE(c.out.find("Exit codes"), std::string::npos) << cmd << ":\n" << c.out;
   }
   EXPECT_NE(run_decodebench({"make-gguf", "--help"}).out.find("as BOS/EOS."), std::string::npos);
