@@ -134,13 +134,15 @@ namespace {
 // means, so a result records the ones set and `compare` names those that differ. A new
 // DECODEBENCH_* switch belongs here.
 constexpr const char* kRunVariables[] = {
-    "DECODEBENCH_GEMV_RING",              // GEMV kernel form (measurements)
-    "DECODEBENCH_GEMV_RING_LONG",         // GEMV kernel form for long rows (measurements)
-    "DECODEBENCH_GEMV_RING_CTAS",         // ring GEMV registers per CTA (measurements)
-    "DECODEBENCH_GEMV_RING_MAX_CTAS",     // ring GEMV CTAs per SM (measurements)
-    "DECODEBENCH_GEMV_RING_GGUF",         // which 32-column GGUF-block matrices take the ring GEMV
-    "DECODEBENCH_GEMV_RING_Q6_K",         // Q6_K rows on the ring GEMV (measurements)
-    "DECODEBENCH_GEMV_RING_FEW_GROUPS",   // ring GEMV form, few row groups (measurements)
+    "DECODEBENCH_GEMV_RING",             // GEMV kernel form (measurements)
+    "DECODEBENCH_GEMV_RING_LONG",        // GEMV kernel form for long rows (measurements)
+    "DECODEBENCH_GEMV_RING_CTAS",        // ring GEMV registers per CTA (measurements)
+    "DECODEBENCH_GEMV_RING_MAX_CTAS",    // ring GEMV CTAs per SM (measurements)
+    "DECODEBENCH_GEMV_RING_GGUF",        // which 32-column GGUF-block matrices take the ring GEMV
+    "DECODEBENCH_GEMV_RING_Q6_K",        // Q6_K rows on the ring GEMV (measurements)
+    "DECODEBENCH_GEMV_RING_FEW_GROUPS",  // ring GEMV form, few row groups (measurements)
+    // what "few row groups" means (measurements)
+    "DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM",
     "DECODEBENCH_GEMV_PRESPLIT_MIN",      // smallest GEMV on a pre-split x' (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_ATTENTION_TRIGGER",      // where attention triggers PDL (measurements)

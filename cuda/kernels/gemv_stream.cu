@@ -42,6 +42,7 @@
 // pair, two slots; not for Q8_0: ring_long_request). Since round 51 Q6_K rows of 4-byte multiples
 // take both forms where each group's copy is a 16-byte multiple (ring_copyable).
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -1186,27 +1187,69 @@ bool ring_q6_k_request() {
 ///   µs in the split form, though Q4_K_M gained 1,502.2 → 1,476.1).
 inline constexpr int kFewGroupsPairs = 2;
 
-/// The most row pairs of the split form for matrices of few whole-row groups, from
-/// DECODEBENCH_GEMV_RING_FEW_GROUPS (a measurement switch): unset or empty → kFewGroupsPairs;
-/// "whole" → 0 (the whole-row form wherever it fits, as before round 52); "split:P" (P = 1, 2 or
-/// 4) → P. The split form then tries DECODEBENCH_GEMV_RING_LONG's pairs first and takes its slots
-/// (its "0" turns this off too). Any other value throws decodebench::Error (exit 1).
-int ring_few_groups_request() {
+/// What matrices of few whole-row groups take (ring_few_groups_request): the split form of at most
+/// `pairs` row pairs (0: the whole-row form), with `slots` slots (0: those of
+/// DECODEBENCH_GEMV_RING_LONG's shape), where the whole-row groups number fewer than `per_sm`
+/// times the SMs.
+struct FewGroups {
+  int pairs = kFewGroupsPairs;
+  int slots = 0;
+  double per_sm = 0.875;
+};
+
+/// The split form for matrices of few whole-row groups, from DECODEBENCH_GEMV_RING_FEW_GROUPS (a
+/// measurement switch): unset or empty → at most kFewGroupsPairs pairs; "whole" → 0 (the
+/// whole-row form wherever it fits, as before round 52); "split:P" (P = 1, 2 or 4) → at most P;
+/// "split:PxS" also S = 1 to kMaxRingSlots slots. Without S the split form tries
+/// DECODEBENCH_GEMV_RING_LONG's pairs first and takes its slots (its "0" turns this off too, as
+/// does Q8_0's split form being off); with S it tries the fewest pairs first, whatever
+/// DECODEBENCH_GEMV_RING_LONG says, Q8_0 included. The threshold, in
+/// whole-row groups per SM, from DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal above 0 and
+/// at most 64, 0.875 when unset (more than an eighth of the SMs without a CTA). Any other value of
+/// either throws decodebench::Error (exit 1).
+FewGroups ring_few_groups_request() {
+  FewGroups f;
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS");
-  if (e == nullptr || *e == '\0') return kFewGroupsPairs;
-  const std::string v(e);
-  if (v == "whole") return 0;
-  if (v == "split:1" || v == "split:2" || v == "split:4") return v[6] - '0';
-  throw runtime_error("DECODEBENCH_GEMV_RING_FEW_GROUPS: '" + v +
-                      "' is neither whole (the whole-row ring form wherever it fits) nor split:P "
-                      "(P = 1, 2 or 4: the split form of at most P row pairs for matrices whose "
-                      "whole-row groups leave SMs idle); unset: the default");
+  if (e != nullptr && *e != '\0') {
+    const std::string v(e);
+    const bool split = v.size() >= 7 && v.compare(0, 6, "split:") == 0 &&
+                       (v[6] == '1' || v[6] == '2' || v[6] == '4');
+    const bool slots = split && v.size() == 9 && v[7] == 'x' && v[8] >= '1' &&
+                       v[8] <= static_cast<char>('0' + kMaxRingSlots);
+    if (v == "whole") {
+      f.pairs = 0;
+    } else if (split && (v.size() == 7 || slots)) {
+      f.pairs = v[6] - '0';
+      f.slots = slots ? v[8] - '0' : 0;
+    } else {
+      throw runtime_error("DECODEBENCH_GEMV_RING_FEW_GROUPS: '" + v +
+                          "' is neither whole (the whole-row ring form wherever it fits) nor "
+                          "split:P or split:PxS (P = 1, 2 or 4: the split form of at most P row "
+                          "pairs for matrices whose whole-row groups leave SMs idle; S = 1 to " +
+                          std::to_string(kMaxRingSlots) + " slots); unset: the default");
+    }
+  }
+  const char* t = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM");
+  if (t != nullptr && *t != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::strtod(t, &end);
+    if (end == t || *end != '\0' || errno != 0 || !(x > 0.0 && x <= 64.0)) {
+      throw runtime_error(std::string("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: '") + t +
+                          "' is not a number of whole-row groups per SM above 0 and at most 64 "
+                          "(below it a matrix takes the split form); unset: 0.875");
+    }
+    f.per_sm = x;
+  }
+  return f;
 }
 
-/// Whether `groups` whole-row ring groups leave more than an eighth of `sms` SMs without a CTA
-/// (kFewGroupsPairs): the 1.5B down projection's 96 groups on 132 SMs do, the 3B shape's 128 do
-/// not.
-constexpr bool ring_few_groups(int64_t groups, int sms) { return groups * 8 < int64_t{7} * sms; }
+/// Whether `groups` whole-row ring groups number fewer than `per_sm` times the `sms` SMs
+/// (ring_few_groups_request; by default 0.875: more than an eighth of the SMs without a CTA). The
+/// 1.5B down projection's 96 groups on 132 SMs do, the 3B shape's 128 do not.
+constexpr bool ring_few_groups(int64_t groups, int sms, double per_sm) {
+  return static_cast<double>(groups) < per_sm * sms;
+}
 
 /// Whether the split form of `pairs` row pairs may take a matrix of `cols` columns of few
 /// whole-row groups (ring_few_groups), asked for with at most `max_pairs`
@@ -1420,7 +1463,7 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     const int max_ctas = ring_max_ctas();                        // likewise
     const RingGguf gguf_ring = ring_gguf_request();              // likewise
     const bool q6_k_ring = ring_q6_k_request();                  // likewise
-    const int few_groups_pairs = ring_few_groups_request();      // likewise
+    const FewGroups few = ring_few_groups_request();             // likewise
     const bool word_rows = T == WeightType::kQ6_K && q6_k_ring;
     // Packed slots (no pad) only for decoders that read nothing past a row's last block (the
     // tiled layout and the 256-column K-quants); the 32-column GGUF blocks' decoders read one word
@@ -1480,22 +1523,26 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // ring_copyable allows: the 7B Q6_K down projection's 2 rows are 31,080 bytes, 4 rows
     // 62,160). DECODEBENCH_GEMV_RING=0 turns both forms off. `few_groups`: only shapes that give
     // every warp of a pair a pass (split_takes_few_groups).
+    // With its own slots (split:PxS) the few-group split form tries the fewest pairs first and
+    // does not depend on DECODEBENCH_GEMV_RING_LONG (Q8_0 too, whose long-row split is off).
     const auto split_rows = [&](bool few_groups) {
-      if (!kReadsWithinRow || ring_warps <= 0 || long_pairs <= 0 ||
+      const bool own = few_groups && few.slots > 0;
+      if (!kReadsWithinRow || ring_warps <= 0 || (long_pairs <= 0 && !own) ||
           (row_bytes % 16 != 0 && !word_rows)) {
         return false;
       }
-      const int tries[] = {long_pairs, long_pairs / 2, long_pairs / 4, long_pairs * 2,
-                           long_pairs * 4};
+      const int tries[] = {own ? 1 : long_pairs, own ? 2 : long_pairs / 2, own ? 4 : long_pairs / 4,
+                           long_pairs * 2, long_pairs * 4};
       for (const int pairs : tries) {
         if (pairs < 1 || pairs > 4) continue;
-        if (few_groups && !split_takes_few_groups(cols, pairs, few_groups_pairs)) continue;
+        if (few_groups && !split_takes_few_groups(cols, pairs, few.pairs)) continue;
         const int64_t group_rows = static_cast<int64_t>(pairs) * kRows;
         if (!ring_copyable(rows, row_bytes, group_rows, word_rows)) continue;
+        const int slots = own ? few.slots : long_slots;
         const int64_t smem =
-            static_cast<int64_t>(long_slots) * group_rows * row_bytes + ring_smem(0, 0, true);
+            static_cast<int64_t>(slots) * group_rows * row_bytes + ring_smem(0, 0, true);
         if (smem > smem_optin()) continue;
-        ring_plan(8, pairs, kRows, smem, long_slots, group_rows);
+        ring_plan(8, pairs, kRows, smem, slots, group_rows);
         return true;
       }
       return false;
@@ -1503,8 +1550,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // Whole-row groups that leave SMs idle give way to the split form where it can take the
     // matrix (kFewGroupsPairs), unless DECODEBENCH_GEMV_RING asked for a ring shape; elsewhere the
     // whole-row form comes first, and rows too long for it take the split form as before.
-    if (few_groups_pairs > 0 && by_default && packed_rows && whole_fits &&
-        ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms) && split_rows(true)) {
+    if (few.pairs > 0 && by_default && packed_rows && whole_fits &&
+        ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms, few.per_sm) && split_rows(true)) {
       return;
     }
     if (whole_rows() || split_rows(false)) return;

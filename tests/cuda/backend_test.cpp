@@ -307,7 +307,8 @@ TEST(Backend, TiedEmbeddingsWithTiledWeights) {
 bool default_gemv_forms() {
   for (const char* name :
        {"DECODEBENCH_GEMV_RING", "DECODEBENCH_GEMV_RING_LONG", "DECODEBENCH_GEMV_RING_GGUF",
-        "DECODEBENCH_GEMV_RING_Q6_K", "DECODEBENCH_GEMV_RING_FEW_GROUPS"}) {
+        "DECODEBENCH_GEMV_RING_Q6_K", "DECODEBENCH_GEMV_RING_FEW_GROUPS",
+        "DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM"}) {
     const char* v = std::getenv(name);
     if (v != nullptr && *v != '\0') return false;  // empty: the default, as ring_request reads it
   }

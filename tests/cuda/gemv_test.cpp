@@ -1722,6 +1722,101 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   }
 }
 
+// DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM moves the few-group threshold (whole-row groups per SM)
+// and "split:PxS" gives that split form its own slots: at 3 per SM the 7B shape's q/o (224 groups)
+// and QKV (288) take the split form of 2 pairs (3,584 columns: 4 passes, so 4 warps per pair),
+// the gate/up GEMV (2,368) does not; the plans then match the CPU.
+TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
+  DB_REQUIRE_STREAM_KERNEL();
+  const ScopedEnv ring("DECODEBENCH_GEMV_RING", nullptr);
+  const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
+  ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", nullptr);
+  ScopedEnv per_sm("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", nullptr);
+  int sms = 0;
+  DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (224 >= 3 * sms || 2368 < 3 * sms) {
+    GTEST_SKIP() << "the shapes assume 75 to 789 SMs, not " << sms;
+  }
+  PlanningBuffers bufs(3584);
+  const auto plan = [&](WeightType t, int64_t rows, bool tiled) {
+    return bufs.plan(t, rows, 3584, tiled);
+  };
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K}) {
+    const bool tiled = t == WeightType::kQ4_0;
+    const std::string name = weight_traits(t).name;
+    // Unset: 224 groups leave no SM idle, so the whole-row form.
+    EXPECT_STREQ(plan(t, 3584, tiled).form, "ring") << name;
+    per_sm.set("3");
+    for (const int64_t rows : {int64_t{3584}, int64_t{4608}}) {
+      for (const char* v : {"split:2", "split:2x4", "split:4x1"}) {
+        few.set(v);
+        const GemvLaunchInfo i = plan(t, rows, tiled);
+        const std::string what = describe(t, rows, 3584, i) + " " + v;
+        EXPECT_STREQ(i.form, "split") << what;
+        EXPECT_EQ(i.ring_pairs, 2) << what;  // the fewest pairs that give each warp a pass
+        EXPECT_EQ(i.column_splits, 4) << what;
+        EXPECT_EQ(i.tasks, rows / 4) << what;
+        EXPECT_EQ(i.ring_slots, std::string(v) == "split:2" ? 2 : v[8] - '0') << what;
+      }
+      few.set("split:1");  // 1 pair would leave warps without a pass: the whole-row form
+      EXPECT_STREQ(plan(t, rows, tiled).form, "ring") << name << " " << rows;
+      few.set(nullptr);
+    }
+    // The threshold: fewer than 3 · sms groups split, 3 · sms do not; the gate/up GEMV keeps
+    // the whole-row form.
+    EXPECT_STREQ(plan(t, 16 * (3 * sms - 1), tiled).form, "split") << name;
+    EXPECT_STREQ(plan(t, 16 * 3 * sms, tiled).form, "ring") << name;
+    EXPECT_STREQ(plan(t, 37888, tiled).form, "ring") << name;
+    per_sm.set("0.5");
+    EXPECT_STREQ(plan(t, 16 * (sms / 2 - 1), tiled).form, "split") << name;
+    EXPECT_STREQ(plan(t, 16 * (sms / 2 + 1), tiled).form, "ring") << name;
+    per_sm.set(nullptr);
+  }
+  // Q8_0 (its split form off by default) and DECODEBENCH_GEMV_RING_LONG=0 keep the whole-row
+  // form unless "split:PxS" gives the split form its own slots.
+  per_sm.set("3");
+  for (const char* long_value : {static_cast<const char*>(nullptr), "0", "4x2"}) {
+    const ScopedEnv long_env("DECODEBENCH_GEMV_RING_LONG", long_value);
+    const std::string what = std::string(" RING_LONG=") + (long_value ? long_value : "(unset)");
+    few.set("split:2");
+    if (long_value == nullptr || std::string(long_value) == "0") {
+      EXPECT_EQ(gemv_form_name(plan(WeightType::kQ8_0, 3584, true)), "stream-tiled ring 4x1x4")
+          << what;
+    }
+    if (long_value != nullptr && std::string(long_value) == "0") {
+      EXPECT_STREQ(plan(WeightType::kQ4_0, 3584, true).form, "ring") << what;
+    }
+    few.set("split:4x1");
+    for (const WeightType t : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+      const GemvLaunchInfo i = plan(t, 3584, true);
+      EXPECT_STREQ(i.form, "split") << weight_traits(t).name << what;
+      EXPECT_EQ(i.ring_pairs, 2) << weight_traits(t).name << what;  // fewest first, not RING_LONG's
+      EXPECT_EQ(i.ring_slots, 1) << weight_traits(t).name << what;
+    }
+  }
+  few.set(nullptr);
+  per_sm.set(nullptr);
+  GemvParams p = bufs.params(WeightType::kQ4_0);
+  p.rows = 3584;
+  p.cols = 3584;
+  p.tiled = true;
+  expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM",
+                        {"0", "-1", "abc", "65", "3x", "nan", "inf", "1e400"}, p);
+  expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS",
+                        {"split:2x0", "split:2x5", "split:2x", "split:x2", "split:2x44"}, p);
+  per_sm.set("3");
+  few.set("split:2x4");
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ8_0}) {
+    SCOPED_TRACE(weight_traits(t).name);
+    const bool tiled = t != WeightType::kQ4_K;
+    const int variant = tiled ? 7 : 4;
+    check_gemv(t, 3584, 3584, false, true, 0, 0, variant);
+    // 1,031 rows: a partial last group; bias and residual.
+    EXPECT_STREQ(plan(t, 1031, tiled).form, "split");
+    check_gemv(t, 1031, 3584, true, true, 0, 0, variant);
+  }
+}
+
 // The ring form with 4 rows per warp (DECODEBENCH_GEMV_RING=WxSxR, R = 4, W = 4 or 8): each x'
 // tile a lane loads serves 4 rows. A warp's rows are summed pair by pair as with 2 rows per warp
 // (chunk_dot), so its output equals the 2-row form's bit for bit, which every shape checks:
