@@ -1171,7 +1171,8 @@ bool ring_q6_k_request() {
 }
 
 /// Where the whole-row ring form's groups of a matrix would leave more than an eighth of the SMs
-/// without a CTA (ring_few_groups), the split form of at most this many row pairs takes it instead
+/// (Q4_K: any SM) without a CTA (ring_few_groups), the split form of at most this many row pairs
+/// takes it instead
 /// (round 52), where one of its groups can be copied and every warp of a pair of rows gets at
 /// least one 32-tile pass (split_takes_few_groups). Measured on an H100 (docs/performance.md,
 /// round 52; median TPOT against the whole-row form, alternated; the first figures with the rule
@@ -1182,20 +1183,43 @@ bool ring_q6_k_request() {
 ///   Qwen2.5-0.5B Q4_0 548.2 → 525.4 µs (down, 56 groups: 2 pairs), 7B Q4_K_M 2,197.5 → 2,170.9
 ///   µs (its 14 Q6_K v projections, 32 groups: 2 pairs);
 /// - left out: 4 pairs (rows of 1,536 columns; measured before the threshold, with the 1.5B
-///   QKV and o: 1.5B Q4_K_M 948.3 → 966.8 µs), and matrices whose groups leave fewer SMs idle (the
-///   3B shape's down projections, 128 groups: its Q4_0 step 1,283.1 / 1,275.7 → 1,311.3 / 1,312.4
-///   µs in the split form, though Q4_K_M gained 1,502.2 → 1,476.1).
+///   QKV and o: 1.5B Q4_K_M 948.3 → 966.8 µs), and matrices whose groups leave fewer SMs idle
+///   except Q4_K's (kFewGroupsPerSmQ4_K).
 inline constexpr int kFewGroupsPairs = 2;
+
+/// The few-group threshold (ring_few_groups) in whole-row groups per SM: below 7/8 of the SMs,
+/// more than an eighth of them without a CTA (round 52). The 3B shape's down projections (128
+/// groups on 132 SMs) stay above it for every type but Q4_K: in the split form its tiled Q4_0 step
+/// ran slower on an H100 (round 52: 1,283.1 / 1,275.7 → 1,311.3 / 1,312.4 µs; round 53: 1,283.4 /
+/// 1,283.0 → 1,319.0 / 1,319.2 µs). Round 53 also measured 3 per SM, which moves the 7B q/o and
+/// QKV GEMVs (224 and 288 groups) to the split form of 2 pairs: slower on an H100 (7B Q4_0
+/// 1,902.3 / 1,903.1 → 1,937.7 / 1,937.7 µs, Q4_K_M 2,189.1 → 2,221.6, Q8_0 with its own 2 slots
+/// 2,950.3 → 2,978.2).
+inline constexpr double kFewGroupsPerSm = 0.875;
+
+/// Q4_K's few-group threshold (GGUF blocks): below one whole-row group per SM, so the 3B shape's
+/// Q4_K down projections (128 groups of 16 rows of 11,008 columns on 132 SMs, one 99 KB copy per
+/// CTA) take the split form of 1 pair. Measured on H100s (median TPOT of the Qwen2.5-3B-shaped
+/// Q4_K_M step, 18 of whose 36 down projections are Q4_K, alternated): round 52 1,502.2 / 1,502.1
+/// → 1,476.1 / 1,475.6 µs, round 53 1,502.2 / 1,502.1 → 1,475.3 / 1,480.3 µs (−1.5 to −1.8%).
+inline constexpr double kFewGroupsPerSmQ4_K = 1.0;
 
 /// What matrices of few whole-row groups take (ring_few_groups_request): the split form of at most
 /// `pairs` row pairs (0: the whole-row form), with `slots` slots (0: those of
 /// DECODEBENCH_GEMV_RING_LONG's shape), where the whole-row groups number fewer than `per_sm`
-/// times the SMs.
+/// times the SMs (0: the type's default, few_groups_per_sm).
 struct FewGroups {
   int pairs = kFewGroupsPairs;
   int slots = 0;
-  double per_sm = 0.875;
+  double per_sm = 0;
 };
+
+/// The few-group threshold of type t in whole-row groups per SM: `f.per_sm` where set, else
+/// kFewGroupsPerSmQ4_K for Q4_K and kFewGroupsPerSm for the other types.
+constexpr double few_groups_per_sm(WeightType t, const FewGroups& f) {
+  if (f.per_sm > 0) return f.per_sm;
+  return t == WeightType::kQ4_K ? kFewGroupsPerSmQ4_K : kFewGroupsPerSm;
+}
 
 /// The split form for matrices of few whole-row groups, from DECODEBENCH_GEMV_RING_FEW_GROUPS (a
 /// measurement switch): unset or empty → at most kFewGroupsPairs pairs; "whole" → 0 (the
@@ -1205,7 +1229,7 @@ struct FewGroups {
 /// does Q8_0's split form being off); with S it tries the fewest pairs first, whatever
 /// DECODEBENCH_GEMV_RING_LONG says, Q8_0 included. The threshold, in
 /// whole-row groups per SM, from DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal above 0 and
-/// at most 64, 0.875 when unset (more than an eighth of the SMs without a CTA). Any other value of
+/// at most 64, for every type; unset, each type's default (few_groups_per_sm). Any other value of
 /// either throws decodebench::Error (exit 1).
 FewGroups ring_few_groups_request() {
   FewGroups f;
@@ -1237,7 +1261,8 @@ FewGroups ring_few_groups_request() {
     if (end == t || *end != '\0' || errno != 0 || !(x > 0.0 && x <= 64.0)) {
       throw runtime_error(std::string("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: '") + t +
                           "' is not a number of whole-row groups per SM above 0 and at most 64 "
-                          "(below it a matrix takes the split form); unset: 0.875");
+                          "(below it a matrix takes the split form); unset: 1 for Q4_K, 0.875 "
+                          "for the other types");
     }
     f.per_sm = x;
   }
@@ -1245,8 +1270,8 @@ FewGroups ring_few_groups_request() {
 }
 
 /// Whether `groups` whole-row ring groups number fewer than `per_sm` times the `sms` SMs
-/// (ring_few_groups_request; by default 0.875: more than an eighth of the SMs without a CTA). The
-/// 1.5B down projection's 96 groups on 132 SMs do, the 3B shape's 128 do not.
+/// (few_groups_per_sm; by default 0.875, more than an eighth of the SMs without a CTA, and 1 for
+/// Q4_K). The 1.5B down projection's 96 groups on 132 SMs do, the 3B shape's 128 only for Q4_K.
 constexpr bool ring_few_groups(int64_t groups, int sms, double per_sm) {
   return static_cast<double>(groups) < per_sm * sms;
 }
@@ -1551,7 +1576,8 @@ Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) 
     // matrix (kFewGroupsPairs), unless DECODEBENCH_GEMV_RING asked for a ring shape; elsewhere the
     // whole-row form comes first, and rows too long for it take the split form as before.
     if (few.pairs > 0 && by_default && packed_rows && whole_fits &&
-        ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms, few.per_sm) && split_rows(true)) {
+        ring_few_groups(ceil_div<int64_t>(rows, group_rows), sms, few_groups_per_sm(T, few)) &&
+        split_rows(true)) {
       return;
     }
     if (whole_rows() || split_rows(false)) return;

@@ -1631,7 +1631,7 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
   if (optin < 2 * 16 * 5040 + 64)
     GTEST_SKIP() << "the shapes assume 161,344 bytes of shared memory";
-  PlanningBuffers bufs(8960);
+  PlanningBuffers bufs(11008);
   const auto plan = [&](WeightType t, int64_t rows, int64_t cols, bool tiled) {
     return bufs.plan(t, rows, cols, tiled);
   };
@@ -1673,13 +1673,18 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
     }
   }
   few.set("split:4");
-  // The threshold: g groups split while 8 · g < 7 · sms.
-  const int64_t g = (7 * sms - 1) / 8;
+  // The threshold: g groups split while 8 · g < 7 · sms; Q4_K's while g < sms (round 53).
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K}) {
     const bool tiled = t == WeightType::kQ4_0;
+    const int64_t g = t == WeightType::kQ4_K ? sms - 1 : (7 * sms - 1) / 8;
     EXPECT_STREQ(plan(t, 16 * g, 8960, tiled).form, "split") << g << " groups";
     EXPECT_STREQ(plan(t, 16 * (g + 1), 8960, tiled).form, "ring") << g + 1 << " groups";
     EXPECT_STREQ(plan(t, 97, 1024, tiled).form, "ring");  // one pass per row
+    // The Qwen2.5-3B shape's down projection (128 groups): split for Q4_K alone where 128 groups
+    // lie between 7/8 of the SMs and all of them (132 on an H100 or H200).
+    if (8 * 128 >= 7 * sms && 128 < sms && optin >= 2 * 16 * 6192 + 1024) {
+      EXPECT_STREQ(plan(t, 2048, 11008, tiled).form, t == WeightType::kQ4_K ? "split" : "ring");
+    }
     // Rows too long for two whole-row slots (65 groups of 10,656-byte rows) keep the split form's
     // own rule: 4 pairs when asked for, where the few-group rule would allow 2.
     const ScopedEnv long_env("DECODEBENCH_GEMV_RING_LONG", "4x2");
@@ -1746,6 +1751,15 @@ TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
     const std::string name = weight_traits(t).name;
     // Unset: 224 groups leave no SM idle, so the whole-row form.
     EXPECT_STREQ(plan(t, 3584, tiled).form, "ring") << name;
+    // The variable sets the threshold of every type: at 0.875 Q4_K's sms - 1 groups keep the
+    // whole-row form, which they leave by default.
+    if (8 * (sms - 1) >= 7 * sms) {
+      EXPECT_STREQ(plan(t, 16 * (sms - 1), tiled).form, t == WeightType::kQ4_K ? "split" : "ring")
+          << name;
+      per_sm.set("0.875");
+      EXPECT_STREQ(plan(t, 16 * (sms - 1), tiled).form, "ring") << name;
+      per_sm.set(nullptr);
+    }
     per_sm.set("3");
     for (const int64_t rows : {int64_t{3584}, int64_t{4608}}) {
       for (const char* v : {"split:2", "split:2x4", "split:4x1"}) {
