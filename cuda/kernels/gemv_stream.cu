@@ -1172,12 +1172,11 @@ bool ring_q6_k_request() {
 
 /// Where the whole-row ring form's groups of a matrix would leave more than an eighth of the SMs
 /// (Q4_K: any SM) without a CTA (ring_few_groups), the split form of at most this many row pairs
-/// takes it instead
-/// (round 52), where one of its groups can be copied and every warp of a pair of rows gets at
-/// least one 32-tile pass (split_takes_few_groups). Measured on an H100 (docs/performance.md,
-/// round 52; median TPOT against the whole-row form, alternated; the first figures with the rule
-/// before its 7/8 threshold, none of whose moves here the threshold changes; as adopted, 1.5B
-/// Q4_0 889.9 / 890.3 → 855.1 / 855.4 µs):
+/// takes it instead (round 52), where one of its groups can be copied and every warp of a pair of
+/// rows gets at least one 32-tile pass (split_takes_few_groups). Measured on an H100
+/// (docs/performance.md, round 52; median TPOT against the whole-row form, alternated; the first
+/// figures with the rule before its 7/8 threshold, none of whose moves here the threshold changes;
+/// as adopted, 1.5B Q4_0 889.9 / 890.3 → 855.1 / 855.4 µs):
 /// - moved by this default: a Qwen2.5-1.5B-shaped Q4_0 step 888.5 / 891.3 → 848.3 / 852.5 µs and
 ///   Q4_K_M 964.8 → 948.3 µs (their down projections, 96 groups of 16 rows on 132 SMs: 1 pair),
 ///   Qwen2.5-0.5B Q4_0 548.2 → 525.4 µs (down, 56 groups: 2 pairs), 7B Q4_K_M 2,197.5 → 2,170.9
@@ -1197,7 +1196,7 @@ inline constexpr int kFewGroupsPairs = 2;
 /// 2,950.3 → 2,978.2).
 inline constexpr double kFewGroupsPerSm = 0.875;
 
-/// Q4_K's few-group threshold (GGUF blocks): below one whole-row group per SM, so the 3B shape's
+/// Q4_K's few-group threshold: below one whole-row group per SM, so the 3B shape's
 /// Q4_K down projections (128 groups of 16 rows of 11,008 columns on 132 SMs, one 99 KB copy per
 /// CTA) take the split form of 1 pair. Measured on H100s (median TPOT of the Qwen2.5-3B-shaped
 /// Q4_K_M step, 18 of whose 36 down projections are Q4_K, alternated): round 52 1,502.2 / 1,502.1
@@ -1222,15 +1221,15 @@ constexpr double few_groups_per_sm(WeightType t, const FewGroups& f) {
 }
 
 /// The split form for matrices of few whole-row groups, from DECODEBENCH_GEMV_RING_FEW_GROUPS (a
-/// measurement switch): unset or empty → at most kFewGroupsPairs pairs; "whole" → 0 (the
-/// whole-row form wherever it fits, as before round 52); "split:P" (P = 1, 2 or 4) → at most P;
-/// "split:PxS" also S = 1 to kMaxRingSlots slots. Without S the split form tries
-/// DECODEBENCH_GEMV_RING_LONG's pairs first and takes its slots (its "0" turns this off too, as
-/// does Q8_0's split form being off); with S it tries the fewest pairs first, whatever
-/// DECODEBENCH_GEMV_RING_LONG says, Q8_0 included. The threshold, in
-/// whole-row groups per SM, from DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal above 0 and
-/// at most 64, for every type; unset, each type's default (few_groups_per_sm). Any other value of
-/// either throws decodebench::Error (exit 1).
+/// measurement switch): unset or empty → at most kFewGroupsPairs pairs; "whole" → 0 (the whole-row
+/// form wherever it fits, as before round 52); "split:P" (P = 1, 2 or 4) → at most P; "split:PxS"
+/// also S = 1 to kMaxRingSlots slots. Without S the split form tries DECODEBENCH_GEMV_RING_LONG's
+/// pairs first and takes its slots (its "0" turns this off too, as does Q8_0's split form being
+/// off); with S it tries the fewest pairs first, whatever DECODEBENCH_GEMV_RING_LONG says, Q8_0
+/// included. The threshold, in whole-row groups per SM, from
+/// DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal above 0 and at most 64, for every type;
+/// unset, each type's default (few_groups_per_sm). Any other value of either throws
+/// decodebench::Error (exit 1).
 FewGroups ring_few_groups_request() {
   FewGroups f;
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS");

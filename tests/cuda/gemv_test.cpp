@@ -1611,7 +1611,8 @@ TEST(Gemv, StreamSplitRingFormTakesLongRows) {
 // groups and warps per pair: 1,536 rows (96 groups of 16) of 8,960 columns (1 pair: 768 groups),
 // of 1,536 columns (2 passes: 4 pairs, so whole rows by default) and Q6_K rows of 3,584 columns (4
 // passes, and 2 rows of 2,940 bytes are no 16-byte multiple: 2 pairs). At the threshold, the
-// largest group count under 7/8 of the SMs splits and one more does not; few-group matrices the
+// largest group count under 7/8 of the SMs (Q4_K: under the SMs, round 53; the Qwen2.5-3B down
+// projection's 128 groups) splits and one more does not; few-group matrices the
 // split form cannot take (one pass per row) keep the whole-row form, and rows too long for the
 // whole-row slots keep the split form's own pairs; an asked-for ring shape,
 // DECODEBENCH_GEMV_RING_LONG=0 and Q8_0 keep the whole-row form. Each split plan then matches the
@@ -1622,6 +1623,7 @@ TEST(Gemv, StreamRingFewGroupsTakeTheSplitForm) {
   const ScopedEnv ring_long("DECODEBENCH_GEMV_RING_LONG", nullptr);
   const ScopedEnv q6_k("DECODEBENCH_GEMV_RING_Q6_K", nullptr);
   ScopedEnv few("DECODEBENCH_GEMV_RING_FEW_GROUPS", nullptr);
+  const ScopedEnv per_sm("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", nullptr);
   int sms = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   // 96 groups must leave more than an eighth of the SMs idle, and two whole-row slots of 16 rows
@@ -1739,18 +1741,22 @@ TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
   ScopedEnv per_sm("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", nullptr);
   int sms = 0;
   DB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  if (224 >= 3 * sms || 2368 < 3 * sms) {
-    GTEST_SKIP() << "the shapes assume 75 to 789 SMs, not " << sms;
+  // 288 groups under 3 per SM; 224 at least 1 per SM (Q4_K's default threshold).
+  if (288 >= 3 * sms || 224 < sms) {
+    GTEST_SKIP() << "the shapes assume 97 to 224 SMs, not " << sms;
   }
-  PlanningBuffers bufs(3584);
+  PlanningBuffers bufs(18944);
   const auto plan = [&](WeightType t, int64_t rows, bool tiled) {
     return bufs.plan(t, rows, 3584, tiled);
   };
   for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K}) {
     const bool tiled = t == WeightType::kQ4_0;
     const std::string name = weight_traits(t).name;
-    // Unset: 224 groups leave no SM idle, so the whole-row form.
+    // Unset or empty: 224 groups leave no SM idle, so the whole-row form.
     EXPECT_STREQ(plan(t, 3584, tiled).form, "ring") << name;
+    per_sm.set("");
+    EXPECT_STREQ(plan(t, 3584, tiled).form, "ring") << name;
+    per_sm.set(nullptr);
     // The variable sets the threshold of every type: at 0.875 Q4_K's sms - 1 groups keep the
     // whole-row form, which they leave by default.
     if (8 * (sms - 1) >= 7 * sms) {
@@ -1808,6 +1814,16 @@ TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
       EXPECT_EQ(i.ring_slots, 1) << weight_traits(t).name << what;
     }
   }
+  // Rows too long for the whole-row slots (the 7B down projection) keep
+  // DECODEBENCH_GEMV_RING_LONG's split form (1 x 2 by default), whatever split:PxS asks of
+  // few-group matrices.
+  few.set("split:2x4");
+  for (const WeightType t : {WeightType::kQ4_0, WeightType::kQ4_K}) {
+    const GemvLaunchInfo i = bufs.plan(t, 3584, 18944, t == WeightType::kQ4_0);
+    EXPECT_STREQ(i.form, "split") << weight_traits(t).name;
+    EXPECT_EQ(i.ring_pairs, 1) << weight_traits(t).name;
+    EXPECT_EQ(i.ring_slots, 2) << weight_traits(t).name;
+  }
   few.set(nullptr);
   per_sm.set(nullptr);
   GemvParams p = bufs.params(WeightType::kQ4_0);
@@ -1815,7 +1831,7 @@ TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
   p.cols = 3584;
   p.tiled = true;
   expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM",
-                        {"0", "-1", "abc", "65", "3x", "nan", "inf", "1e400"}, p);
+                        {"0", "-1", "abc", "65", "3x", "nan", "inf", "1e400", "1e-400", "3 "}, p);
   expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS",
                         {"split:2x0", "split:2x5", "split:2x", "split:x2", "split:2x44"}, p);
   per_sm.set("3");
