@@ -1200,7 +1200,8 @@ inline constexpr double kFewGroupsPerSm = 0.875;
 /// Q4_K down projections (128 groups of 16 rows of 11,008 columns on 132 SMs, one 99 KB copy per
 /// CTA) take the split form of 1 pair. Measured on H100s (median TPOT of the Qwen2.5-3B-shaped
 /// Q4_K_M step, 18 of whose 36 down projections are Q4_K, alternated): round 52 1,502.2 / 1,502.1
-/// → 1,476.1 / 1,475.6 µs, round 53 1,502.2 / 1,502.1 → 1,475.3 / 1,480.3 µs (−1.5 to −1.8%).
+/// → 1,476.1 / 1,475.6 µs, round 53 1,502.2 / 1,502.1 → 1,475.3 / 1,480.3 µs (−1.5 to −1.8%)
+/// and, as adopted, 1,502.3 / 1,502.1 → 1,475.4 / 1,475.8 µs.
 inline constexpr double kFewGroupsPerSmQ4_K = 1.0;
 
 /// What matrices of few whole-row groups take (ring_few_groups_request): the split form of at most
