@@ -1228,7 +1228,8 @@ constexpr double few_groups_per_sm(WeightType t, const FewGroups& f) {
 /// pairs first and takes its slots (its "0" turns this off too, as does Q8_0's split form being
 /// off); with S it tries the fewest pairs first, whatever DECODEBENCH_GEMV_RING_LONG says, Q8_0
 /// included. The threshold, in whole-row groups per SM, from
-/// DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal above 0 and at most 64, for every type;
+/// DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal (digits, at most one '.') above 0 and at
+/// most 64, for every type;
 /// unset, each type's default (few_groups_per_sm). Any other value of either throws
 /// decodebench::Error (exit 1).
 FewGroups ring_few_groups_request() {
@@ -1255,14 +1256,20 @@ FewGroups ring_few_groups_request() {
   }
   const char* t = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM");
   if (t != nullptr && *t != '\0') {
+    // A plain decimal only: strtod alone would also take signs, spaces, exponents and hex.
+    const std::string v(t);
+    const bool plain = v.find_first_not_of("0123456789.") == std::string::npos &&
+                       v.find_first_of("0123456789") != std::string::npos &&
+                       v.find('.') == v.rfind('.');
     char* end = nullptr;
     errno = 0;
-    const double x = std::strtod(t, &end);
-    if (end == t || *end != '\0' || errno != 0 || !(x > 0.0 && x <= 64.0)) {
-      throw runtime_error(std::string("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: '") + t +
-                          "' is not a number of whole-row groups per SM above 0 and at most 64 "
-                          "(below it a matrix takes the split form); unset: 1 for Q4_K, 0.875 "
-                          "for the other types");
+    const double x = plain ? std::strtod(t, &end) : 0.0;
+    if (!plain || end == t || *end != '\0' || errno != 0 || !(x > 0.0 && x <= 64.0)) {
+      throw runtime_error(
+          std::string("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: '") + t +
+          "' is not a decimal number of whole-row groups per SM above 0 and at most 64 "
+          "(below it a matrix takes the split form); unset: 1 for Q4_K, 0.875 "
+          "for the other types");
     }
     f.per_sm = x;
   }

@@ -1831,7 +1831,9 @@ TEST(Gemv, StreamRingFewGroupsPerSmMovesTheThreshold) {
   p.cols = 3584;
   p.tiled = true;
   expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM",
-                        {"0", "-1", "abc", "65", "3x", "nan", "inf", "1e400", "1e-400", "3 "}, p);
+                        {"0", "-1", "abc", "65", "3x", "nan", "inf", "1e400", "1e-400", "3 ", " 3",
+                         "+3", "0x2", "1e-3", "1..5", ".", "0.0"},
+                        p);
   expect_values_refused("DECODEBENCH_GEMV_RING_FEW_GROUPS",
                         {"split:2x0", "split:2x5", "split:2x", "split:x2", "split:2x44"}, p);
   per_sm.set("3");
