@@ -1,5 +1,7 @@
 #include "core/runner.hpp"
 
+#include <unistd.h>  // environ
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -214,6 +216,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
   for (const auto& w : run_variable_warnings(report.host_environment["variables"], use_cuda)) {
     warn(w);
   }
+  for (const auto& w : unknown_variable_warnings(environ)) warn(w);
   // A CPU-only build has nothing to fall back from (no warning), but the report still says why.
   if (config.backend == BackendKind::kAuto && !cuda) {
     report.backend_fallback = "this build has no CUDA backend";

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -160,6 +161,66 @@ constexpr const char* kRunVariables[] = {
     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",  // an MPS client's share of the SMs
 };
 }  // namespace
+
+namespace {
+// DECODEBENCH_* variables that the scripts and tests read, not the binary: set in a user's shell,
+// they are no mistake (scripts/fetch-model, scripts/test, tests/CMakeLists.txt, tests/).
+constexpr const char* kToolVariables[] = {
+    "DECODEBENCH_BIN",           "DECODEBENCH_SOURCE_DIR", "DECODEBENCH_BUILD_DIR",
+    "DECODEBENCH_PYTHON",        "DECODEBENCH_CACHE",      "DECODEBENCH_SMOLLM2",
+    "DECODEBENCH_GGUF_FIXTURES",
+};
+
+// Levenshtein distance (insertions, deletions, substitutions of one character each).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::vector<std::string> unknown_variable_warnings(const char* const* env) {
+  std::vector<std::string> names;
+  for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || eq + 1 == entry.size()) continue;  // empty: unset
+    const std::string_view name = entry.substr(0, eq);
+    if (!name.starts_with("DECODEBENCH_")) continue;
+    const auto is = [&](const char* known) { return name == known; };
+    if (std::ranges::any_of(kRunVariables, is) || std::ranges::any_of(kToolVariables, is)) {
+      continue;
+    }
+    names.emplace_back(name);
+  }
+  std::ranges::sort(names);
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    // The nearest switch within 3 edits: a letter dropped, doubled or swapped, or an 'S' missing.
+    std::string nearest;
+    size_t best = 4;
+    for (const char* known : kRunVariables) {
+      if (!std::string_view(known).starts_with("DECODEBENCH_")) continue;
+      if (const size_t d = edit_distance(name, known); d < best) {
+        best = d;
+        nearest = known;
+      }
+    }
+    out.push_back(name + " is set, but decodebench reads no variable of that name" +
+                  (nearest.empty() ? "" : " (did you mean " + nearest + "?)") +
+                  "; this run ignores it (the measurement switches: docs/measurement-switches.md)");
+  }
+  return out;
+}
 
 nlohmann::json run_variables() {
   nlohmann::json vars = nlohmann::json::object();

@@ -758,6 +758,8 @@ std::vector<int> gemv_variants(WeightType type) {
   return {kVariantStaged, kVariantMma, kVariantStream};
 }
 
+void check_gemv_switches() { gemv_impl::check_stream_switches(); }
+
 const char* gemv_variant_name(int variant) {
   switch (variant) {
     case kVariantStaged:

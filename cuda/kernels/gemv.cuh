@@ -184,6 +184,13 @@ bool gemv_tiled_layout_supported(WeightType type, int64_t rows, int64_t cols);
 /// Forcing variant 4 without x_split, or 5, 6 or 7 without tiled weights, throws (exit 1).
 std::vector<int> gemv_variants(WeightType type);
 
+/// Checks the GEMV measurement switches (DECODEBENCH_GEMV_RING, _RING_LONG, _RING_CTAS,
+/// _RING_MAX_CTAS, _RING_GGUF, _RING_Q6_K, _RING_FEW_GROUPS, _RING_FEW_GROUPS_PER_SM;
+/// docs/measurement-switches.md) without a device: throws decodebench::Error (exit 1) naming the
+/// first variable whose value is bad. The stream kernel's plans read them too, but a model with no
+/// quantized matrix makes none, so a backend checks them here once, before any upload.
+void check_gemv_switches();
+
 /// Name of variant `variant` ("staged", ...), or "?" for an unknown id.
 const char* gemv_variant_name(int variant);
 

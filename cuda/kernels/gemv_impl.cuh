@@ -149,6 +149,10 @@ void mma_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t s
 bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, int major,
                       bool tiled = false);
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled = false);
+/// Parses every DECODEBENCH_GEMV_RING* measurement switch that stream_plan reads (the same
+/// parsers, so the same rules) and throws decodebench::Error (exit 1) for the first bad value;
+/// no device query.
+void check_stream_switches();
 void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream,
                    bool tiled = false);
 

@@ -1482,6 +1482,17 @@ const void* ring_kernel(int warps, int pairs, int rows = kRows, int ctas = 2) {
 
 }  // namespace
 
+void check_stream_switches() {
+  // Every request parses its variable whatever the type; Q4_0 stands for all of them.
+  (void)ring_request(WeightType::kQ4_0);
+  (void)ring_long_request(WeightType::kQ4_0);
+  (void)ring_ctas(WeightType::kQ4_0);
+  (void)ring_max_ctas();
+  (void)ring_gguf_request();
+  (void)ring_q6_k_request();
+  (void)ring_few_groups_request();
+}
+
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled) {
   Plan p;
   const bool known = dispatch_stream(t, tiled, [&]<WeightType T, bool kTiled>() {

@@ -209,6 +209,25 @@ TEST(RunCli, WarnsAboutFlagsThatDoLessThanAsked) {
   EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;
 }
 
+// A misspelled measurement switch is named on stderr (quiet too) and in the result's warnings,
+// and the run goes on at the defaults.
+TEST(RunCli, MisspelledSwitchIsNamedNotIgnoredSilently) {
+  TempDir dir;
+  const auto out = dir / "result.json";
+  const ScopedVariable typo("DECODEBENCH_GEMV_RNG", "16x3");
+  const auto r = run_decodebench(tiny({"-q", "--json", out.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string want =
+      "DECODEBENCH_GEMV_RNG is set, but decodebench reads no variable of that name (did you mean "
+      "DECODEBENCH_GEMV_RING?)";
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  bool recorded = false;
+  for (const auto& w : doc["warnings"]) recorded |= w.get<std::string>().rfind(want, 0) == 0;
+  EXPECT_TRUE(recorded) << doc["warnings"].dump();
+  EXPECT_FALSE(doc["environment"]["variables"].contains("DECODEBENCH_GEMV_RNG"));
+}
+
 TEST(RunCli, ThreadCountDoesNotChangeTokens) {
   const auto one =
       run_decodebench(tiny({"--threads", "1", "--json", "-", "-q", "--dtype", "bf16"}));

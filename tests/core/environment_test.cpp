@@ -129,5 +129,38 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
 }
 
+// A DECODEBENCH_* variable decodebench does not read is named, with the nearest switch within 3
+// edits; the switches, the scripts' and tests' variables, empty values and other names are not.
+TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
+  const char* env[] = {"DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM=3",  // an 'S' missing
+                       "DECODEBENCH_GEMV_RING=16x3",                // a switch
+                       "DECODEBENCH_ATENTION=merge",                // a 'T' missing
+                       "DECODEBENCH_BIN=/usr/bin/decodebench",      // the tests' variable
+                       "DECODEBENCH_CACHE=/tmp/models",             // scripts/fetch-model's
+                       "DECODEBENCH_X_DIGITS=1",                    // a probe build's, not main's
+                       "DECODEBENCH_TYPO_EMPTY=",                   // empty: unset
+                       "DECODEBENCH_NOEQUALS",
+                       "CUDA_LAUNCH_BLOCKING=1",
+                       "XDECODEBENCH_GEMV_RING=1",
+                       nullptr};
+  const auto w = unknown_variable_warnings(env);
+  ASSERT_EQ(w.size(), 3u);
+  const std::string tail =
+      "; this run ignores it (the measurement switches: docs/measurement-switches.md)";
+  EXPECT_EQ(w[0],
+            "DECODEBENCH_ATENTION is set, but decodebench reads no variable of that name (did you "
+            "mean DECODEBENCH_ATTENTION?)" +
+                tail);
+  EXPECT_EQ(w[1],
+            "DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM is set, but decodebench reads no variable of "
+            "that name (did you mean DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM?)" +
+                tail);
+  EXPECT_EQ(w[2],
+            "DECODEBENCH_X_DIGITS is set, but decodebench reads no variable of that name" + tail);
+  const char* none[] = {nullptr};
+  EXPECT_TRUE(unknown_variable_warnings(none).empty());
+  EXPECT_TRUE(unknown_variable_warnings(nullptr).empty());
+}
+
 }  // namespace
 }  // namespace decodebench

@@ -844,6 +844,68 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   }
 }
 
+// Each DECODEBENCH_GEMV_RING* switch with a good value, an empty one (the default) and a bad one.
+struct GemvSwitchCase {
+  const char* name;
+  const char* good;
+  const char* bad;
+};
+constexpr GemvSwitchCase kGemvSwitchCases[] = {
+    {"DECODEBENCH_GEMV_RING", "16x3", "16x9"},
+    {"DECODEBENCH_GEMV_RING_LONG", "2x2", "3x2"},
+    {"DECODEBENCH_GEMV_RING_CTAS", "rounds", "4"},
+    {"DECODEBENCH_GEMV_RING_MAX_CTAS", "1", "5"},
+    {"DECODEBENCH_GEMV_RING_GGUF", "0", "yes"},
+    {"DECODEBENCH_GEMV_RING_Q6_K", "1", "on"},
+    {"DECODEBENCH_GEMV_RING_FEW_GROUPS", "split:2x4", "split:3"},
+    {"DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", "0.5", "1e-3"},
+};
+
+// Whether `f` throws decodebench::Error with exit 1 and a message that starts with `want`.
+template <typename F>
+void expect_switch_error(const F& f, const std::string& want) {
+  try {
+    f();
+    ADD_FAILURE() << want << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+  }
+}
+
+// check_gemv_switches parses every DECODEBENCH_GEMV_RING* switch (host code: runs without a GPU
+// too): a bad value is exit 1 naming the variable and quoting the value; good and empty pass.
+TEST(Backend, GemvSwitchesAreCheckedWithoutADevice) {
+  using decodebench::testing::ScopedVariable;
+  for (const auto& c : kGemvSwitchCases) {
+    for (const char* ok : {c.good, ""}) {
+      const ScopedVariable v(c.name, ok);
+      EXPECT_NO_THROW(check_gemv_switches()) << c.name << "='" << ok << "'";
+    }
+    const ScopedVariable v(c.name, c.bad);
+    expect_switch_error([] { check_gemv_switches(); }, std::string(c.name) + ": '" + c.bad + "'");
+  }
+}
+
+// A float model's GEMVs make no stream plan, the only other place that reads these switches, so
+// the backend checks them when it is made: a BF16 backend refuses each bad value before any
+// upload, and builds with the good ones.
+TEST(Backend, FloatModelBackendRefusesABadGemvSwitch) {
+  DB_REQUIRE_CUDA();
+  using decodebench::testing::ScopedVariable;
+  const Model m = make_model(WeightType::kBF16);
+  CudaBackendOptions o;
+  o.max_positions = 64;
+  for (const auto& c : kGemvSwitchCases) {
+    {
+      const ScopedVariable v(c.name, c.good);
+      EXPECT_NO_THROW(CudaBackend(m, o)) << c.name << "='" << c.good << "'";
+    }
+    const ScopedVariable v(c.name, c.bad);
+    expect_switch_error([&] { CudaBackend b(m, o); }, std::string(c.name) + ": '" + c.bad + "'");
+  }
+}
+
 // DECODEBENCH_GEMV_PRESPLIT_MIN moves the test model's Q4_0 GEMVs (3 layers of QKV 768 × 512, o
 // 512 × 512, gate/up 2,048 × 512 and down 512 × 1,024; LM head 3,000 × 512: 1.46 Mi) between the
 // staged kernel and a pre-split x': by default (2 Mi weights) all 13 are staged and no split kernel
