@@ -1,6 +1,7 @@
 #include "app/commands/bench_kernels.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>  // environ
 
 #include <cctype>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/report/text.hpp"
 #include "core/backend_registry.hpp"
 #include "core/error.hpp"
 #include "core/output_file.hpp"
@@ -217,6 +219,11 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
       }
     }
     if (!f->json_path.empty()) check_json_destination(f->json_path);
+    // A misspelled measurement switch would leave every GEMV at its default form unnoticed.
+    const std::vector<std::string> unknown = unknown_variable_warnings(environ);
+    for (const std::string& w : unknown) {
+      std::fprintf(stderr, "decodebench: warning: %s\n", printable_message(w).c_str());
+    }
 #ifdef DECODEBENCH_HAVE_CUDA
     cuda::KernelBenchOptions o;
     o.types = types;
@@ -231,6 +238,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     o.all_variants = f->variants == "all";
     nlohmann::json r = cuda::run_kernel_bench(o);
     r["environment"] = host_environment();
+    r["warnings"] = unknown;
     print_report(r, writes_to_stdout(f->json_path) ? stderr : stdout);
     if (!f->json_path.empty()) write_json_file(f->json_path, r);
     *exit_code = r["errors"].empty() ? 0 : static_cast<int>(ExitCode::kRuntime);

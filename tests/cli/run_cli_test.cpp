@@ -650,6 +650,26 @@ TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
   }
 }
 
+// bench-kernels names a misspelled switch on stderr, and refuses a bad GEMV switch value before
+// it looks for a GPU (exit 1 naming the variable; a CPU-only build has no bench-kernels: exit 3).
+TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
+  const ScopedVariable typo("DECODEBENCH_GEMV_RING_CTA", "3");
+  const ScopedVariable bad("DECODEBENCH_GEMV_RING_LONG", "3x2");
+  const auto r = run_decodebench({"bench-kernels", "--sections", "gemv", "--shapes", "64x64"});
+#ifdef DECODEBENCH_HAVE_CUDA
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("DECODEBENCH_GEMV_RING_LONG: '3x2' is neither 0"), std::string::npos)
+      << r.err;
+#else
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+#endif
+  EXPECT_NE(r.err.find("decodebench: warning: DECODEBENCH_GEMV_RING_CTA is set, but decodebench "
+                       "reads no variable of that name (did you mean "
+                       "DECODEBENCH_GEMV_RING_CTAS?)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(RunCli, VersionAndHelp) {
   const auto v = run_decodebench({"--version"});
   EXPECT_EQ(v.exit_code, 0);
