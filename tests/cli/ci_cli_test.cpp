@@ -606,6 +606,27 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_EQ(doc["exit_code"], 0);
 }
 
+// -q prints nothing on stdout, with or without --output (the exit code is the verdict); a
+// regression still says so on stderr in the report's last line, a run without one says nothing.
+TEST_F(CompareCli, QuietPrintsOnlyARegressionsVerdictLine) {
+  const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "-q"});
+  EXPECT_EQ(slow.exit_code, 1) << slow.err;
+  EXPECT_EQ(slow.out, "");
+  EXPECT_EQ(slow.err,
+            "decodebench compare: 1 slower, 0 faster, 0 same, 0 unclear in 1 matched run(s) → "
+            "REGRESSION (exit 1)\n");
+  const auto same = run_decodebench({"compare", path("base.json"), path("base.json"), "-q"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(same.err, "");
+  const auto report = *dir_ / "quiet.json";
+  const auto written = run_decodebench({"compare", path("base.json"), path("base.json"), "-q",
+                                        "--format", "json", "--output", report.string()});
+  EXPECT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_EQ(written.out, "");
+  EXPECT_EQ(nlohmann::json::parse(read_file(report))["exit_code"], 0);
+}
+
 // A file name that is not UTF-8 (allowed on Linux) reaches the JSON report with U+FFFD in place of
 // its bad byte; it used to end the command with an internal error (nlohmann's type_error 316).
 TEST_F(CompareCli, JsonReportOfAFileNameThatIsNotUtf8) {
