@@ -1,7 +1,6 @@
 #include "app/commands/bench_kernels.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>  // environ
 
 #include <cctype>
 #include <charconv>
@@ -220,10 +219,7 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     }
     if (!f->json_path.empty()) check_json_destination(f->json_path);
     // A misspelled measurement switch would leave every GEMV at its default form unnoticed.
-    const std::vector<std::string> unknown = unknown_variable_warnings(environ);
-    for (const std::string& w : unknown) {
-      std::fprintf(stderr, "decodebench: warning: %s\n", printable_message(w).c_str());
-    }
+    const std::vector<std::string> unknown = print_unknown_variable_warnings();
 #ifdef DECODEBENCH_HAVE_CUDA
     cuda::KernelBenchOptions o;
     o.types = types;

@@ -51,15 +51,6 @@ std::string help_footer() {
          "matched, e.g. every run timed from another start position).\n";
 }
 
-/// The last non-empty line of `text`, without its newline ("" when there is none).
-std::string last_line(const std::string& text) {
-  const size_t end = text.find_last_not_of('\n');
-  if (end == std::string::npos) return "";
-  const size_t newline = text.rfind('\n', end);
-  const size_t start = newline == std::string::npos ? 0 : newline + 1;
-  return text.substr(start, end + 1 - start);
-}
-
 void run_compare(const CompareFlags& f, int* exit_code) {
   CompareOptions options;
   options.threshold_pct = parse_threshold_percent(f.threshold);
@@ -106,10 +97,14 @@ void run_compare(const CompareFlags& f, int* exit_code) {
   }
   if (!f.output.empty()) write_text_file(f.output, rendered, "--output");
   if (f.quiet) {
-    // Nothing on stdout; the exit code is the verdict. A regression or a comparison that could
-    // not be made still says why on stderr (the text report's last line), as suite -q does.
+    // No text table; a report asked for by --format (md, json) still goes where it was asked to
+    // (--output, else stdout). The exit code is the verdict, and a regression says so on stderr,
+    // as suite -q says why a configuration failed.
+    if (f.output.empty() && f.format != "text") {
+      std::fwrite(rendered.data(), 1, rendered.size(), stdout);
+    }
     if (report.exit_code() != ExitCode::kOk) {
-      std::fprintf(stderr, "decodebench compare: %s\n", last_line(compare_text(report)).c_str());
+      std::fprintf(stderr, "decodebench: %s\n", outcome_line(report).c_str());
     }
   } else if (f.output.empty()) {
     std::fwrite(rendered.data(), 1, rendered.size(), stdout);
@@ -147,8 +142,8 @@ void setup_compare(CLI::App& app, int* exit_code) {
   cmd->add_option("--output", f->output,
                   "Write the --format report to PATH (atomically) and the text table to stdout");
   cmd->add_flag("-q,--quiet", f->quiet,
-                "Print nothing on stdout (the exit code is the verdict; --output still writes its "
-                "file); on a regression or no comparison, the verdict line on stderr");
+                "No text table (the exit code is the verdict; a --format md or json report still "
+                "goes to --output or stdout); a regression's verdict line on stderr");
   cmd->footer(help_footer());
   cmd->callback([f, exit_code] { run_compare(*f, exit_code); });
 }

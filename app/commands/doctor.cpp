@@ -114,6 +114,7 @@ void setup_doctor(CLI::App& app, int* exit_code) {
                   "healthy false and the reason, and the command exits 3");
   cmd->callback([json_path, exit_code] {
     if (!json_path->empty()) check_json_destination(*json_path);
+    print_unknown_variable_warnings();  // a misspelled switch changes nothing: said before the GPU
     CudaProvider* cuda_or_null = nullptr;
     try {
       cuda_or_null = &require_gpu("doctor");

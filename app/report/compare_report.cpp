@@ -40,13 +40,6 @@ std::string settings_line(const CompareReport& r) {
       metrics, r.options.threshold_pct, r.options.alpha);
 }
 
-std::string outcome_line(const CompareReport& r) {
-  const int slower = r.count(Verdict::kSlower);
-  return fmt::format("{} slower, {} faster, {} same, {} unclear in {} matched run(s) → {}", slower,
-                     r.count(Verdict::kFaster), r.count(Verdict::kSame), r.count(Verdict::kUnclear),
-                     r.runs.size(), slower > 0 ? "REGRESSION (exit 1)" : "no regression (exit 0)");
-}
-
 struct Row {
   std::string run, metric, baseline, candidate, change, p, verdict;
 };
@@ -87,6 +80,13 @@ std::string md_escape(const std::string& s) {
 }
 
 }  // namespace
+
+std::string outcome_line(const CompareReport& r) {
+  const int slower = r.count(Verdict::kSlower);
+  return fmt::format("{} slower, {} faster, {} same, {} unclear in {} matched run(s) → {}", slower,
+                     r.count(Verdict::kFaster), r.count(Verdict::kSame), r.count(Verdict::kUnclear),
+                     r.runs.size(), slower > 0 ? "REGRESSION (exit 1)" : "no regression (exit 0)");
+}
 
 std::string compare_text(const CompareReport& r) {
   std::string out = fmt::format("decodebench compare: baseline {} → new {}\n{}\n\n",

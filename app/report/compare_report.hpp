@@ -7,6 +7,10 @@
 
 namespace decodebench::app {
 
+/// The report's one-line verdict: "N slower, N faster, N same, N unclear in N matched run(s) →
+/// REGRESSION (exit 1)" or "... → no regression (exit 0)"; the last line of compare_text.
+std::string outcome_line(const CompareReport& report);
+
 /// A terminal table: run, metric, baseline, new, change, p, verdict (latencies in µs, gpu_ms in
 /// ms, throughput in tokens/s), then unmatched runs, notes and a one-line verdict.
 std::string compare_text(const CompareReport& report);

@@ -1,7 +1,10 @@
 #include "app/report/text.hpp"
 
+#include <unistd.h>  // environ
+
 #include <cstdio>
 
+#include "core/result/environment.hpp"
 #include "core/tokenizer/unicode.hpp"
 
 namespace decodebench::app {
@@ -51,6 +54,14 @@ std::string printable_message(std::string_view text) {
     pos += d.len;
   }
   return out;
+}
+
+std::vector<std::string> print_unknown_variable_warnings() {
+  std::vector<std::string> warnings = unknown_variable_warnings(environ);
+  for (const std::string& w : warnings) {
+    std::fprintf(stderr, "decodebench: warning: %s\n", printable_message(w).c_str());
+  }
+  return warnings;
 }
 
 }  // namespace decodebench::app

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace decodebench::app {
 
@@ -18,5 +19,11 @@ std::string printable_line(std::string_view text, size_t max_bytes);
 /// become escapes such as "\x1b", and bytes that are not part of valid UTF-8 (a GGUF string such
 /// as an architecture name 'llam\xff') become "\xff". Valid UTF-8 passes unchanged.
 std::string printable_message(std::string_view text);
+
+/// Prints each of unknown_variable_warnings(environ) (a set variable that looks like one of
+/// decodebench's but is not read: a misspelled measurement switch) to stderr as "decodebench:
+/// warning: ..." and returns them, for commands that do not go through the run's warnings
+/// (bench-kernels, doctor).
+std::vector<std::string> print_unknown_variable_warnings();
 
 }  // namespace decodebench::app

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,9 +14,11 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace decodebench {
 
@@ -163,58 +166,56 @@ constexpr const char* kRunVariables[] = {
 }  // namespace
 
 namespace {
-// DECODEBENCH_* variables that the scripts and tests read, not the binary: set in a user's shell,
-// they are no mistake (scripts/fetch-model, scripts/test, tests/CMakeLists.txt, tests/).
+// DECODEBENCH_* variables that the scripts, tests and probes read, not the binary: set in a
+// user's shell, they are no mistake (scripts/fetch-model, scripts/test, tests/CMakeLists.txt,
+// tests/, docs/probes/kernel-timeline.patch's DECODEBENCH_TRACE).
 constexpr const char* kToolVariables[] = {
     "DECODEBENCH_BIN",           "DECODEBENCH_SOURCE_DIR", "DECODEBENCH_BUILD_DIR",
     "DECODEBENCH_PYTHON",        "DECODEBENCH_CACHE",      "DECODEBENCH_SMOLLM2",
-    "DECODEBENCH_GGUF_FIXTURES",
+    "DECODEBENCH_GGUF_FIXTURES", "DECODEBENCH_TRACE",
 };
 
-// Levenshtein distance (insertions, deletions, substitutions of one character each).
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
+// Edits within which a name counts as a misspelling of a known one (a letter dropped, doubled,
+// changed or two swapped count one each).
+constexpr int kMisspellingEdits = 3;
 }  // namespace
 
 std::vector<std::string> unknown_variable_warnings(const char* const* env) {
-  std::vector<std::string> names;
+  std::vector<std::string> known;
+  for (const char* name : kRunVariables) {
+    if (std::string_view(name).starts_with("DECODEBENCH_")) known.emplace_back(name);
+  }
+  known.insert(known.end(), std::begin(kToolVariables), std::end(kToolVariables));
+  std::vector<std::pair<std::string, std::string>> found;  // {name, nearest known name or ""}
   for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     const size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq + 1 == entry.size()) continue;  // empty: unset
-    const std::string_view name = entry.substr(0, eq);
-    if (!name.starts_with("DECODEBENCH_")) continue;
-    const auto is = [&](const char* known) { return name == known; };
-    if (std::ranges::any_of(kRunVariables, is) || std::ranges::any_of(kToolVariables, is)) {
-      continue;
-    }
-    names.emplace_back(name);
-  }
-  std::ranges::sort(names);
-  std::vector<std::string> out;
-  for (const std::string& name : names) {
-    // The nearest switch within 3 edits: a letter dropped, doubled or swapped, or an 'S' missing.
+    const std::string name(entry.substr(0, eq));
+    if (std::ranges::find(known, name) != known.end()) continue;
+    std::string upper = name;
+    std::ranges::transform(upper, upper.begin(), [](unsigned char c) { return std::toupper(c); });
+    // The nearest known name, where exactly one is nearest within kMisspellingEdits.
     std::string nearest;
-    size_t best = 4;
-    for (const char* known : kRunVariables) {
-      if (!std::string_view(known).starts_with("DECODEBENCH_")) continue;
-      if (const size_t d = edit_distance(name, known); d < best) {
+    int best = kMisspellingEdits + 1;
+    bool tie = false;
+    for (const std::string& k : known) {
+      const int d = edit_distance(upper, k, kMisspellingEdits);
+      if (d < best) {
         best = d;
-        nearest = known;
+        nearest = k;
+        tie = false;
+      } else if (d == best) {
+        tie = true;
       }
     }
+    const bool near = best <= kMisspellingEdits;
+    if (!upper.starts_with("DECODEBENCH_") && !near) continue;  // someone else's variable
+    found.emplace_back(name, near && !tie ? nearest : std::string());
+  }
+  std::ranges::sort(found);
+  std::vector<std::string> out;
+  for (const auto& [name, nearest] : found) {
     out.push_back(name + " is set, but decodebench reads no variable of that name" +
                   (nearest.empty() ? "" : " (did you mean " + nearest + "?)") +
                   "; this run ignores it (the measurement switches: docs/measurement-switches.md)");

@@ -45,12 +45,13 @@ nlohmann::json run_variables();
 /// that reads them) only one per DECODEBENCH_* switch: the run ignores it (a bad value included).
 std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda);
 
-/// Warnings for the DECODEBENCH_* variables set (non-empty) in `env` (a null-terminated
-/// NAME=VALUE array such as `environ`) that decodebench does not read: neither a measurement
-/// switch of run_variables() nor a variable of the scripts and tests (DECODEBENCH_BIN, _CACHE,
-/// ...). A misspelled switch would otherwise leave a run at its defaults without a word. Each
-/// names the variable, and the nearest switch within 3 edits (Levenshtein) where there is one;
-/// sorted by name. Empty when none.
+/// Warnings for the variables set (non-empty) in `env` (a null-terminated NAME=VALUE array such
+/// as `environ`) that look like decodebench's but that it does not read: a name that starts with
+/// DECODEBENCH_ (any case) or lies within 3 edits (Damerau-Levenshtein, case aside) of a known one,
+/// and is neither a measurement switch of run_variables() nor a variable of the scripts, tests and
+/// probes (DECODEBENCH_BIN, _CACHE, _TRACE, ...). A misspelled switch would otherwise leave a run
+/// at its defaults without a word. Each warning names the variable, and the known name nearest to
+/// it within 3 edits where exactly one is nearest; sorted by name. Empty when none.
 std::vector<std::string> unknown_variable_warnings(const char* const* env);
 
 /// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.

@@ -606,14 +606,15 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_EQ(doc["exit_code"], 0);
 }
 
-// -q prints nothing on stdout, with or without --output (the exit code is the verdict); a
-// regression still says so on stderr in the report's last line, a run without one says nothing.
+// -q prints no text table, with or without --output (the exit code is the verdict); a regression
+// still says so on stderr in the report's verdict line, a run without one says nothing. A report
+// asked for by --format still goes to --output, or to stdout without it.
 TEST_F(CompareCli, QuietPrintsOnlyARegressionsVerdictLine) {
   const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "-q"});
   EXPECT_EQ(slow.exit_code, 1) << slow.err;
   EXPECT_EQ(slow.out, "");
   EXPECT_EQ(slow.err,
-            "decodebench compare: 1 slower, 0 faster, 0 same, 0 unclear in 1 matched run(s) → "
+            "decodebench: 1 slower, 0 faster, 0 same, 0 unclear in 1 matched run(s) → "
             "REGRESSION (exit 1)\n");
   const auto same = run_decodebench({"compare", path("base.json"), path("base.json"), "-q"});
   EXPECT_EQ(same.exit_code, 0) << same.err;
@@ -625,6 +626,17 @@ TEST_F(CompareCli, QuietPrintsOnlyARegressionsVerdictLine) {
   EXPECT_EQ(written.exit_code, 0) << written.err;
   EXPECT_EQ(written.out, "");
   EXPECT_EQ(nlohmann::json::parse(read_file(report))["exit_code"], 0);
+  const auto piped =
+      run_decodebench({"compare", path("base.json"), path("slow.json"), "-q", "--format", "json"});
+  EXPECT_EQ(piped.exit_code, 1) << piped.err;
+  EXPECT_EQ(nlohmann::json::parse(piped.out)["exit_code"], 1) << piped.out;
+  EXPECT_NE(piped.err.find("REGRESSION (exit 1)"), std::string::npos) << piped.err;
+  // A file that cannot be read is an error (exit 2) with its own message, quiet or not.
+  const auto missing =
+      run_decodebench({"compare", (*dir_ / "none.json").string(), path("base.json"), "-q"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_EQ(missing.out, "");
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
 }
 
 // A file name that is not UTF-8 (allowed on Linux) reaches the JSON report with U+FFFD in place of

@@ -651,7 +651,8 @@ TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
 }
 
 // bench-kernels names a misspelled switch on stderr, and refuses a bad GEMV switch value before
-// it looks for a GPU (exit 1 naming the variable; a CPU-only build has no bench-kernels: exit 3).
+// it looks for a GPU (exit 1 naming the variable; a CPU-only build has no bench-kernels: exit 3);
+// doctor names the misspelled switch too.
 TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
   const ScopedVariable typo("DECODEBENCH_GEMV_RING_CTA", "3");
   const ScopedVariable bad("DECODEBENCH_GEMV_RING_LONG", "3x2");
@@ -668,6 +669,10 @@ TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
                        "DECODEBENCH_GEMV_RING_CTAS?)"),
             std::string::npos)
       << r.err;
+  // doctor names it too, before it looks for a GPU (here: none, exit 3).
+  const auto d = run_decodebench({"doctor"});
+  EXPECT_NE(d.err.find("decodebench: warning: DECODEBENCH_GEMV_RING_CTA is set"), std::string::npos)
+      << d.err;
 }
 
 TEST(RunCli, VersionAndHelp) {

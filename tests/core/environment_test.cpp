@@ -129,34 +129,39 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
 }
 
-// A DECODEBENCH_* variable decodebench does not read is named, with the nearest switch within 3
-// edits; the switches, the scripts' and tests' variables, empty values and other names are not.
+// A variable that looks like decodebench's but that it does not read is named, with the known name
+// nearest to it within 3 edits, case aside, where exactly one is nearest; the switches, the
+// scripts', tests' and probes' variables, empty values and others' variables are not.
 TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
   const char* env[] = {"DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM=3",  // an 'S' missing
                        "DECODEBENCH_GEMV_RING=16x3",                // a switch
                        "DECODEBENCH_ATENTION=merge",                // a 'T' missing
                        "DECODEBENCH_BIN=/usr/bin/decodebench",      // the tests' variable
                        "DECODEBENCH_CACHE=/tmp/models",             // scripts/fetch-model's
+                       "DECODEBENCH_TRACE=steps.bin",               // the timeline probe's
                        "DECODEBENCH_X_DIGITS=1",                    // a probe build's, not main's
                        "DECODEBENCH_TYPO_EMPTY=",                   // empty: unset
                        "DECODEBENCH_NOEQUALS",
+                       "decodebench_gemv_ring_ctas=3",  // lower case
+                       "DECODEBNCH_TOKEN_D2H=copy",     // the prefix misspelled
+                       "DECODEBENCH_GEMV_RING_LOAS=1",  // 2 edits from _LONG and _CTAS
                        "CUDA_LAUNCH_BLOCKING=1",
-                       "XDECODEBENCH_GEMV_RING=1",
+                       "XDECODEBENCH_GEMV_RING_TOO_FAR=1",
                        nullptr};
   const auto w = unknown_variable_warnings(env);
-  ASSERT_EQ(w.size(), 3u);
+  const std::string head = " is set, but decodebench reads no variable of that name";
   const std::string tail =
       "; this run ignores it (the measurement switches: docs/measurement-switches.md)";
-  EXPECT_EQ(w[0],
-            "DECODEBENCH_ATENTION is set, but decodebench reads no variable of that name (did you "
-            "mean DECODEBENCH_ATTENTION?)" +
-                tail);
-  EXPECT_EQ(w[1],
-            "DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM is set, but decodebench reads no variable of "
-            "that name (did you mean DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM?)" +
-                tail);
-  EXPECT_EQ(w[2],
-            "DECODEBENCH_X_DIGITS is set, but decodebench reads no variable of that name" + tail);
+  const std::vector<std::string> want = {
+      "DECODEBENCH_ATENTION" + head + " (did you mean DECODEBENCH_ATTENTION?)" + tail,
+      "DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM" + head +
+          " (did you mean DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM?)" + tail,
+      "DECODEBENCH_GEMV_RING_LOAS" + head + tail,
+      "DECODEBENCH_X_DIGITS" + head + tail,
+      "DECODEBNCH_TOKEN_D2H" + head + " (did you mean DECODEBENCH_TOKEN_D2H?)" + tail,
+      "decodebench_gemv_ring_ctas" + head + " (did you mean DECODEBENCH_GEMV_RING_CTAS?)" + tail,
+  };
+  EXPECT_EQ(w, want);
   const char* none[] = {nullptr};
   EXPECT_TRUE(unknown_variable_warnings(none).empty());
   EXPECT_TRUE(unknown_variable_warnings(nullptr).empty());
