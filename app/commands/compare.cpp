@@ -140,10 +140,12 @@ void setup_compare(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"text", "md", "json"}))
       ->transform([](std::string v) { return v == "markdown" ? std::string("md") : v; });
   cmd->add_option("--output", f->output,
-                  "Write the --format report to PATH (atomically) and the text table to stdout");
+                  "Write the --format report to PATH (atomically) and the text table to stdout; "
+                  "'-': the report alone, to stdout");
   cmd->add_flag("-q,--quiet", f->quiet,
-                "No text table (the exit code is the verdict; a --format md or json report still "
-                "goes to --output or stdout); a regression's verdict line on stderr");
+                "No text table on stdout (the exit code is the verdict): --output still writes its "
+                "report, and a --format md or json report without --output goes to stdout; a "
+                "regression's verdict line on stderr");
   cmd->footer(help_footer());
   cmd->callback([f, exit_code] { run_compare(*f, exit_code); });
 }

@@ -349,7 +349,7 @@ void print_run_report(const RunReport& r, FILE* out, bool color) {
     fmt::print(out, "text     {}\n", printable_line(r.generated_text, 400));
   }
   if (!r.warnings.empty()) {
-    fmt::print(out, "warnings {} (printed on stderr as they arose; listed in the JSON)\n",
+    fmt::print(out, "warnings {} (printed on stderr as they arose; a --json result lists them)\n",
                r.warnings.size());
   }
   fmt::print(out, "verdict  {}\n", run_verdict(r));

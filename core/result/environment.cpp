@@ -175,9 +175,14 @@ constexpr const char* kToolVariables[] = {
     "DECODEBENCH_GGUF_FIXTURES", "DECODEBENCH_TRACE",
 };
 
-// Edits within which a name counts as a misspelling of a known one (a letter dropped, doubled,
-// changed or two swapped count one each).
-constexpr int kMisspellingEdits = 3;
+// The most edits at which `name` counts as a misspelling of `known`: a quarter of the length of
+// known's part after "DECODEBENCH_", at least 1 and at most 3, so a short name such as
+// DECODEBENCH_BIN is not the "nearest" to every short unknown one (DECODEBENCH_GPU).
+int misspelling_edits(std::string_view known) {
+  constexpr std::string_view kPrefix = "DECODEBENCH_";
+  const size_t rest = known.size() - std::min(known.size(), kPrefix.size());
+  return std::clamp(static_cast<int>(rest / 4), 1, 3);
+}
 }  // namespace
 
 std::vector<std::string> unknown_variable_warnings(const char* const* env) {
@@ -195,12 +200,13 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
     if (std::ranges::find(known, name) != known.end()) continue;
     std::string upper = name;
     std::ranges::transform(upper, upper.begin(), [](unsigned char c) { return std::toupper(c); });
-    // The nearest known name, where exactly one is nearest within kMisspellingEdits.
+    // The nearest known name within its misspelling_edits, where exactly one is nearest.
     std::string nearest;
-    int best = kMisspellingEdits + 1;
+    int best = 4;
     bool tie = false;
     for (const std::string& k : known) {
-      const int d = edit_distance(upper, k, kMisspellingEdits);
+      const int d = edit_distance(upper, k, 3);
+      if (d > misspelling_edits(k)) continue;
       if (d < best) {
         best = d;
         nearest = k;
@@ -209,7 +215,7 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
         tie = true;
       }
     }
-    const bool near = best <= kMisspellingEdits;
+    const bool near = !nearest.empty();
     if (!upper.starts_with("DECODEBENCH_") && !near) continue;  // someone else's variable
     found.emplace_back(name, near && !tie ? nearest : std::string());
   }
@@ -218,7 +224,7 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
   for (const auto& [name, nearest] : found) {
     out.push_back(name + " is set, but decodebench reads no variable of that name" +
                   (nearest.empty() ? "" : " (did you mean " + nearest + "?)") +
-                  "; this run ignores it (the measurement switches: docs/measurement-switches.md)");
+                  "; it is ignored (the measurement switches: docs/measurement-switches.md)");
   }
   return out;
 }

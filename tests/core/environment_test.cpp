@@ -130,7 +130,8 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
 }
 
 // A variable that looks like decodebench's but that it does not read is named, with the known name
-// nearest to it within 3 edits, case aside, where exactly one is nearest; the switches, the
+// nearest to it, case aside, where exactly one is nearest within that name's edits (a quarter of
+// its length after DECODEBENCH_, 1 to 3); the switches, the
 // scripts', tests' and probes' variables, empty values and others' variables are not.
 TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
   const char* env[] = {"DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM=3",  // an 'S' missing
@@ -145,18 +146,22 @@ TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
                        "decodebench_gemv_ring_ctas=3",  // lower case
                        "DECODEBNCH_TOKEN_D2H=copy",     // the prefix misspelled
                        "DECODEBENCH_GEMV_RING_LOAS=1",  // 2 edits from _LONG and _CTAS
+                       "DECODEBENCH_GPU=0",  // 3 edits from _BIN: too many for so short a name
+                       "DECODEBENCH_BIM=/bin/decodebench",  // 1 edit from _BIN
                        "CUDA_LAUNCH_BLOCKING=1",
                        "XDECODEBENCH_GEMV_RING_TOO_FAR=1",
                        nullptr};
   const auto w = unknown_variable_warnings(env);
   const std::string head = " is set, but decodebench reads no variable of that name";
   const std::string tail =
-      "; this run ignores it (the measurement switches: docs/measurement-switches.md)";
+      "; it is ignored (the measurement switches: docs/measurement-switches.md)";
   const std::vector<std::string> want = {
       "DECODEBENCH_ATENTION" + head + " (did you mean DECODEBENCH_ATTENTION?)" + tail,
+      "DECODEBENCH_BIM" + head + " (did you mean DECODEBENCH_BIN?)" + tail,
       "DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM" + head +
           " (did you mean DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM?)" + tail,
       "DECODEBENCH_GEMV_RING_LOAS" + head + tail,
+      "DECODEBENCH_GPU" + head + tail,
       "DECODEBENCH_X_DIGITS" + head + tail,
       "DECODEBNCH_TOKEN_D2H" + head + " (did you mean DECODEBENCH_TOKEN_D2H?)" + tail,
       "decodebench_gemv_ring_ctas" + head + " (did you mean DECODEBENCH_GEMV_RING_CTAS?)" + tail,
