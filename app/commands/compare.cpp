@@ -143,9 +143,9 @@ void setup_compare(CLI::App& app, int* exit_code) {
                   "Write the --format report to PATH (atomically) and the text table to stdout; "
                   "'-': the report alone, to stdout");
   cmd->add_flag("-q,--quiet", f->quiet,
-                "No text table on stdout (the exit code is the verdict): --output still writes its "
-                "report, and a --format md or json report without --output goes to stdout; a "
-                "regression's verdict line on stderr");
+                "No text table of its own on stdout (the exit code is the verdict): --output still "
+                "writes its report ('-': to stdout), and a --format md or json report without "
+                "--output goes to stdout; a regression's verdict line on stderr");
   cmd->footer(help_footer());
   cmd->callback([f, exit_code] { run_compare(*f, exit_code); });
 }

@@ -1,4 +1,5 @@
-// Text from outside the program (generated tokens, error messages) made safe for one terminal line.
+// Text from outside the program (generated tokens, error messages, environment variables) made safe
+// for the terminal, and the warnings about variables that printing needs.
 #pragma once
 
 #include <cstddef>

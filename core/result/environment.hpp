@@ -47,11 +47,12 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
 
 /// Warnings for the variables set (non-empty) in `env` (a null-terminated NAME=VALUE array such
 /// as `environ`) that look like decodebench's but that it does not read: a name that starts with
-/// DECODEBENCH_ (any case) or lies within 3 edits (Damerau-Levenshtein, case aside) of a known one,
-/// and is neither a measurement switch of run_variables() nor a variable of the scripts, tests and
-/// probes (DECODEBENCH_BIN, _CACHE, _TRACE, ...). A misspelled switch would otherwise leave a run
-/// at its defaults without a word. Each warning names the variable, and the known name nearest to
-/// it within 3 edits where exactly one is nearest; sorted by name. Empty when none.
+/// DECODEBENCH_ (any case) or lies, case aside, within a known name's edits of it (Damerau-
+/// Levenshtein; a quarter of the known name's length after DECODEBENCH_, 1 to 3), and is neither a
+/// measurement switch of run_variables() nor a variable of the scripts, tests and probes
+/// (DECODEBENCH_BIN, _CACHE, _TRACE, ...). A misspelled switch would otherwise leave a run at its
+/// defaults without a word. Each warning names the variable, and the known name nearest to it
+/// within those edits where exactly one is nearest; sorted by name. Empty when none.
 std::vector<std::string> unknown_variable_warnings(const char* const* env);
 
 /// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.

@@ -606,10 +606,11 @@ TEST_F(CompareCli, MarkdownAndJsonReports) {
   EXPECT_EQ(doc["exit_code"], 0);
 }
 
-// -q prints no text table, with or without --output (the exit code is the verdict); a regression
-// still says so on stderr in the report's verdict line, a run without one says nothing. A report
-// asked for by --format still goes to --output, or to stdout without it.
-TEST_F(CompareCli, QuietPrintsOnlyARegressionsVerdictLine) {
+// -q prints no text table of its own, with or without --output (the exit code is the verdict); a
+// regression still says so on stderr in the report's verdict line, a run without one says nothing.
+// A report asked for by --format still goes to --output, or to stdout without it (--output -
+// too).
+TEST_F(CompareCli, QuietDropsTheTextTableAndNamesARegression) {
   const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "-q"});
   EXPECT_EQ(slow.exit_code, 1) << slow.err;
   EXPECT_EQ(slow.out, "");
@@ -631,6 +632,14 @@ TEST_F(CompareCli, QuietPrintsOnlyARegressionsVerdictLine) {
   EXPECT_EQ(piped.exit_code, 1) << piped.err;
   EXPECT_EQ(nlohmann::json::parse(piped.out)["exit_code"], 1) << piped.out;
   EXPECT_NE(piped.err.find("REGRESSION (exit 1)"), std::string::npos) << piped.err;
+  const auto md =
+      run_decodebench({"compare", path("base.json"), path("slow.json"), "-q", "--format", "md"});
+  EXPECT_EQ(md.out.rfind("### decodebench: regression (1 slower)", 0), 0u) << md.out;
+  // --output - asks for the report on stdout: the text table, when that is the format.
+  const auto dash =
+      run_decodebench({"compare", path("base.json"), path("base.json"), "-q", "--output", "-"});
+  EXPECT_EQ(dash.exit_code, 0) << dash.err;
+  EXPECT_TRUE(contains(dash.out, "no regression (exit 0)")) << dash.out;
   // A file that cannot be read is an error (exit 2) with its own message, quiet or not.
   const auto missing =
       run_decodebench({"compare", (*dir_ / "none.json").string(), path("base.json"), "-q"});

@@ -131,8 +131,8 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
 
 // A variable that looks like decodebench's but that it does not read is named, with the known name
 // nearest to it, case aside, where exactly one is nearest within that name's edits (a quarter of
-// its length after DECODEBENCH_, 1 to 3); the switches, the
-// scripts', tests' and probes' variables, empty values and others' variables are not.
+// its length after DECODEBENCH_, 1 to 3); the switches, the scripts', tests' and probes'
+// variables, empty values and others' variables are not.
 TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
   const char* env[] = {"DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM=3",  // an 'S' missing
                        "DECODEBENCH_GEMV_RING=16x3",                // a switch
@@ -148,6 +148,10 @@ TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
                        "DECODEBENCH_GEMV_RING_LOAS=1",  // 2 edits from _LONG and _CTAS
                        "DECODEBENCH_GPU=0",  // 3 edits from _BIN: too many for so short a name
                        "DECODEBENCH_BIM=/bin/decodebench",  // 1 edit from _BIN
+                       "DECODEBENCH_GEMV_RING_MAXCTA=1",    // 2 from _MAX_CTAS (3 allowed)
+                       "DECODEBENCH_TOKN_DH=copy",          // 2 from _TOKEN_D2H (2 allowed)
+                       "DECODEBENCH_TKN_DH=copy",           // 3 from _TOKEN_D2H: too many
+                       "DECODEBNCH_BN=1",                   // 2 from _BIN (1 allowed), no prefix
                        "CUDA_LAUNCH_BLOCKING=1",
                        "XDECODEBENCH_GEMV_RING_TOO_FAR=1",
                        nullptr};
@@ -161,7 +165,11 @@ TEST(RunVariables, UnknownDecodebenchVariablesAreNamedWithTheNearestSwitch) {
       "DECODEBENCH_GEMV_RING_FEW_GROUP_PER_SM" + head +
           " (did you mean DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM?)" + tail,
       "DECODEBENCH_GEMV_RING_LOAS" + head + tail,
+      "DECODEBENCH_GEMV_RING_MAXCTA" + head + " (did you mean DECODEBENCH_GEMV_RING_MAX_CTAS?)" +
+          tail,
       "DECODEBENCH_GPU" + head + tail,
+      "DECODEBENCH_TKN_DH" + head + tail,
+      "DECODEBENCH_TOKN_DH" + head + " (did you mean DECODEBENCH_TOKEN_D2H?)" + tail,
       "DECODEBENCH_X_DIGITS" + head + tail,
       "DECODEBNCH_TOKEN_D2H" + head + " (did you mean DECODEBENCH_TOKEN_D2H?)" + tail,
       "decodebench_gemv_ring_ctas" + head + " (did you mean DECODEBENCH_GEMV_RING_CTAS?)" + tail,
