@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "app/report/progress.hpp"
 #include "app/report/text.hpp"
 #include "core/output_file.hpp"
+#include "core/result/environment.hpp"
 #include "core/result/json_file.hpp"
 #include "core/run_config.hpp"
 #include "core/suite/suite_runner.hpp"
@@ -135,15 +137,23 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   callbacks.run.step = [&bar, &current](const std::string& label, int64_t done, int64_t total) {
     bar.update(current + " " + label, done, total);
   };
-  // The CPU fallback of backend auto is the same for every run of the process: said once on
-  // stderr (every run's JSON still records it).
+  // The CPU fallback of backend auto and an unknown DECODEBENCH_* variable are the same for every
+  // run of the process: each said once on stderr (every run's JSON still records it).
   bool fallback_said = false;
-  callbacks.run.warning = [&bar, &current, &fallback_said](const std::string& w) {
+  std::set<std::string> variables_said;
+  callbacks.run.warning = [&bar, &current, &fallback_said, &variables_said](const std::string& w) {
     if (w.starts_with(kNoCudaDeviceWarning)) {
       if (fallback_said) return;
       fallback_said = true;
       bar.clear();  // not tagged with this run: it holds for every run of backend auto
       std::fprintf(stderr, "decodebench: warning: %s (said once for every run of backend auto)\n",
+                   printable_message(w).c_str());
+      return;
+    }
+    if (w.find(kUnknownVariableWarning) != std::string::npos) {
+      if (!variables_said.insert(w).second) return;
+      bar.clear();
+      std::fprintf(stderr, "decodebench: warning: %s (said once for every run)\n",
                    printable_message(w).c_str());
       return;
     }

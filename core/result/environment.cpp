@@ -222,7 +222,7 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
   std::ranges::sort(found);
   std::vector<std::string> out;
   for (const auto& [name, nearest] : found) {
-    out.push_back(name + " is set, but decodebench reads no variable of that name" +
+    out.push_back(name + std::string(kUnknownVariableWarning) +
                   (nearest.empty() ? "" : " (did you mean " + nearest + "?)") +
                   "; it is ignored (the measurement switches: docs/measurement-switches.md)");
   }

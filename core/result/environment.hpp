@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace decodebench {
@@ -54,6 +55,11 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
 /// defaults without a word. Each warning names the variable, and the known name nearest to it
 /// within those edits where exactly one is nearest; sorted by name. Empty when none.
 std::vector<std::string> unknown_variable_warnings(const char* const* env);
+
+/// The text every unknown_variable_warnings() warning holds after the variable's name, for
+/// callers that say such a warning (the same for every run of a process) once.
+inline constexpr std::string_view kUnknownVariableWarning =
+    " is set, but decodebench reads no variable of that name";
 
 /// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.
 nlohmann::json host_environment();

@@ -104,6 +104,35 @@ TEST(SweepCli, CpuFallbackIsSaidOnce) {
   }
 }
 
+// A misspelled DECODEBENCH_* variable is the same for every run of a sweep: said once on stderr,
+// untagged, and recorded in every run's JSON.
+TEST(SweepCli, UnknownVariableIsSaidOnce) {
+  TempDir dir;
+  const auto out = dir / "sweep.json";
+  const ScopedVariable typo("DECODEBENCH_GEMV_RNG", "16x3");
+  const auto r = run_decodebench({"--preset", "smollm2-135m", "--vocab", "512", "--ffn", "256",
+                                  "--tokens", "2", "--prompt-tokens", "2", "--threads", "1",
+                                  "--backend", "cpu", "--layers", "1,1,1", "--json", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  size_t said = 0;
+  for (size_t at = r.err.find("DECODEBENCH_GEMV_RNG is set"); at != std::string::npos;
+       at = r.err.find("DECODEBENCH_GEMV_RNG is set", at + 1)) {
+    ++said;
+  }
+  EXPECT_EQ(said, 1u) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "decodebench: warning: DECODEBENCH_GEMV_RNG is set, but decodebench "
+                       "reads no variable of that name (did you mean "
+                       "DECODEBENCH_GEMV_RING?)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "(said once for every run)")) << r.err;
+  const auto doc = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(doc["results"].size(), 3u);
+  for (const auto& res : doc["results"]) {
+    EXPECT_TRUE(contains(res["warnings"].dump(), "DECODEBENCH_GEMV_RNG is set")) << res["warnings"];
+  }
+}
+
 // Integer values are plain decimal (010 runs 10 layers): a sweep's labels and args show the value
 // its run used, not the text given ("layers=01" labelled a run of 1 layer).
 TEST(SweepCli, LabelsShowIntegerValuesAsTheRunsUseThem) {
