@@ -96,21 +96,18 @@ void run_compare(const CompareFlags& f, int* exit_code) {
     rendered = compare_text(report);
   }
   if (!f.output.empty()) write_text_file(f.output, rendered, "--output");
-  if (f.quiet) {
-    // No text table; a report asked for by --format (md, json) still goes where it was asked to
-    // (--output, else stdout). The exit code is the verdict, and a regression says so on stderr,
-    // as suite -q says why a configuration failed.
-    if (f.output.empty() && f.format != "text") {
-      std::fwrite(rendered.data(), 1, rendered.size(), stdout);
-    }
-    if (report.exit_code() != ExitCode::kOk) {
-      std::fprintf(stderr, "decodebench: %s\n", outcome_line(report).c_str());
-    }
-  } else if (f.output.empty()) {
+  // Without --output the report goes to stdout, but -q drops a text one; with --output to a file
+  // the text table goes to stdout too, unless -q. The exit code is the verdict, and under -q a
+  // regression still says so on stderr, as suite -q says why a configuration failed.
+  if (f.output.empty() && !(f.quiet && f.format == "text")) {
     std::fwrite(rendered.data(), 1, rendered.size(), stdout);
-  } else if (!writes_to_stdout(f.output)) {
+  }
+  if (!f.output.empty() && !writes_to_stdout(f.output) && !f.quiet) {
     const std::string text = compare_text(report);
     std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  if (f.quiet && report.exit_code() != ExitCode::kOk) {
+    std::fprintf(stderr, "decodebench: %s\n", outcome_line(report).c_str());
   }
   flush_output(stdout);
   *exit_code = static_cast<int>(report.exit_code());

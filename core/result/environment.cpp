@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -202,7 +203,7 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
     std::ranges::transform(upper, upper.begin(), [](unsigned char c) { return std::toupper(c); });
     // The nearest known name within its misspelling_edits, where exactly one is nearest.
     std::string nearest;
-    int best = 4;
+    int best = std::numeric_limits<int>::max();
     bool tie = false;
     for (const std::string& k : known) {
       const int d = edit_distance(upper, k, 3);
