@@ -1170,7 +1170,7 @@ json run_kernel_bench(const KernelBenchOptions& o) {
                         std::to_string(s.cols));
     }
   }
-  check_gemv_switches();  // a bad DECODEBENCH_GEMV_RING* value: one error, not one per GEMV
+  check_cuda_switches();  // a bad DECODEBENCH_* switch: one error before any device work
   std::string why;
   if (!cuda_device_available(&why)) throw resource_error("bench-kernels: " + why);
   DB_CUDA_CHECK(cudaSetDevice(0));

@@ -129,6 +129,15 @@ SplitTrigger split_trigger_request() {
                       "kernel launch); leave it unset for the per-type default");
 }
 
+void check_cuda_switches() {
+  attention_path_request();
+  attention_trigger_request();
+  token_copy_request();
+  split_trigger_request();
+  presplit_min_request();
+  check_gemv_switches();
+}
+
 bool split_trigger_after_wait(SplitTrigger request, WeightType type, bool lm_head) {
   switch (request) {
     case SplitTrigger::kEntry:

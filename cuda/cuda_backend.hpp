@@ -122,6 +122,13 @@ inline constexpr int64_t kPresplitMinElements = int64_t{2} << 20;
 /// decodebench::Error (exit 1) naming the variable for any other value.
 int64_t presplit_min_request();
 
+/// Parses every DECODEBENCH_* measurement switch that the CUDA backend reads
+/// (attention_path_request, attention_trigger_request, token_copy_request, split_trigger_request,
+/// presplit_min_request and check_gemv_switches) without touching a device, so that a command can
+/// refuse a bad value before it looks for a GPU (bench-kernels; the backend's constructor reads
+/// them itself). Throws decodebench::Error (exit 1) naming the first bad variable.
+void check_cuda_switches();
+
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).
 ///
 /// The decode step (`enqueue_forward` + `enqueue_argmax`) issues only kernel launches on

@@ -137,8 +137,9 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
   callbacks.run.step = [&bar, &current](const std::string& label, int64_t done, int64_t total) {
     bar.update(current + " " + label, done, total);
   };
-  // The CPU fallback of backend auto and an unknown DECODEBENCH_* variable are the same for every
-  // run of the process: each said once on stderr (every run's JSON still records it).
+  // The CPU fallback of backend auto and the warnings about variables (unknown ones, measurement
+  // switches) are the same for every run of the process, or of its backend: each said once on
+  // stderr (every run's JSON still records it).
   bool fallback_said = false;
   std::set<std::string> variables_said;
   callbacks.run.warning = [&bar, &current, &fallback_said, &variables_said](const std::string& w) {
@@ -150,11 +151,11 @@ int execute_suite(const SuiteDefinition& suite, const ParseRunArgsFn& parse,
                    printable_message(w).c_str());
       return;
     }
-    if (w.find(kUnknownVariableWarning) != std::string::npos) {
+    if (const std::string_view runs = environment_warning_runs(w); !runs.empty()) {
       if (!variables_said.insert(w).second) return;
       bar.clear();
-      std::fprintf(stderr, "decodebench: warning: %s (said once for every run)\n",
-                   printable_message(w).c_str());
+      std::fprintf(stderr, "decodebench: warning: %s (said once for %.*s)\n",
+                   printable_message(w).c_str(), static_cast<int>(runs.size()), runs.data());
       return;
     }
     bar.clear();

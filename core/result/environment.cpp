@@ -243,6 +243,32 @@ nlohmann::json run_variables() {
   return vars;
 }
 
+namespace {
+// The fixed parts of run_variable_warnings()'s texts, which environment_warning_runs() recognises.
+constexpr std::string_view kLaunchBlockingWarning =
+    ": every launch waits for the GPU to finish it (CUDA's debugging switch), so the launch phase "
+    "and eager step times are not those of a default run";
+constexpr std::string_view kSwitchPicksWarning =
+    ": a measurement switch picks a kernel form or a step's data path; compare this result only "
+    "with runs of the same setting";
+constexpr std::string_view kSwitchIgnoredWarning =
+    ": read only by the cuda backend; this run ignores it";
+constexpr std::string_view kMpsShareWarning =
+    ": this MPS client may use only that share of the GPU's SMs";
+}  // namespace
+
+std::string_view environment_warning_runs(std::string_view warning) {
+  const auto holds = [&](std::string_view part) {
+    return warning.find(part) != std::string_view::npos;
+  };
+  if (holds(kUnknownVariableWarning)) return "every run";
+  if (holds(kSwitchIgnoredWarning)) return "every cpu run";
+  if (holds(kSwitchPicksWarning) || holds(kLaunchBlockingWarning) || holds(kMpsShareWarning)) {
+    return "every cuda run";
+  }
+  return {};
+}
+
 std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, bool cuda) {
   std::vector<std::string> out;
   if (!variables.is_object()) return out;
@@ -252,23 +278,18 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
   };
   const std::string blocking = value("CUDA_LAUNCH_BLOCKING");
   if (cuda && !blocking.empty() && blocking != "0") {
-    out.push_back("CUDA_LAUNCH_BLOCKING=" + blocking +
-                  ": every launch waits for the GPU to finish it (CUDA's debugging switch), so "
-                  "the launch phase and eager step times are not those of a default run");
+    out.push_back("CUDA_LAUNCH_BLOCKING=" + blocking + std::string(kLaunchBlockingWarning));
   }
   // decodebench's own switches (DECODEBENCH_GEMV_RING) pick kernel forms for measurements; only
   // the CUDA backend reads (and checks) them, so a CPU run says it ignores one that is recorded.
   for (const auto& [name, v] : variables.items()) {
     if (name.rfind("DECODEBENCH_", 0) != 0) continue;
     out.push_back(name + "=" + value(name.c_str()) +
-                  (cuda ? ": a measurement switch picks a kernel form or a step's data path; "
-                          "compare this result only with runs of the same setting"
-                        : ": read only by the cuda backend; this run ignores it"));
+                  std::string(cuda ? kSwitchPicksWarning : kSwitchIgnoredWarning));
   }
   const std::string share = value("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   if (cuda && !share.empty()) {
-    out.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + share +
-                  ": this MPS client may use only that share of the GPU's SMs");
+    out.push_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" + share + std::string(kMpsShareWarning));
   }
   return out;
 }

@@ -61,6 +61,13 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env);
 inline constexpr std::string_view kUnknownVariableWarning =
     " is set, but decodebench reads no variable of that name";
 
+/// Which runs of one process a warning of run_variable_warnings() or unknown_variable_warnings()
+/// holds for alike, as its text depends only on the environment and the backend: "every run" (an
+/// unknown variable), "every cuda run" (a switch the CUDA backend reads, CUDA_LAUNCH_BLOCKING, an
+/// MPS share) or "every cpu run" (a switch the CPU backend ignores). Empty for any other warning.
+/// A suite or sweep says such a warning once (every run's JSON still records it).
+std::string_view environment_warning_runs(std::string_view warning);
+
 /// {host, cpu, cores, memory_bytes, memory_available_bytes, os, kernel, timestamp, variables}.
 nlohmann::json host_environment();
 

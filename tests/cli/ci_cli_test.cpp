@@ -104,12 +104,13 @@ TEST(SweepCli, CpuFallbackIsSaidOnce) {
   }
 }
 
-// A misspelled DECODEBENCH_* variable is the same for every run of a sweep: said once on stderr,
-// untagged, and recorded in every run's JSON.
+// A misspelled DECODEBENCH_* variable, and a switch the backend ignores, are the same for every
+// run of a sweep: each said once on stderr, untagged, and recorded in every run's JSON.
 TEST(SweepCli, UnknownVariableIsSaidOnce) {
   TempDir dir;
   const auto out = dir / "sweep.json";
   const ScopedVariable typo("DECODEBENCH_GEMV_RNG", "16x3");
+  const ScopedVariable known("DECODEBENCH_GEMV_RING", "16x3");  // a switch the cpu runs ignore
   const auto r = run_decodebench({"--preset", "smollm2-135m", "--vocab", "512", "--ffn", "256",
                                   "--tokens", "2", "--prompt-tokens", "2", "--threads", "1",
                                   "--backend", "cpu", "--layers", "1,1,1", "--json", out.string()});
@@ -126,10 +127,17 @@ TEST(SweepCli, UnknownVariableIsSaidOnce) {
                        "DECODEBENCH_GEMV_RING?)"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "(said once for every run)")) << r.err;
+  // The switch's warning too, for the backend's runs.
+  const std::string ignored = "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend";
+  const size_t first = r.err.find(ignored);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(ignored, first + 1), std::string::npos) << r.err;
+  EXPECT_TRUE(contains(r.err, "this run ignores it (said once for every cpu run)")) << r.err;
   const auto doc = nlohmann::json::parse(read_file(out));
   ASSERT_EQ(doc["results"].size(), 3u);
   for (const auto& res : doc["results"]) {
     EXPECT_TRUE(contains(res["warnings"].dump(), "DECODEBENCH_GEMV_RNG is set")) << res["warnings"];
+    EXPECT_TRUE(contains(res["warnings"].dump(), ignored)) << res["warnings"];
   }
 }
 

@@ -669,6 +669,23 @@ TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
                        "DECODEBENCH_GEMV_RING_CTAS?)"),
             std::string::npos)
       << r.err;
+  // The backend's other switches are refused there too, not only when a kernel reads them.
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"DECODEBENCH_ATTENTION", "clustr"},
+                                                        {"DECODEBENCH_ATTENTION_TRIGGER", "end"},
+                                                        {"DECODEBENCH_TOKEN_D2H", "yes"},
+                                                        {"DECODEBENCH_SPLIT_TRIGGER", "exit"},
+                                                        {"DECODEBENCH_GEMV_PRESPLIT_MIN", "-1"}}) {
+    const ScopedVariable unset_bad("DECODEBENCH_GEMV_RING_LONG", std::nullopt);
+    const ScopedVariable other(name.c_str(), value.c_str());
+    const auto o = run_decodebench({"bench-kernels", "--sections", "gemv", "--shapes", "64x64"});
+#ifdef DECODEBENCH_HAVE_CUDA
+    EXPECT_EQ(o.exit_code, 1) << name << ": " << o.err;
+    EXPECT_NE(o.err.find(name + ": '" + value + "'"), std::string::npos) << o.err;
+#else
+    EXPECT_EQ(o.exit_code, 3) << name << ": " << o.err;
+#endif
+  }
   // doctor names it too, before it looks for a GPU (here: none, exit 3).
   const auto d = run_decodebench({"doctor"});
   EXPECT_NE(d.err.find("decodebench: warning: DECODEBENCH_GEMV_RING_CTA is set"), std::string::npos)

@@ -127,6 +127,19 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   EXPECT_EQ(cpu[0],
             "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; this run ignores it");
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
+  // A suite says each of them once, for the runs of the backend it holds for.
+  for (const auto& each : w) EXPECT_EQ(environment_warning_runs(each), "every cuda run") << each;
+  EXPECT_EQ(environment_warning_runs(cpu[0]), "every cpu run");
+}
+
+// What a suite says once: the environment's warnings, and no other run warning.
+TEST(RunVariables, EnvironmentWarningsAreRecognised) {
+  const char* env[] = {"DECODEBENCH_GEMV_RNG=16x3", nullptr};
+  const auto unknown = unknown_variable_warnings(env);
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(environment_warning_runs(unknown[0]), "every run");
+  EXPECT_EQ(environment_warning_runs("eager: 31 of 128 steps more than 5% above the median"), "");
+  EXPECT_EQ(environment_warning_runs("DECODEBENCH_GEMV_RING=16x3"), "");
 }
 
 // A variable that looks like decodebench's but that it does not read is named, with the known name
