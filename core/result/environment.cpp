@@ -167,6 +167,13 @@ constexpr const char* kRunVariables[] = {
 }  // namespace
 
 namespace {
+// The fixed parts of unknown_variable_warnings()'s texts: after the variable's name, and at the
+// end (environment_warning_runs() recognises them).
+constexpr std::string_view kUnknownVariableWarning =
+    " is set, but decodebench reads no variable of that name";
+constexpr std::string_view kUnknownVariableEnd =
+    "; it is ignored (the measurement switches: docs/measurement-switches.md)";
+
 // DECODEBENCH_* variables that the scripts, tests and probes read, not the binary: set in a
 // user's shell, they are no mistake (scripts/fetch-model, scripts/test, tests/CMakeLists.txt,
 // tests/, docs/probes/kernel-timeline.patch's DECODEBENCH_TRACE).
@@ -225,7 +232,7 @@ std::vector<std::string> unknown_variable_warnings(const char* const* env) {
   for (const auto& [name, nearest] : found) {
     out.push_back(name + std::string(kUnknownVariableWarning) +
                   (nearest.empty() ? "" : " (did you mean " + nearest + "?)") +
-                  "; it is ignored (the measurement switches: docs/measurement-switches.md)");
+                  std::string(kUnknownVariableEnd));
   }
   return out;
 }
@@ -249,21 +256,30 @@ constexpr std::string_view kLaunchBlockingWarning =
     ": every launch waits for the GPU to finish it (CUDA's debugging switch), so the launch phase "
     "and eager step times are not those of a default run";
 constexpr std::string_view kSwitchPicksWarning =
-    ": a measurement switch picks a kernel form or a step's data path; compare this result only "
+    ": a measurement switch picks a kernel form or a step's data path; compare results only "
     "with runs of the same setting";
 constexpr std::string_view kSwitchIgnoredWarning =
-    ": read only by the cuda backend; this run ignores it";
+    ": read only by the cuda backend; a cpu run ignores it";
 constexpr std::string_view kMpsShareWarning =
     ": this MPS client may use only that share of the GPU's SMs";
 }  // namespace
 
 std::string_view environment_warning_runs(std::string_view warning) {
-  const auto holds = [&](std::string_view part) {
-    return warning.find(part) != std::string_view::npos;
-  };
-  if (holds(kUnknownVariableWarning)) return "every run";
-  if (holds(kSwitchIgnoredWarning)) return "every cpu run";
-  if (holds(kSwitchPicksWarning) || holds(kLaunchBlockingWarning) || holds(kMpsShareWarning)) {
+  // A variable's name (no space in it), then the fixed text: a value or label that happens to hold
+  // such a text elsewhere does not make another warning one of these.
+  const size_t space = warning.find(' ');
+  if (space != std::string_view::npos &&
+      warning.substr(space).starts_with(kUnknownVariableWarning) &&
+      warning.ends_with(kUnknownVariableEnd)) {
+    return "every run";
+  }
+  const size_t eq = warning.find('=');
+  if (eq == std::string_view::npos || eq == 0 || warning.substr(0, eq).find(' ') != warning.npos) {
+    return {};
+  }
+  if (warning.ends_with(kSwitchIgnoredWarning)) return "every cpu run";
+  if (warning.ends_with(kSwitchPicksWarning) || warning.ends_with(kLaunchBlockingWarning) ||
+      warning.ends_with(kMpsShareWarning)) {
     return "every cuda run";
   }
   return {};

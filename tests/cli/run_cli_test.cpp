@@ -650,7 +650,7 @@ TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
   }
 }
 
-// bench-kernels names a misspelled switch on stderr, and refuses a bad GEMV switch value before
+// bench-kernels names a misspelled switch on stderr, and refuses a bad value of any switch before
 // it looks for a GPU (exit 1 naming the variable; a CPU-only build has no bench-kernels: exit 3);
 // doctor names the misspelled switch too.
 TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {

@@ -125,7 +125,7 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   const auto cpu = run_variable_warnings(vars, /*cuda=*/false);
   ASSERT_EQ(cpu.size(), 1u);
   EXPECT_EQ(cpu[0],
-            "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; this run ignores it");
+            "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it");
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
   // A suite says each of them once, for the runs of the backend it holds for.
   for (const auto& each : w) EXPECT_EQ(environment_warning_runs(each), "every cuda run") << each;
@@ -140,6 +140,14 @@ TEST(RunVariables, EnvironmentWarningsAreRecognised) {
   EXPECT_EQ(environment_warning_runs(unknown[0]), "every run");
   EXPECT_EQ(environment_warning_runs("eager: 31 of 128 steps more than 5% above the median"), "");
   EXPECT_EQ(environment_warning_runs("DECODEBENCH_GEMV_RING=16x3"), "");
+  // Their texts elsewhere in another warning (a label or value repeating them) are not enough.
+  EXPECT_EQ(environment_warning_runs("[2/3] X=1: read only by the cuda backend; a cpu run ignores "
+                                     "it"),
+            "");
+  EXPECT_EQ(environment_warning_runs(unknown[0] + " (2 runs)"), "");
+  EXPECT_EQ(environment_warning_runs("--label 'A=1: read only by the cuda backend; a cpu run "
+                                     "ignores it' is long"),
+            "");
 }
 
 // A variable that looks like decodebench's but that it does not read is named, with the known name
