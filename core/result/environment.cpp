@@ -271,16 +271,16 @@ std::string_view environment_warning_runs(std::string_view warning) {
   if (space != std::string_view::npos &&
       warning.substr(space).starts_with(kUnknownVariableWarning) &&
       warning.ends_with(kUnknownVariableEnd)) {
-    return "every run";
+    return "all runs";
   }
   const size_t eq = warning.find('=');
   if (eq == std::string_view::npos || eq == 0 || warning.substr(0, eq).find(' ') != warning.npos) {
     return {};
   }
-  if (warning.ends_with(kSwitchIgnoredWarning)) return "every cpu run";
+  if (warning.ends_with(kSwitchIgnoredWarning)) return "all cpu runs";
   if (warning.ends_with(kSwitchPicksWarning) || warning.ends_with(kLaunchBlockingWarning) ||
       warning.ends_with(kMpsShareWarning)) {
-    return "every cuda run";
+    return "all cuda runs";
   }
   return {};
 }

@@ -57,9 +57,9 @@ std::vector<std::string> run_variable_warnings(const nlohmann::json& variables, 
 std::vector<std::string> unknown_variable_warnings(const char* const* env);
 
 /// Which runs of one process a warning of run_variable_warnings() or unknown_variable_warnings()
-/// holds for alike, as its text depends only on the environment and the backend: "every run" (an
-/// unknown variable), "every cuda run" (a switch the CUDA backend reads, CUDA_LAUNCH_BLOCKING, an
-/// MPS share) or "every cpu run" (a switch the CPU backend ignores). Empty for any other warning:
+/// holds for alike, as its text depends only on the environment and the backend: "all runs" (an
+/// unknown variable), "all cuda runs" (a switch the CUDA backend reads, CUDA_LAUNCH_BLOCKING, an
+/// MPS share) or "all cpu runs" (a switch the CPU backend ignores). Empty for any other warning:
 /// one that does not have those warnings' form (a name, then their fixed text at the end).
 /// A suite or sweep says such a warning once (every run's JSON still records it).
 std::string_view environment_warning_runs(std::string_view warning);

@@ -127,13 +127,13 @@ TEST(SweepCli, UnknownVariableIsSaidOnce) {
                        "reads no variable of that name (did you mean "
                        "DECODEBENCH_GEMV_RING?)"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "(said once for every run)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "(said once for all runs)")) << r.err;
   // Each switch's warning too (one each, not one for all), untagged, for the backend's runs.
   for (const std::string ignored :
        {"DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it",
         "DECODEBENCH_ATTENTION=block: read only by the cuda backend; a cpu run ignores it"}) {
     const std::string line =
-        "\ndecodebench: warning: " + ignored + " (said once for every cpu run)\n";
+        "\ndecodebench: warning: " + ignored + " (said once for all cpu runs)\n";
     EXPECT_TRUE(contains("\n" + r.err, line)) << line << r.err;
     EXPECT_EQ(r.err.find(ignored, r.err.find(ignored) + 1), std::string::npos) << r.err;
   }

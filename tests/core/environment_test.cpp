@@ -128,8 +128,8 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
             "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it");
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
   // A suite says each of them once, for the runs of the backend it holds for.
-  for (const auto& each : w) EXPECT_EQ(environment_warning_runs(each), "every cuda run") << each;
-  EXPECT_EQ(environment_warning_runs(cpu[0]), "every cpu run");
+  for (const auto& each : w) EXPECT_EQ(environment_warning_runs(each), "all cuda runs") << each;
+  EXPECT_EQ(environment_warning_runs(cpu[0]), "all cpu runs");
 }
 
 // What a suite says once: the environment's warnings, and no other run warning.
@@ -137,7 +137,7 @@ TEST(RunVariables, EnvironmentWarningsAreRecognised) {
   const char* env[] = {"DECODEBENCH_GEMV_RNG=16x3", nullptr};
   const auto unknown = unknown_variable_warnings(env);
   ASSERT_EQ(unknown.size(), 1u);
-  EXPECT_EQ(environment_warning_runs(unknown[0]), "every run");
+  EXPECT_EQ(environment_warning_runs(unknown[0]), "all runs");
   EXPECT_EQ(environment_warning_runs("eager: 31 of 128 steps more than 5% above the median"), "");
   EXPECT_EQ(environment_warning_runs("DECODEBENCH_GEMV_RING=16x3"), "");
   // Their texts elsewhere in another warning (a label or value repeating them) are not enough.
