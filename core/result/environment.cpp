@@ -259,7 +259,7 @@ constexpr std::string_view kSwitchPicksWarning =
     ": a measurement switch picks a kernel form or a step's data path; compare results only "
     "with runs of the same setting";
 constexpr std::string_view kSwitchIgnoredWarning =
-    ": read only by the cuda backend; a cpu run ignores it";
+    ": read only by the cuda backend; a cpu run ignores it and does not check its value";
 constexpr std::string_view kMpsShareWarning =
     ": this MPS client may use only that share of the GPU's SMs";
 }  // namespace

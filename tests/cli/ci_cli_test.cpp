@@ -129,9 +129,10 @@ TEST(SweepCli, UnknownVariableIsSaidOnce) {
       << r.err;
   EXPECT_TRUE(contains(r.err, "(said once for all runs)")) << r.err;
   // Each switch's warning too (one each, not one for all), untagged, for the backend's runs.
-  for (const std::string ignored :
-       {"DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it",
-        "DECODEBENCH_ATTENTION=block: read only by the cuda backend; a cpu run ignores it"}) {
+  for (const std::string ignored : {"DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a "
+                                    "cpu run ignores it and does not check its value",
+                                    "DECODEBENCH_ATTENTION=block: read only by the cuda backend; a "
+                                    "cpu run ignores it and does not check its value"}) {
     const std::string line =
         "\ndecodebench: warning: " + ignored + " (said once for all cpu runs)\n";
     EXPECT_TRUE(contains("\n" + r.err, line)) << line << r.err;

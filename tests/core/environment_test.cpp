@@ -125,7 +125,8 @@ TEST(RunVariables, WarningsNameTheSwitchesThatChangeGpuTimings) {
   const auto cpu = run_variable_warnings(vars, /*cuda=*/false);
   ASSERT_EQ(cpu.size(), 1u);
   EXPECT_EQ(cpu[0],
-            "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it");
+            "DECODEBENCH_GEMV_RING=16x3: read only by the cuda backend; a cpu run ignores it and "
+            "does not check its value");
   EXPECT_TRUE(run_variable_warnings(nlohmann::json::object(), true).empty());
   // A suite says each of them once, for the runs of the backend it holds for.
   for (const auto& each : w) EXPECT_EQ(environment_warning_runs(each), "all cuda runs") << each;
