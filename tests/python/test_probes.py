@@ -126,6 +126,38 @@ class Probes(unittest.TestCase):
             self.assertEqual(done.returncode, 2)
             self.assertIn("not a number of pieces", done.stderr)
 
+    def test_sm_balance_counts_ctas_per_sm(self):
+        """sm_balance.py on a made-up step: 224 CTAs of one GEMV on 132 SMs (92 SMs with two, 40
+        with one), the lone CTAs released at 0 and done at 20 µs, the others done at 30 µs."""
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy is missing")
+        dt = np.dtype([("t0", "<u8"), ("tw", "<u8"), ("t1", "<u8"), ("m1", "<u8"),
+                       ("m2", "<u8"), ("tag", "<u4"), ("block", "<u4"), ("rows", "<u4"),
+                       ("cols", "<u4"), ("sm", "<u4"), ("grid", "<u4")])
+        recs = []
+        for step in range(3):
+            t = 1_000_000 * (step + 1)
+            recs.append((t, t, t + 1000, 0, 0, 14, 0, 0, 0, 0, 1))  # the embedding kernel
+            lone = set(range(92, 132))
+            for c in range(224):
+                sm = c % 132
+                end = t + 2000 + (20_000 if sm in lone else 30_000)
+                recs.append((t + 1500 + c, t + 2000, end, 0, 0, 2, c, 3584, 18944, sm, 224))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "made-up.bin"
+            np.array(recs, dtype=dt).tofile(path)
+            done = subprocess.run([sys.executable, str(PROBES / "sm_balance.py"), str(path)],
+                                  capture_output=True, text=True, check=False)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        row = [line for line in done.stdout.splitlines() if line.startswith("direct 3584x18944")]
+        self.assertEqual(len(row), 1, done.stdout)
+        cells = row[0].split()
+        # label (3 words), n, ctas, SMs, 1/SM, 2+/SM, span, dur@1, dur@2+, idle@1, espread
+        self.assertEqual(cells[3:8], ["1", "224", "132", "40", "92"], done.stdout)
+        self.assertEqual(cells[8:], ["30.50", "20.00", "30.00", "10.00", "10.00"], done.stdout)
+
 
 if __name__ == "__main__":
     if not is_git_checkout():
