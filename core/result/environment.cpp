@@ -149,6 +149,7 @@ constexpr const char* kRunVariables[] = {
     // what "few row groups" means (measurements)
     "DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM",
     "DECODEBENCH_GEMV_PRESPLIT_MIN",      // smallest GEMV on a pre-split x' (measurements)
+    "DECODEBENCH_GEMV_DIRECT_SPREAD",     // float GEMVs' row pairs over the grid (measurements)
     "DECODEBENCH_ATTENTION",              // attention kernel form (measurements)
     "DECODEBENCH_ATTENTION_TRIGGER",      // where attention triggers PDL (measurements)
     "DECODEBENCH_TOKEN_D2H",              // how the token reaches the host (measurements)

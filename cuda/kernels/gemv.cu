@@ -583,6 +583,8 @@ Choice choose(const GemvParams& p) {
     c.info.ring_ctas = ring ? c.plan.ring_ctas : 0;
   } else if (v == kVariantMma && p.x_split != nullptr) {
     c.info.form = "presplit";
+  } else if (v == kVariantDirect && c.plan.spread != 0) {
+    c.info.form = "spread";
   }
   return c;
 }
@@ -758,7 +760,10 @@ std::vector<int> gemv_variants(WeightType type) {
   return {kVariantStaged, kVariantMma, kVariantStream};
 }
 
-void check_gemv_switches() { gemv_impl::check_stream_switches(); }
+void check_gemv_switches() {
+  gemv_impl::check_stream_switches();
+  (void)gemv_impl::direct_spread_request();
+}
 
 const char* gemv_variant_name(int variant) {
   switch (variant) {

@@ -118,7 +118,9 @@ struct GemvLaunchInfo {
   ///           P × S, with fewer pairs where the slots do not fit and, for Q6_K rows that are not
   ///           16-byte multiples, more where fewer make no group of a 16-byte multiple);
   ///   "per-warp": each warp streams the row pieces of its own tasks.
-  /// And "presplit" for the mma kernel on a pre-split x' (kernel "mma-presplit").
+  /// And "presplit" for the mma kernel on a pre-split x' (kernel "mma-presplit"); "spread" for
+  /// the direct kernel's spread form (DECODEBENCH_GEMV_DIRECT_SPREAD: the row pairs dealt across
+  /// every CTA slot).
   const char* form = "";
   int ring_slots = 0;  ///< "ring" and "split": slots of the ring; else 0
   int ring_pairs = 0;  ///< "split": row pairs per group; else 0
@@ -131,8 +133,9 @@ struct GemvLaunchInfo {
 /// (gemv_variant_name: "staged", "direct", "mma", ...; "fallback" for variant 0), then its form,
 /// for the stream kernels with its shape in the switches' syntax: "stream-tiled ring 8x2x2"
 /// (warps × slots × rows per warp), "stream split 1x2" (pairs × slots), "stream per-warp"; "mma
-/// presplit"; other kernels by name alone. A ring or split kernel whose registers are sized for
-/// more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers for 3 CTAs/SM)".
+/// presplit"; "direct spread"; other kernels by name alone. A ring or split kernel whose registers
+/// are sized for more than 2 CTAs per SM (ring_ctas) adds it: "stream-tiled split 1x2 (registers
+/// for 3 CTAs/SM)".
 std::string gemv_form_name(const GemvLaunchInfo& info);
 
 /// The launch configuration launch_gemv would use for `p` on the current device (same checks).
@@ -185,7 +188,8 @@ bool gemv_tiled_layout_supported(WeightType type, int64_t rows, int64_t cols);
 std::vector<int> gemv_variants(WeightType type);
 
 /// Checks the GEMV measurement switches (DECODEBENCH_GEMV_RING, _RING_LONG, _RING_CTAS,
-/// _RING_MAX_CTAS, _RING_GGUF, _RING_Q6_K, _RING_FEW_GROUPS, _RING_FEW_GROUPS_PER_SM;
+/// _RING_MAX_CTAS, _RING_GGUF, _RING_Q6_K, _RING_FEW_GROUPS, _RING_FEW_GROUPS_PER_SM,
+/// DECODEBENCH_GEMV_DIRECT_SPREAD;
 /// docs/measurement-switches.md) without a device: throws decodebench::Error (exit 1) naming the
 /// first variable whose value is bad. The stream kernel's plans read them too, but a model with no
 /// quantized matrix makes none, so a backend checks them here once, before any upload.

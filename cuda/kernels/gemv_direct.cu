@@ -6,7 +6,12 @@
 // formed once per CTA in shared memory. The grid is persistent (at most what fits on the GPU at
 // once) and each CTA walks its row groups ("tasks"); the warps of a CTA split the columns of a
 // row group (ksplit) and their partial sums are added in a fixed order, so results are
-// deterministic for a given shape. A long plain x' is brought in by bulk copies in pieces, so the
+// deterministic for a given shape. In the spread form (KernelArgs::spread) the grid fills every CTA
+// slot and the row pairs are dealt across the whole grid's row groups, group g = rg · grid + CTA
+// taking pairs g, g + groups, ...: every SM then holds about the same bytes, where row groups of
+// 16 rows per CTA leave some SMs with one CTA and others with two (the 7B down projection's 224
+// tasks in 264 slots). Each row's sum is formed as in the default form, so outputs are equal bit
+// for bit. A long plain x' is brought in by bulk copies in pieces, so the
 // first batches need not wait for all of it. Weight loads of the first task are issued before the
 // CTA waits on the preceding kernel (programmatic dependent launch) and before x' is formed. With a
 // SwiGLU output (stacked [Wgate; Wup]) a warp's two rows are gate row k and up row k, and it
@@ -14,6 +19,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "core/error.hpp"
 #include "cuda/check.hpp"
@@ -145,29 +152,38 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
       }
     }
   };
-  // SwiGLU output (YSink::swiglu_half): task slot k holds rows k and k + half (gate and up).
+  // SwiGLU output (YSink::swiglu_half): pair k holds rows k and k + half (gate and up); else
+  // rows 2k and 2k + 1.
   const int64_t half = a.y.swiglu_half;
-  const auto row_ptrs = [&](int64_t task, const uint8_t** rp) {
+  const auto row_ptrs = [&](int64_t pair, const uint8_t** rp) {
     if (half > 0) {
-      const int64_t k = kernels::min64(task * rgs + rg, half - 1);
+      const int64_t k = kernels::min64(pair, half - 1);
       rp[0] = a.w + k * row_bytes;
       rp[1] = a.w + (k + half) * row_bytes;
       return;
     }
-    const int64_t row0 = (task * rgs + rg) * kR;
+    const int64_t row0 = pair * kR;
 #pragma unroll
     for (int i = 0; i < kR; ++i) rp[i] = a.w + kernels::min64(row0 + i, a.rows - 1) * row_bytes;
   };
+  // This warp's row group walks pairs pair, pair + stride, ... below pair_end. The default form:
+  // CTA b's tasks b, b + grid, ..., task t holding pairs t · rgs .. t · rgs + rgs − 1 (past the
+  // last row, pairs re-read it and are discarded). The spread form: group rg · grid + b of the
+  // grid's, pairs below the last.
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * rgs;
+  const int64_t pair_end =
+      a.spread != 0 ? (half > 0 ? half : ceil_div<int64_t>(a.rows, kR)) : a.ntasks * rgs;
+  int64_t pair = a.spread != 0 ? static_cast<int64_t>(rg) * gridDim.x + blockIdx.x
+                               : static_cast<int64_t>(blockIdx.x) * rgs + rg;
 
-  // The warp walks a flat sequence of batches (task, j0); the batch after the current one —
-  // possibly the first of the next task — is always in flight while the current one is used.
+  // The warp walks a flat sequence of batches (pair, j0); the batch after the current one —
+  // possibly the first of the next pair — is always in flight while the current one is used.
   // The very first batch does not depend on earlier kernels: it is issued before the PDL wait.
   uint4 wv[kR][kU];
   const uint8_t* rp[kR];
-  int64_t task = blockIdx.x;
   int64_t j0 = 0;
-  if (task < a.ntasks) {
-    row_ptrs(task, rp);
+  if (pair < pair_end) {
+    row_ptrs(pair, rp);
     if (upw > 0) load_batch(rp, 0, wv);
   }
   const kernels::XPrefetch pre = kernels::prefetch_x(a.x, a.cols);
@@ -201,19 +217,19 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
 #pragma unroll
   for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
   int parity = 0;
-  while (task < a.ntasks) {
-    int64_t next_task = task;
+  while (pair < pair_end) {
+    int64_t next_pair = pair;
     int64_t next_j0 = j0 + kU;
     if (next_j0 >= upw) {
-      next_task = task + gridDim.x;
+      next_pair = pair + stride;
       next_j0 = 0;
     }
     uint4 nv[kR][kU];
     const uint8_t* nrp[kR];
 #pragma unroll
     for (int i = 0; i < kR; ++i) nrp[i] = rp[i];
-    if (next_task < a.ntasks && upw > 0) {
-      if (next_task != task) row_ptrs(next_task, nrp);
+    if (next_pair < pair_end && upw > 0) {
+      if (next_pair != pair) row_ptrs(next_pair, nrp);
       load_batch(nrp, next_j0, nv);
     }
     if constexpr (kBulkX) {
@@ -234,11 +250,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
         }
       }
     }
-    if (next_task != task) {  // the task is complete: reduce and store its rows
+    if (next_pair != pair) {  // the pair is complete: reduce and store its rows
 #pragma unroll
       for (int i = 0; i < kR; ++i) acc[i] = kernels::warp_sum(acc[i]);
-      const int64_t row0 = (task * rgs + rg) * kR;
-      const int64_t k = task * rgs + rg;  // SwiGLU output: the pair's index
+      const int64_t row0 = pair * kR;
+      const int64_t k = pair;  // SwiGLU output: the pair's index
       if (a.ksplit == 1) {
         if (half > 0) {
           if (lane == 0 && k < half) a.y.y0[k] = kernels::swiglu_value(acc[0], acc[1]);
@@ -271,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_direct_kernel(const KernelAr
       for (int i = 0; i < kR; ++i) acc[i] = 0.0f;
       parity ^= 1;
     }
-    task = next_task;
+    pair = next_pair;
     j0 = next_j0;
 #pragma unroll
     for (int i = 0; i < kR; ++i) rp[i] = nrp[i];
@@ -306,7 +322,20 @@ const void* direct_kernel(WeightType t, bool bulk = false) {
 
 int elems_per_vec(WeightType t) { return t == WeightType::kF32 ? 4 : 8; }
 
+/// The spread form by default (docs/performance.md, round 56).
+constexpr bool kDirectSpreadDefault = false;
+
 }  // namespace
+
+bool direct_spread_request() {
+  const char* e = std::getenv("DECODEBENCH_GEMV_DIRECT_SPREAD");
+  if (e == nullptr || *e == '\0') return kDirectSpreadDefault;
+  const std::string v(e);
+  if (v == "0" || v == "1") return v == "1";
+  throw runtime_error("DECODEBENCH_GEMV_DIRECT_SPREAD: '" + v +
+                      "' is neither 0 (each CTA's row groups, as before round 56) nor 1 (the row "
+                      "pairs dealt across every CTA slot of the GPU); unset: the default");
+}
 
 bool direct_supported(WeightType t, int64_t cols) {
   if (direct_kernel(t) == nullptr) return false;
@@ -328,6 +357,11 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.ksplit = sp.ksplit;
   p.ntasks = sp.ntasks;
   p.grid = sp.grid;
+  if (direct_spread_request()) {
+    // Every CTA slot, as long as each CTA gets a pair (SwiGLU: a pair is a gate and an up row).
+    p.spread = 1;
+    p.grid = std::min(max_grid, ceil_div<int64_t>(rows, kR));
+  }
   return p;
 }
 
@@ -335,6 +369,7 @@ void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_
   KernelArgs args = a;
   args.ksplit = p.ksplit;
   args.ntasks = p.ntasks;
+  args.spread = p.spread;
   void* params[] = {&args};
   launch_with_attrs(direct_kernel(t, bulk_x(a)), params, dim3(static_cast<unsigned>(p.grid)),
                     dim3(static_cast<unsigned>(p.block)), static_cast<size_t>(p.smem), a.pdl != 0,

@@ -57,6 +57,7 @@ struct KernelArgs {
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
   int ring_slots = 0;  ///< stream kernel's ring form: shared-memory slots (0: the per-warp form)
+  int spread = 0;      ///< direct kernel: 1 deals row pairs across the whole grid (gemv_direct.cu)
 };
 
 /// A launch configuration.
@@ -76,6 +77,9 @@ struct Plan {
   /// minimum; gemv_stream.cu, ring_ctas): 2 by default, 3 where the type's budget or
   /// DECODEBENCH_GEMV_RING_CTAS asks for it; 0 for the other forms.
   int ring_ctas = 0;
+  /// direct kernel: 1 runs its spread form (every CTA slot filled, the row pairs dealt across
+  /// the grid's row groups: direct_spread_request)
+  int spread = 0;
 };
 
 // ---- x split format (mma and stream kernels) ----------------------------------------------------
@@ -133,7 +137,16 @@ constexpr int64_t x_split_bytes(int64_t cols) {
 /// Requirements: w 16-byte aligned, cols a multiple of 8 (16-bit types) or 4 (F32), x pointers
 /// 16-byte aligned, cols·4 + 256 bytes of shared memory available.
 bool direct_supported(WeightType t, int64_t cols);
+/// The launch shape: the column split of plan_column_split; with the spread form
+/// (direct_spread_request) a grid of min(CTA slots, row pairs) CTAs. Queries the kernel's
+/// occupancy (CudaError on failure); a bad DECODEBENCH_GEMV_DIRECT_SPREAD throws
+/// decodebench::Error (exit 1).
 Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms);
+/// Whether the direct kernel runs its spread form, from DECODEBENCH_GEMV_DIRECT_SPREAD (a
+/// measurement switch): unset or empty → kDirectSpreadDefault; "0" → no (each CTA's tasks of
+/// 8 / ksplit row pairs, the grid no larger than the tasks); "1" → yes. Any other value throws
+/// decodebench::Error (exit 1) naming the variable. No device query.
+bool direct_spread_request();
 void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// MMA kernel (quantized types; int8 tensor-core MMA on exact digit splits of x').

@@ -675,7 +675,8 @@ TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
                                                         {"DECODEBENCH_ATTENTION_TRIGGER", "end"},
                                                         {"DECODEBENCH_TOKEN_D2H", "yes"},
                                                         {"DECODEBENCH_SPLIT_TRIGGER", "exit"},
-                                                        {"DECODEBENCH_GEMV_PRESPLIT_MIN", "-1"}}) {
+                                                        {"DECODEBENCH_GEMV_PRESPLIT_MIN", "-1"},
+                                                        {"DECODEBENCH_GEMV_DIRECT_SPREAD", "on"}}) {
     const ScopedVariable unset_bad("DECODEBENCH_GEMV_RING_LONG", std::nullopt);
     const ScopedVariable other(name.c_str(), value.c_str());
     const auto o = run_decodebench({"bench-kernels", "--sections", "gemv", "--shapes", "64x64"});

@@ -2157,6 +2157,99 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
   EXPECT_EQ(splits(37888, 3584), 1);
 }
 
+// The direct kernel's spread form (DECODEBENCH_GEMV_DIRECT_SPREAD=1: the row pairs dealt across
+// every CTA slot) forms each row's sum as the default form does, so its output equals the default
+// form's bit for bit: checked for the float types on the 7B shapes whose tasks leave CTA slots
+// empty (o 3584×3584, down 3584×18944 with its long x' in pieces) or take 2 column splits (QKV
+// 4608×3584 with q/k/v segments and a bias), a stacked gate/up with its SwiGLU output (no store
+// past the last pair), an RMSNorm input with a residual, 8 splits (512×3584), odd row counts and
+// a matrix of fewer pairs than CTA slots; and against the CPU. The plan names the form ("direct
+// spread"), keeps the default's column split, and sizes the grid to min(CTA slots, row pairs);
+// other values are refused.
+TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
+  DB_REQUIRE_CUDA();
+  ScopedEnv spread("DECODEBENCH_GEMV_DIRECT_SPREAD", nullptr);
+  struct Shape {
+    int64_t rows, cols;
+    bool rms, bias, residual, segments, swiglu;
+  };
+  const Shape shapes[] = {{3584, 3584, false, false, true, false, false},
+                          {3584, 18944, false, false, true, false, false},
+                          {4608, 3584, true, true, false, true, false},
+                          {2 * 4000, 1024, true, false, false, false, true},
+                          {2 * 37, 512, false, false, false, false, true},
+                          {512, 3584, true, false, true, false, false},
+                          {1031, 2816, false, true, true, false, false},
+                          {7, 4352, false, false, false, false, false},
+                          {301, 576, true, false, false, false, false}};
+  for (const WeightType t : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+    for (const Shape& sh : shapes) {
+      const int64_t rows = sh.rows, cols = sh.cols;
+      const uint32_t seed = static_cast<uint32_t>(rows * 13 + cols + static_cast<int>(t));
+      const Matrix m = make_matrix(t, rows, cols, seed);
+      const std::vector<float> x = random_floats(static_cast<size_t>(cols), seed + 1);
+      const std::vector<float> nw = random_floats(static_cast<size_t>(cols), seed + 2);
+      const std::vector<float> bias = random_floats(static_cast<size_t>(rows), seed + 3);
+      const int64_t outs = sh.swiglu ? rows / 2 : rows;
+      // 64 floats past the output hold a sentinel (or y0 for the residual).
+      std::vector<float> y0 = random_floats(static_cast<size_t>(outs) + 64, seed + 4);
+      DeviceBuffer d_w = upload(m.bytes), d_x = upload(x), d_nw = upload(nw), d_b = upload(bias);
+      DeviceBuffer d_y = upload(y0);
+      GemvParams p = plain_params(t, rows, cols, d_w, d_x, d_y);
+      if (sh.rms) {
+        p.input = GemvInput::kRmsNorm;
+        p.norm_w = d_nw.data<float>();
+        p.eps = 1e-6f;
+      }
+      if (sh.bias) p.bias = d_b.data<float>();
+      if (sh.residual) p.residual = d_y.data<float>();
+      if (sh.segments) {  // rows [0, 3584) → y, [3584, 4096) → y + 3584, the rest → y + 4096
+        p.y1 = d_y.data<float>() + 3584;
+        p.y2 = d_y.data<float>() + 4096;
+        p.y_end0 = 3584;
+        p.y_end1 = 4096;
+      }
+      p.swiglu_out = sh.swiglu;
+      const std::string what = std::string(weight_traits(t).name) + " " + std::to_string(rows) +
+                               "x" + std::to_string(cols);
+      const auto run = [&](const char* env) {
+        spread.set(env);
+        copy_to_device(d_y.get(), y0.data(), y0.size() * 4);
+        launch_gemv(p, nullptr);
+        testing::sync();
+        return download<float>(d_y.get(), y0.size());
+      };
+      spread.set("0");
+      const GemvLaunchInfo by_tasks = gemv_launch_info(p);
+      spread.set("1");
+      const GemvLaunchInfo info = gemv_launch_info(p);
+      EXPECT_STREQ(info.kernel, "direct") << what;
+      EXPECT_EQ(gemv_form_name(info), "direct spread") << what;
+      EXPECT_EQ(gemv_form_name(by_tasks), "direct") << what;
+      EXPECT_EQ(info.column_splits, by_tasks.column_splits) << what;
+      // Every CTA slot (the default form's grid for a matrix of many tasks, the same columns),
+      // but no CTA without a pair.
+      spread.set("0");
+      const int64_t slots = gemv_launch_info(plain_params(t, 1 << 16, cols, d_w, d_x, d_y)).grid;
+      EXPECT_GT(slots, 0) << what;
+      EXPECT_EQ(info.grid, std::min(slots, (rows + 1) / 2)) << what;
+      const std::vector<float> want = run("0");
+      const std::vector<float> got = run("1");
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << what << ": the spread form differs from the default form";
+      for (size_t i = static_cast<size_t>(outs); i < got.size(); ++i) {
+        ASSERT_EQ(got[i], y0[i]) << what << ": wrote past the output";
+      }
+    }
+    spread.set("1");
+    check_gemv(t, 3584, 18944, false, true);
+    check_gemv(t, 1031, 2816, true, false);
+  }
+  DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 16);
+  expect_values_refused("DECODEBENCH_GEMV_DIRECT_SPREAD", {"2", "on", "yes", "1 ", "01"},
+                        plain_params(WeightType::kF16, 64, 512, w, x, y));
+}
+
 // The automatic choice for tiled weights: the stream-tiled kernel for the types it reads on sm_90
 // (gemv_stream_tiled_available), else the tiled one; a forced 5 still runs the tiled kernel.
 TEST(Gemv, TiledWeightsTakeTheStreamTiledKernelAutomatically) {
