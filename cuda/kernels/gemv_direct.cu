@@ -108,10 +108,11 @@ struct FloatVec<WeightType::kBF16> {
 /// unchanged (one session; docs/performance.md, round 8).
 constexpr int kXChunks = 8;
 
-/// Whether a launch takes the bulk-copy form: a plain x' of more than 16 floats per thread.
-bool bulk_x(const KernelArgs& a) {
-  return a.x.kind == XKind::kPlain && a.cols > int64_t{kernels::XPrefetch::kRegs} * 4 * kThreads;
-}
+/// Columns above which x' is long: more than 16 floats per thread (4,096).
+constexpr int64_t kLongCols = int64_t{kernels::XPrefetch::kRegs} * 4 * kThreads;
+
+/// Whether a launch takes the bulk-copy form: a long plain x'.
+bool bulk_x(const KernelArgs& a) { return a.x.kind == XKind::kPlain && a.cols > kLongCols; }
 
 /// Shared memory: x' (cols floats, rounded up to 4), 32 floats of reduction scratch, partial sums
 /// [2][kWarps][kR], then kXChunks mbarriers (64 bytes, reserved by every launch: one layout for
@@ -322,19 +323,22 @@ const void* direct_kernel(WeightType t, bool bulk = false) {
 
 int elems_per_vec(WeightType t) { return t == WeightType::kF32 ? 4 : 8; }
 
-/// The spread form by default (docs/performance.md, round 56).
-constexpr bool kDirectSpreadDefault = false;
+/// Which matrices take the spread form by default (docs/performance.md, round 56).
+constexpr DirectSpread kDirectSpreadDefault = DirectSpread::kNone;
 
 }  // namespace
 
-bool direct_spread_request() {
+DirectSpread direct_spread_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_DIRECT_SPREAD");
   if (e == nullptr || *e == '\0') return kDirectSpreadDefault;
   const std::string v(e);
-  if (v == "0" || v == "1") return v == "1";
+  if (v == "0") return DirectSpread::kNone;
+  if (v == "long") return DirectSpread::kLong;
+  if (v == "1") return DirectSpread::kAll;
   throw runtime_error("DECODEBENCH_GEMV_DIRECT_SPREAD: '" + v +
-                      "' is neither 0 (each CTA's row groups, as before round 56) nor 1 (the row "
-                      "pairs dealt across every CTA slot of the GPU); unset: the default");
+                      "' is neither 0 (each CTA's row groups, as before round 56), long (the row "
+                      "pairs of rows over 4,096 columns dealt across every CTA slot of the GPU) "
+                      "nor 1 (every matrix's); unset: the default");
 }
 
 bool direct_supported(WeightType t, int64_t cols) {
@@ -357,7 +361,8 @@ Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms) {
   p.ksplit = sp.ksplit;
   p.ntasks = sp.ntasks;
   p.grid = sp.grid;
-  if (direct_spread_request()) {
+  const DirectSpread spread = direct_spread_request();
+  if (spread == DirectSpread::kAll || (spread == DirectSpread::kLong && cols > kLongCols)) {
     // Every CTA slot, as long as each CTA gets a pair (SwiGLU: a pair is a gate and an up row).
     p.spread = 1;
     p.grid = std::min(max_grid, ceil_div<int64_t>(rows, kR));

@@ -142,11 +142,16 @@ bool direct_supported(WeightType t, int64_t cols);
 /// occupancy (CudaError on failure); a bad DECODEBENCH_GEMV_DIRECT_SPREAD throws
 /// decodebench::Error (exit 1).
 Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms);
-/// Whether the direct kernel runs its spread form, from DECODEBENCH_GEMV_DIRECT_SPREAD (a
-/// measurement switch): unset or empty → kDirectSpreadDefault; "0" → no (each CTA's tasks of
-/// 8 / ksplit row pairs, the grid no larger than the tasks); "1" → yes. Any other value throws
-/// decodebench::Error (exit 1) naming the variable. No device query.
-bool direct_spread_request();
+/// Which matrices the direct kernel runs in its spread form.
+enum class DirectSpread {
+  kNone,  ///< none: each CTA's tasks of 8 / ksplit row pairs, the grid no larger than the tasks
+  kLong,  ///< rows of more than 4,096 columns (the down projections: a long x' in pieces)
+  kAll,   ///< every matrix
+};
+/// From DECODEBENCH_GEMV_DIRECT_SPREAD (a measurement switch): unset or empty → the default
+/// (gemv_direct.cu, kDirectSpreadDefault); "0" → kNone; "long" → kLong; "1" → kAll. Any other
+/// value throws decodebench::Error (exit 1) naming the variable. No device query.
+DirectSpread direct_spread_request();
 void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
 /// MMA kernel (quantized types; int8 tensor-core MMA on exact digit splits of x').

@@ -2158,14 +2158,14 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
 }
 
 // The direct kernel's spread form (DECODEBENCH_GEMV_DIRECT_SPREAD=1: the row pairs dealt across
-// every CTA slot) forms each row's sum as the default form does, so its output equals the default
-// form's bit for bit: checked for the float types on the 7B shapes whose tasks leave CTA slots
-// empty (o 3584×3584, down 3584×18944 with its long x' in pieces) or take 2 column splits (QKV
-// 4608×3584 with q/k/v segments and a bias), a stacked gate/up with its SwiGLU output (no store
-// past the last pair), an RMSNorm input with a residual, 8 splits (512×3584), odd row counts and
-// a matrix of fewer pairs than CTA slots; and against the CPU. The plan names the form ("direct
-// spread"), keeps the default's column split, and sizes the grid to min(CTA slots, row pairs);
-// other values are refused.
+// every CTA slot; `long`: for rows over 4,096 columns only) forms each row's sum as the default
+// form does, so its output equals the default form's bit for bit: checked for the float types on
+// the 7B shapes whose tasks leave CTA slots empty (o 3584×3584, down 3584×18944 with its long x' in
+// pieces) or take 2 column splits (QKV 4608×3584 with q/k/v segments and a bias), a stacked gate/up
+// with its SwiGLU output (no store past the last pair), an RMSNorm input with a residual, 8 splits
+// (512×3584), odd row counts and a matrix of fewer pairs than CTA slots; and against the CPU. The
+// plan names the form ("direct spread"), keeps the default's column split, and sizes the grid to
+// min(CTA slots, row pairs); other values are refused.
 TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
   DB_REQUIRE_CUDA();
   ScopedEnv spread("DECODEBENCH_GEMV_DIRECT_SPREAD", nullptr);
@@ -2233,12 +2233,18 @@ TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
       const int64_t slots = gemv_launch_info(plain_params(t, 1 << 16, cols, d_w, d_x, d_y)).grid;
       EXPECT_GT(slots, 0) << what;
       EXPECT_EQ(info.grid, std::min(slots, (rows + 1) / 2)) << what;
+      // "long": the spread form for rows of more than 4,096 columns only.
+      spread.set("long");
+      EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), cols > 4096 ? "direct spread" : "direct")
+          << what;
       const std::vector<float> want = run("0");
-      const std::vector<float> got = run("1");
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
-          << what << ": the spread form differs from the default form";
-      for (size_t i = static_cast<size_t>(outs); i < got.size(); ++i) {
-        ASSERT_EQ(got[i], y0[i]) << what << ": wrote past the output";
+      for (const char* env : {"1", "long"}) {
+        const std::vector<float> got = run(env);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+            << what << ": DECODEBENCH_GEMV_DIRECT_SPREAD=" << env << " differs from 0";
+        for (size_t i = static_cast<size_t>(outs); i < got.size(); ++i) {
+          ASSERT_EQ(got[i], y0[i]) << what << ": wrote past the output";
+        }
       }
     }
     spread.set("1");
@@ -2246,7 +2252,7 @@ TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
     check_gemv(t, 1031, 2816, true, false);
   }
   DeviceBuffer w(1 << 20), x(1 << 17), y(1 << 16);
-  expect_values_refused("DECODEBENCH_GEMV_DIRECT_SPREAD", {"2", "on", "yes", "1 ", "01"},
+  expect_values_refused("DECODEBENCH_GEMV_DIRECT_SPREAD", {"2", "on", "yes", "1 ", "01", "Long"},
                         plain_params(WeightType::kF16, 64, 512, w, x, y));
 }
 
