@@ -366,6 +366,30 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
   }
 }
 
+// DECODEBENCH_GEMV_DIRECT_SPREAD=1 runs every GEMV of a float model's step in the direct kernel's
+// spread form (the run record's forms say so), with the CPU's tokens and logits; unset, none
+// (the default form, named "direct").
+TEST(Backend, DirectSpreadSwitchReachesEveryFloatGemv) {
+  DB_REQUIRE_CUDA();
+  using decodebench::testing::ScopedVariable;
+  for (const WeightType t : {WeightType::kF16, WeightType::kBF16}) {
+    const Model m = make_model(t);
+    const int64_t per_step = 4 * m.config.n_layers + 1;
+    for (const char* v : {"1", ""}) {
+      const ScopedVariable spread("DECODEBENCH_GEMV_DIRECT_SPREAD", v);
+      const std::string what = std::string(weight_traits(t).name) + " spread '" + v + "'";
+      expect_same_tokens_as_cpu(m, 16, what);
+      CudaBackendOptions o;
+      o.max_positions = 16;
+      CudaBackend gpu(m, o);
+      gpu.prefill(std::vector<int32_t>{1, 2, 3});
+      const std::vector<std::pair<std::string, int64_t>> forms{
+          {*v == '1' ? "direct spread" : "direct", per_step}};
+      EXPECT_EQ(gpu.kernel_mix().gemv_forms_per_step, forms) << what;
+    }
+  }
+}
+
 // With head_dim 128 the attention kernel writes the o projection's pre-split x' itself: one split
 // kernel fewer per layer, and logits bit for bit those of the form with the split kernel, eagerly
 // and replayed from a graph; tokens as the CPU's. On a cluster, the form that writes the split
@@ -859,6 +883,7 @@ constexpr GemvSwitchCase kGemvSwitchCases[] = {
     {"DECODEBENCH_GEMV_RING_Q6_K", "1", "on"},
     {"DECODEBENCH_GEMV_RING_FEW_GROUPS", "split:2x4", "split:3"},
     {"DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", "0.5", "1e-3"},
+    {"DECODEBENCH_GEMV_DIRECT_SPREAD", "long", "on"},
 };
 
 // Whether `f` throws decodebench::Error with exit 1 and a message that starts with `want`.
