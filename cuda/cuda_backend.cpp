@@ -198,7 +198,7 @@ CudaBackend::CudaBackend(const Model& model, const CudaBackendOptions& options)
   token_copy_ = token_copy_request();        // and a bad DECODEBENCH_TOKEN_D2H
   split_trigger_ = split_trigger_request();  // and DECODEBENCH_SPLIT_TRIGGER
   presplit_min_ = presplit_min_request();    // and DECODEBENCH_GEMV_PRESPLIT_MIN
-  check_gemv_switches();  // and the DECODEBENCH_GEMV_RING* switches, float models included
+  check_gemv_switches();                     // and the other GEMV switches, float models included
   DB_CUDA_CHECK(cudaSetDevice(options.device));
   cudaDeviceProp prop{};
   DB_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));

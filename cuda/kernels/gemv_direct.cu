@@ -336,9 +336,9 @@ DirectSpread direct_spread_request() {
   if (v == "long") return DirectSpread::kLong;
   if (v == "1") return DirectSpread::kAll;
   throw runtime_error("DECODEBENCH_GEMV_DIRECT_SPREAD: '" + v +
-                      "' is neither 0 (each CTA's row groups, as before round 56), long (the row "
+                      "' is neither 0 (each CTA's own row groups: the default), long (the row "
                       "pairs of rows over 4,096 columns dealt across every CTA slot of the GPU) "
-                      "nor 1 (every matrix's); unset: the default");
+                      "nor 1 (every matrix's); unset or empty: 0");
 }
 
 bool direct_supported(WeightType t, int64_t cols) {

@@ -367,7 +367,8 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
 }
 
 // DECODEBENCH_GEMV_DIRECT_SPREAD=1 runs every GEMV of a float model's step in the direct kernel's
-// spread form (the run record's forms say so), with the CPU's tokens and logits; unset, none
+// spread form (the run record's forms say so), with the CPU's tokens and logits; empty (the
+// default), none
 // (the default form, named "direct").
 TEST(Backend, DirectSpreadSwitchReachesEveryFloatGemv) {
   DB_REQUIRE_CUDA();
@@ -868,7 +869,8 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   }
 }
 
-// Each DECODEBENCH_GEMV_RING* switch with a good value, an empty one (the default) and a bad one.
+// Each GEMV switch (DECODEBENCH_GEMV_RING*, _DIRECT_SPREAD) with a good value, an empty one (the
+// default) and a bad one.
 struct GemvSwitchCase {
   const char* name;
   const char* good;
@@ -912,9 +914,10 @@ TEST(Backend, GemvSwitchesAreCheckedWithoutADevice) {
   }
 }
 
-// A float model's GEMVs make no stream plan, the only other place that reads these switches, so
-// the backend checks them when it is made: a BF16 backend refuses each bad value before any
-// upload, and builds with the good ones.
+// A float model's GEMVs make no stream plan, where the ring switches are otherwise read (its
+// direct plans read only DECODEBENCH_GEMV_DIRECT_SPREAD, at capture), so the backend checks them
+// all when it is made: a BF16 backend refuses each bad value before any upload, and builds with
+// the good ones.
 TEST(Backend, FloatModelBackendRefusesABadGemvSwitch) {
   DB_REQUIRE_CUDA();
   using decodebench::testing::ScopedVariable;
