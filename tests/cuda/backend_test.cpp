@@ -367,9 +367,8 @@ TEST(Backend, KernelMixNamesTheGemvKernelsOfAStep) {
 }
 
 // DECODEBENCH_GEMV_DIRECT_SPREAD=1 runs every GEMV of a float model's step in the direct kernel's
-// spread form (the run record's forms say so), with the CPU's tokens and logits; empty (the
-// default), none
-// (the default form, named "direct").
+// spread form (the run record's forms say so), with the CPU's tokens and logits; set empty (the
+// default), none does (the default form, named "direct").
 TEST(Backend, DirectSpreadSwitchReachesEveryFloatGemv) {
   DB_REQUIRE_CUDA();
   using decodebench::testing::ScopedVariable;
@@ -915,7 +914,7 @@ TEST(Backend, GemvSwitchesAreCheckedWithoutADevice) {
 }
 
 // A float model's GEMVs make no stream plan, where the ring switches are otherwise read (its
-// direct plans read only DECODEBENCH_GEMV_DIRECT_SPREAD, at capture), so the backend checks them
+// direct plans read only DECODEBENCH_GEMV_DIRECT_SPREAD, at each plan), so the backend checks them
 // all when it is made: a BF16 backend refuses each bad value before any upload, and builds with
 // the good ones.
 TEST(Backend, FloatModelBackendRefusesABadGemvSwitch) {
