@@ -55,7 +55,8 @@ std::vector<std::string> kernel_bench_models();
 /// Times are microseconds per launch (GEMV/ops) or per token (layers); GB/s are 1e9 bytes/s of
 /// weight (or KV) bytes read. Progress lines go to stderr.
 /// Throws decodebench::Error: exit 3 without a usable device or memory, exit 2 for an unknown
-/// model name or invalid shape, exit 1 for CUDA failures.
+/// model name, an invalid shape or a bad DECODEBENCH_* switch (checked before any device work),
+/// exit 1 for CUDA failures.
 nlohmann::json run_kernel_bench(const KernelBenchOptions& options);
 
 }  // namespace decodebench::cuda

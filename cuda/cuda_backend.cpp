@@ -112,9 +112,9 @@ bool token_copy_request() {
   const char* e = std::getenv("DECODEBENCH_TOKEN_D2H");
   if (e == nullptr || *e == '\0') return false;
   if (std::string_view(e) == "copy") return true;
-  throw runtime_error("DECODEBENCH_TOKEN_D2H: '" + std::string(e) +
-                      "' is not copy (a D2H copy of the token after the argmax kernel); leave it "
-                      "unset for the default (the kernel stores the token in host memory)");
+  throw usage_error("DECODEBENCH_TOKEN_D2H: '" + std::string(e) +
+                    "' is not copy (a D2H copy of the token after the argmax kernel); leave it "
+                    "unset for the default (the kernel stores the token in host memory)");
 }
 
 SplitTrigger split_trigger_request() {
@@ -124,9 +124,9 @@ SplitTrigger split_trigger_request() {
   if (v == "entry") return SplitTrigger::kEntry;
   if (v == "wait") return SplitTrigger::kAfterWait;
   if (v == "head") return SplitTrigger::kLmHead;
-  throw runtime_error("DECODEBENCH_SPLIT_TRIGGER: '" + std::string(v) +
-                      "' is not entry, wait or head (where the x' split kernels let the next "
-                      "kernel launch); leave it unset for the per-type default");
+  throw usage_error("DECODEBENCH_SPLIT_TRIGGER: '" + std::string(v) +
+                    "' is not entry, wait or head (where the x' split kernels let the next "
+                    "kernel launch); leave it unset for the per-type default");
 }
 
 void check_cuda_switches() {
@@ -479,10 +479,10 @@ int64_t presplit_min_request() {
     if (ec != std::errc() || end != v.data() + v.size()) n = -1;  // out of int64's range
   }
   if (n < 0 || n > kMax) {
-    throw runtime_error("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + std::string(v) +
-                        "' is not a count of weights from 0 to 2^40 (the smallest quantized GEMV "
-                        "that runs on a pre-split x'); leave it unset for the default, " +
-                        std::to_string(kPresplitMinElements));
+    throw usage_error("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + std::string(v) +
+                      "' is not a count of weights from 0 to 2^40 (the smallest quantized GEMV "
+                      "that runs on a pre-split x'); leave it unset for the default, " +
+                      std::to_string(kPresplitMinElements));
   }
   return n;
 }

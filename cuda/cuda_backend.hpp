@@ -67,7 +67,7 @@ struct DeviceLayer {
 /// pinned host memory itself (mapped; no copy in the step; a device without unified addressing
 /// or host-memory mapping takes the copy anyway); "copy" → true, the kernel stores it on the
 /// device and a 4-byte D2H copy follows it (the form before round 32). Throws
-/// decodebench::Error (exit 1) naming the variable for any other value.
+/// decodebench::Error (exit 2) naming the variable for any other value.
 bool token_copy_request();
 
 /// Where the standalone x' split kernels let the next kernel (the GEMV that reads the split)
@@ -81,7 +81,7 @@ enum class SplitTrigger {
 };
 
 /// Reads DECODEBENCH_SPLIT_TRIGGER: unset or empty → kDefault, "entry" → kEntry, "wait" →
-/// kAfterWait, "head" → kLmHead. Throws decodebench::Error (exit 1) naming the variable for any
+/// kAfterWait, "head" → kLmHead. Throws decodebench::Error (exit 2) naming the variable for any
 /// other value.
 SplitTrigger split_trigger_request();
 
@@ -119,14 +119,14 @@ inline constexpr int64_t kPresplitMinElements = int64_t{2} << 20;
 /// those the planner gives the mma kernel on an unsplit x', prefer_mma's large matrices, which
 /// stay pre-split). Smaller GEMVs run on the staged kernel, which forms x' itself (and RMSNorm's
 /// in the QKV and gate/up GEMVs). CudaBackendOptions::gemv_presplit 1 or 2 overrides it. Throws
-/// decodebench::Error (exit 1) naming the variable for any other value.
+/// decodebench::Error (exit 2) naming the variable for any other value.
 int64_t presplit_min_request();
 
 /// Parses every DECODEBENCH_* measurement switch that the CUDA backend reads
 /// (attention_path_request, attention_trigger_request, token_copy_request, split_trigger_request,
 /// presplit_min_request and check_gemv_switches) without touching a device, so that a command can
 /// refuse a bad value before it looks for a GPU (bench-kernels; the backend's constructor reads
-/// them itself). Throws decodebench::Error (exit 1) naming the first bad variable.
+/// them itself). Throws decodebench::Error (exit 2) naming the first bad variable.
 void check_cuda_switches();
 
 /// Decodes a Model on one GPU (see core/backend.hpp for the step contract).

@@ -829,11 +829,11 @@ int attention_path_request() {
   if (v == "split") return 1;
   if (v == "merge") return 4;
   if (v == "push") return 5;
-  throw runtime_error("DECODEBENCH_ATTENTION: '" + v +
-                      "' is none of cluster (the short-context form on a thread-block cluster), "
-                      "push (the same, the other blocks pushing their partials into block 0), "
-                      "block (one block per KV head, no cluster), merge (blocks merged by the "
-                      "last one, no cluster) and split (split-KV and its combine kernel)");
+  throw usage_error("DECODEBENCH_ATTENTION: '" + v +
+                    "' is none of cluster (the short-context form on a thread-block cluster), "
+                    "push (the same, the other blocks pushing their partials into block 0), "
+                    "block (one block per KV head, no cluster), merge (blocks merged by the "
+                    "last one, no cluster) and split (split-KV and its combine kernel)");
 }
 
 bool attention_trigger_request() {
@@ -842,9 +842,9 @@ bool attention_trigger_request() {
   const std::string v(e);
   if (v == "wait") return false;
   if (v == "exit") return true;
-  throw runtime_error("DECODEBENCH_ATTENTION_TRIGGER: '" + v +
-                      "' is neither wait (the next kernel launches once every attention block is "
-                      "past its PDL wait) nor exit (once every block has exited)");
+  throw usage_error("DECODEBENCH_ATTENTION_TRIGGER: '" + v +
+                    "' is neither wait (the next kernel launches once every attention block is "
+                    "past its PDL wait) nor exit (once every block has exited)");
 }
 
 std::string attention_form_name(const AttentionParams& p) {

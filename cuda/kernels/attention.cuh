@@ -91,14 +91,14 @@ struct AttentionParams {
 /// contexts, with the push merge at batch 1 where it writes no x' split); "cluster" = 3, "block" =
 /// 2 (one block per KV head and group of query heads, no cluster), "merge" = 4 (the short-context
 /// blocks merged by the last one, no cluster), "push" = 5 (the cluster form with the push merge),
-/// "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 1) naming the
+/// "split" = 1 (split-KV with its combine kernel). Throws decodebench::Error (exit 2) naming the
 /// variable for any other value.
 int attention_path_request();
 
 /// Where the attention kernel lets the next kernel launch under PDL
 /// (AttentionParams::trigger_at_exit), from the measurement switch DECODEBENCH_ATTENTION_TRIGGER:
 /// unset, empty or "wait" = false (once every block is past its PDL wait, the default), "exit" =
-/// true (when every block has exited). Throws decodebench::Error (exit 1) naming the variable for
+/// true (when every block has exited). Throws decodebench::Error (exit 2) naming the variable for
 /// any other value.
 bool attention_trigger_request();
 

@@ -571,7 +571,9 @@ Choice choose(const GemvParams& p) {
   c.info.grid = c.plan.grid;
   c.info.block = c.plan.block;
   c.info.smem_bytes = c.plan.smem;
-  c.info.tasks = c.plan.ntasks;
+  // The direct kernel's spread form deals row pairs (a stacked gate/up: gate and up rows k).
+  c.info.tasks =
+      v == kVariantDirect && c.plan.spread != 0 ? ceil_div<int64_t>(p.rows, 2) : c.plan.ntasks;
   c.info.chunk = c.plan.chunk;
   if (v == kVariantStream || v == kVariantStreamTiled) {
     // gemv_impl::Plan: ring_pairs equal to the CTA's warps is the whole-row ring.

@@ -107,8 +107,10 @@ struct GemvLaunchInfo {
   int64_t grid = 0;    ///< blocks
   int block = 0;       ///< threads per block
   int smem_bytes = 0;  ///< dynamic shared memory per block
-  int64_t tasks = 0;   ///< row groups per launch (persistent kernels loop over them)
-  int chunk = 0;       ///< mma / stream: weight blocks per pipeline stage
+  /// Units of work per launch that the grid walks (persistent kernels loop over them): row
+  /// groups; in the direct kernel's spread form ("spread") row pairs.
+  int64_t tasks = 0;
+  int chunk = 0;  ///< mma / stream: weight blocks per pipeline stage
   /// The form of the "stream" and "stream-tiled" kernels (cuda/kernels/gemv_stream.cu); "" for
   /// the other kernels:
   ///   "ring": a CTA-wide ring of ring_slots shared-memory slots, each a group of (block / 32) ·
@@ -190,7 +192,7 @@ std::vector<int> gemv_variants(WeightType type);
 /// Checks the GEMV measurement switches (DECODEBENCH_GEMV_RING, _RING_LONG, _RING_CTAS,
 /// _RING_MAX_CTAS, _RING_GGUF, _RING_Q6_K, _RING_FEW_GROUPS, _RING_FEW_GROUPS_PER_SM,
 /// DECODEBENCH_GEMV_DIRECT_SPREAD;
-/// docs/measurement-switches.md) without a device: throws decodebench::Error (exit 1) naming the
+/// docs/measurement-switches.md) without a device: throws decodebench::Error (exit 2) naming the
 /// first variable whose value is bad. The stream kernel's plans read them too, but a model with no
 /// quantized matrix makes none, so a backend checks them here once, before any upload.
 void check_gemv_switches();

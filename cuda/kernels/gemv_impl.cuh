@@ -51,8 +51,10 @@ struct KernelArgs {
   int64_t cols = 0;
   XSource x;
   YSink y;
-  int ksplit = 1;      ///< warps sharing one row group (column split), divides the CTA's warps
-  int64_t ntasks = 0;  ///< row groups of a CTA (CTAs loop over tasks: persistent grid)
+  int ksplit = 1;  ///< warps sharing one row group (column split), divides the CTA's warps
+  /// Row groups of a CTA (CTAs loop over tasks: persistent grid); 0 in the direct kernel's
+  /// spread form, which walks row pairs.
+  int64_t ntasks = 0;
   int pdl = 0;         ///< 1: launched with the programmatic-dependent-launch attribute
   int chunk = 0;       ///< MMA kernel: blocks per pipeline stage (<= the type's maximum)
   int probe = 0;       ///< diagnostics (wrong results): GemvParams::probe
@@ -67,7 +69,7 @@ struct Plan {
   int smem = 0;
   int ksplit = 1;
   int rows_per_warp = 1;
-  int64_t ntasks = 0;
+  int64_t ntasks = 0;  ///< KernelArgs::ntasks
   int chunk = 0;       ///< MMA / stream kernels: blocks per stage
   int ring_slots = 0;  ///< stream kernel: > 0 runs its ring form (whole rows) with that many slots
   /// ring form: = the CTA's warps in the whole-row form (a warp per rows_per_warp rows); fewer:
@@ -140,7 +142,7 @@ bool direct_supported(WeightType t, int64_t cols);
 /// The launch shape: the column split of plan_column_split; with the spread form
 /// (direct_spread_request) a grid of min(CTA slots, row pairs) CTAs. Queries the kernel's
 /// occupancy (CudaError on failure); a bad DECODEBENCH_GEMV_DIRECT_SPREAD throws
-/// decodebench::Error (exit 1).
+/// decodebench::Error (exit 2).
 Plan direct_plan(WeightType t, int64_t rows, int64_t cols, int sms);
 /// Which matrices the direct kernel runs in its spread form.
 enum class DirectSpread {
@@ -150,7 +152,7 @@ enum class DirectSpread {
 };
 /// From DECODEBENCH_GEMV_DIRECT_SPREAD (a measurement switch): unset or empty → the default
 /// (gemv_direct.cu, kDirectSpreadDefault); "0" → kNone; "long" → kLong; "1" → kAll. Any other
-/// value throws decodebench::Error (exit 1) naming the variable. No device query.
+/// value throws decodebench::Error (exit 2) naming the variable. No device query.
 DirectSpread direct_spread_request();
 void direct_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream);
 
@@ -168,7 +170,7 @@ bool stream_supported(WeightType t, const void* w, int64_t rows, int64_t cols, i
                       bool tiled = false);
 Plan stream_plan(WeightType t, int64_t rows, int64_t cols, int sms, bool tiled = false);
 /// Parses every DECODEBENCH_GEMV_RING* measurement switch that stream_plan reads (the same
-/// parsers, so the same rules) and throws decodebench::Error (exit 1) for the first bad value;
+/// parsers, so the same rules) and throws decodebench::Error (exit 2) for the first bad value;
 /// no device query.
 void check_stream_switches();
 void stream_launch(WeightType t, const KernelArgs& a, const Plan& p, cudaStream_t stream,

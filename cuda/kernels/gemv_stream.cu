@@ -1076,7 +1076,7 @@ struct RingShape {
 /// DECODEBENCH_GEMV_RING overrides it for every type, for measurements: "0" turns the ring forms
 /// off (the split form too: the per-warp kernel everywhere); "WxS" asks for W = 8 or 16 warps of
 /// 2 rows and S = 1 to kMaxRingSlots slots; "WxSxR" also gives the rows per warp R: 2 (W = 8 or
-/// 16) or 4 (W = 4 or 8). Any other value throws decodebench::Error (exit 1).
+/// 16) or 4 (W = 4 or 8). Any other value throws decodebench::Error (exit 2).
 RingShape ring_request(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING");
   if (e == nullptr || *e == '\0') {
@@ -1090,11 +1090,11 @@ RingShape ring_request(WeightType t) {
   const bool form_ok = n == 2 || (n == 4 && sep == 'x');
   const bool shape_ok = (r == 2 && (w == 8 || w == 16)) || (r == 4 && (w == 4 || w == 8));
   if (!form_ok || !shape_ok || s < 1 || s > kMaxRingSlots) {
-    throw runtime_error(std::string("DECODEBENCH_GEMV_RING: '") + e +
-                        "' is neither 0 (the ring form off) nor WxS (W = 8 or 16 warps, S = 1 to " +
-                        std::to_string(kMaxRingSlots) +
-                        " slots) nor WxSxR (R = 2 rows per warp with W = 8 or 16, or R = 4 with W "
-                        "= 4 or 8)");
+    throw usage_error(std::string("DECODEBENCH_GEMV_RING: '") + e +
+                      "' is neither 0 (the ring form off) nor WxS (W = 8 or 16 warps, S = 1 to " +
+                      std::to_string(kMaxRingSlots) +
+                      " slots) nor WxSxR (R = 2 rows per warp with W = 8 or 16, or R = 4 with W "
+                      "= 4 or 8)");
   }
   return {w, s, r};
 }
@@ -1103,16 +1103,16 @@ RingShape ring_request(WeightType t) {
 /// layout does not take, such as SmolLM2's 576 columns, and Q4_1 and the Q5 types, which stay in
 /// GGUF blocks by default) the ring's whole-row form may take: DECODEBENCH_GEMV_RING_GGUF unset or
 /// empty: kAuto (ring_gguf_takes); "0": none; "1": every one whose groups it can copy. Any other
-/// value throws decodebench::Error (exit 1).
+/// value throws decodebench::Error (exit 2).
 enum class RingGguf { kAuto, kOff, kAll };
 RingGguf ring_gguf_request() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_GGUF");
   if (e == nullptr || *e == '\0') return RingGguf::kAuto;
   if (std::string(e) == "0") return RingGguf::kOff;
   if (std::string(e) == "1") return RingGguf::kAll;
-  throw runtime_error(std::string("DECODEBENCH_GEMV_RING_GGUF: '") + e +
-                      "' is neither 0 (no ring form on 32-column GGUF blocks) nor 1 (the ring form "
-                      "on every matrix in 32-column GGUF blocks it can copy); unset: the default");
+  throw usage_error(std::string("DECODEBENCH_GEMV_RING_GGUF: '") + e +
+                    "' is neither 0 (no ring form on 32-column GGUF blocks) nor 1 (the ring form "
+                    "on every matrix in 32-column GGUF blocks it can copy); unset: the default");
 }
 
 /// The default (kAuto) for a matrix of `rows` rows of row_bytes bytes in 32-column GGUF blocks of
@@ -1151,7 +1151,7 @@ constexpr bool ring_gguf_takes(WeightType t, int64_t rows, int64_t row_bytes) {
 
 /// Whether Q6_K rows that are not 16-byte multiples may take the ring forms (round 51):
 /// DECODEBENCH_GEMV_RING_Q6_K unset or empty: the default (true); "0": no (the per-warp form, as
-/// before round 51); "1": yes. Any other value throws decodebench::Error (exit 1). Q6_K's
+/// before round 51); "1": yes. Any other value throws decodebench::Error (exit 2). Q6_K's
 /// 210-byte blocks make the 7B shape's rows 2,940 bytes (3,584 columns) and 15,540 (18,944); its
 /// decoders read 16- and 32-bit words only (the GGUF blocks' funnel-shifted, the tiled layout's
 /// aligned), so rows of a 4-byte multiple can lie back to back in a slot, where the group's copy,
@@ -1165,9 +1165,9 @@ bool ring_q6_k_request() {
   if (e == nullptr || *e == '\0') return true;
   if (std::string(e) == "0") return false;
   if (std::string(e) == "1") return true;
-  throw runtime_error(std::string("DECODEBENCH_GEMV_RING_Q6_K: '") + e +
-                      "' is neither 0 (Q6_K rows that are not 16-byte multiples per warp) nor 1 "
-                      "(the ring forms where their groups can be copied); unset: the default");
+  throw usage_error(std::string("DECODEBENCH_GEMV_RING_Q6_K: '") + e +
+                    "' is neither 0 (Q6_K rows that are not 16-byte multiples per warp) nor 1 "
+                    "(the ring forms where their groups can be copied); unset: the default");
 }
 
 /// Where the whole-row ring form's groups of a matrix would leave more than an eighth of the SMs
@@ -1231,7 +1231,7 @@ constexpr double few_groups_per_sm(WeightType t, const FewGroups& f) {
 /// DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: a decimal (digits, at most one '.') above 0 and at
 /// most 64, for every type;
 /// unset, each type's default (few_groups_per_sm). Any other value of either throws
-/// decodebench::Error (exit 1).
+/// decodebench::Error (exit 2).
 FewGroups ring_few_groups_request() {
   FewGroups f;
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS");
@@ -1247,11 +1247,11 @@ FewGroups ring_few_groups_request() {
       f.pairs = v[6] - '0';
       f.slots = slots ? v[8] - '0' : 0;
     } else {
-      throw runtime_error("DECODEBENCH_GEMV_RING_FEW_GROUPS: '" + v +
-                          "' is neither whole (the whole-row ring form wherever it fits) nor "
-                          "split:P or split:PxS (P = 1, 2 or 4: the split form of at most P row "
-                          "pairs for matrices whose whole-row groups leave SMs idle; S = 1 to " +
-                          std::to_string(kMaxRingSlots) + " slots); unset: the default");
+      throw usage_error("DECODEBENCH_GEMV_RING_FEW_GROUPS: '" + v +
+                        "' is neither whole (the whole-row ring form wherever it fits) nor "
+                        "split:P or split:PxS (P = 1, 2 or 4: the split form of at most P row "
+                        "pairs for matrices whose whole-row groups leave SMs idle; S = 1 to " +
+                        std::to_string(kMaxRingSlots) + " slots); unset: the default");
     }
   }
   const char* t = std::getenv("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM");
@@ -1265,7 +1265,7 @@ FewGroups ring_few_groups_request() {
     errno = 0;
     const double x = plain ? std::strtod(t, &end) : 0.0;
     if (!plain || end == t || *end != '\0' || errno != 0 || !(x > 0.0 && x <= 64.0)) {
-      throw runtime_error(
+      throw usage_error(
           std::string("DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM: '") + t +
           "' is not a decimal number of whole-row groups per SM above 0 and at most 64 "
           "(below it a matrix takes the split form); unset: 1 for Q4_K, 0.875 "
@@ -1328,7 +1328,7 @@ constexpr RingShape gguf_ring_shape(WeightType t, RingShape requested) {
 /// with 2 × 1 and 60.3–60.4% with 4 × 1).
 /// DECODEBENCH_GEMV_RING_LONG overrides it for every type: "0" turns it off, "PxS" asks for P =
 /// 1, 2 or 4 pairs (8 / P warps per pair) and S = 1 to kMaxRingSlots slots; any other value
-/// throws decodebench::Error (exit 1).
+/// throws decodebench::Error (exit 2).
 std::pair<int, int> ring_long_request(WeightType t) {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_LONG");
   if (e == nullptr || *e == '\0') {
@@ -1339,10 +1339,10 @@ std::pair<int, int> ring_long_request(WeightType t) {
   char end = 0;
   if (std::sscanf(e, "%dx%d%c", &pairs, &s, &end) != 2 ||
       (pairs != 1 && pairs != 2 && pairs != 4) || s < 1 || s > kMaxRingSlots) {
-    throw runtime_error(std::string("DECODEBENCH_GEMV_RING_LONG: '") + e +
-                        "' is neither 0 (the split ring form off) nor PxS (P = 1, 2 or 4 row "
-                        "pairs per group, S = 1 to " +
-                        std::to_string(kMaxRingSlots) + " slots)");
+    throw usage_error(std::string("DECODEBENCH_GEMV_RING_LONG: '") + e +
+                      "' is neither 0 (the split ring form off) nor PxS (P = 1, 2 or 4 row "
+                      "pairs per group, S = 1 to " +
+                      std::to_string(kMaxRingSlots) + " slots)");
   }
   return {pairs, s};
 }
@@ -1357,7 +1357,7 @@ std::pair<int, int> ring_long_request(WeightType t) {
 /// per matrix for Q4_K (ring_ctas_by_rounds; round 35: 7B Q4_K_M 0.4–0.6% slower than the
 /// default on an H100, so not a default) and leaves Q4_0 at 3 (the rule would take 2 for its down
 /// projections, which measured slower in the step); any other value throws decodebench::Error
-/// (exit 1). Other forms and types keep their budget whatever it says (has_ring_budget; the plan's
+/// (exit 2). Other forms and types keep their budget whatever it says (has_ring_budget; the plan's
 /// ring_ctas says what ran).
 constexpr int kRingCtasByRounds = -1;  // not a budget: ring_ctas == 0 means "not a ring plan"
 int ring_ctas(WeightType t) {
@@ -1366,9 +1366,9 @@ int ring_ctas(WeightType t) {
   const std::string v(e);
   if (v == "2" || v == "3") return v[0] - '0';
   if (v == "rounds") return t == WeightType::kQ4_0 ? 3 : kRingCtasByRounds;
-  throw runtime_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
-                      "' is neither 2, 3 nor rounds (the CTAs per SM the ring kernels' registers "
-                      "are sized for)");
+  throw usage_error("DECODEBENCH_GEMV_RING_CTAS: '" + v +
+                    "' is neither 2, 3 nor rounds (the CTAs per SM the ring kernels' registers "
+                    "are sized for)");
 }
 
 /// The `rounds` budget for one matrix of `ntasks` row groups on `sms` SMs, where the kernel with
@@ -1416,14 +1416,14 @@ constexpr bool has_ring_budget(int warps, int pairs, int rows) {
 /// DECODEBENCH_GEMV_RING_MAX_CTAS = 1 to 4, for measurements: the ring's whole-row form gets
 /// its dynamic shared memory padded so that at most that many CTAs fit an SM (the split and
 /// per-warp forms are not touched); unset: no padding. Any other value throws decodebench::Error
-/// (exit 1).
+/// (exit 2).
 int ring_max_ctas() {
   const char* e = std::getenv("DECODEBENCH_GEMV_RING_MAX_CTAS");
   if (e == nullptr || *e == '\0') return 0;
   const std::string v(e);
   if (v.size() == 1 && v[0] >= '1' && v[0] <= '4') return v[0] - '0';
-  throw runtime_error("DECODEBENCH_GEMV_RING_MAX_CTAS: '" + v +
-                      "' is not 1 to 4 (the most CTAs per SM of the ring's whole-row form)");
+  throw usage_error("DECODEBENCH_GEMV_RING_MAX_CTAS: '" + v +
+                    "' is not 1 to 4 (the most CTAs per SM of the ring's whole-row form)");
 }
 
 /// `smem` (bytes of dynamic shared memory per CTA) raised so that no more than n CTAs fit an SM by

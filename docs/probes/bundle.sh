@@ -6,8 +6,8 @@
 # itself and unpack.sh. On the GPU host:
 #   bash FOLDER/unpack.sh /tmp/b && OUT=$OUT bash FOLDER/ring-ab.sh /tmp/b split|rows4|q6k
 # With TRACE_BUILD, a build of docs/probes/kernel-timeline.patch (README.md there), its decodebench
-# goes in too (about 10 MB more: 48 MB in all), as decodebench-trace, with kernel_timeline.py:
-# ring-ab.sh timeline runs them.
+# goes in too (about 10 MB more: 48 MB in all), as decodebench-trace; kernel_timeline.py and
+# sm_balance.py, which read its files, always go in: ring-ab.sh timeline and spread run them.
 # Usage: bash docs/probes/bundle.sh [BUILD] [FOLDER] [TRACE_BUILD]
 set -euo pipefail
 build=${1:-build/cuda}
@@ -27,7 +27,7 @@ done
 for arch in llama qwen2 qwen3; do
   python3 "$root/tests/fixtures/write_arch_gguf.py" --arch "$arch" "$dir/fx/$arch.gguf" > /dev/null
 done
-cp "$here/ring-ab.sh" "$here/kernel_timeline.py" "$dir/"
+cp "$here/ring-ab.sh" "$here/kernel_timeline.py" "$here/sm_balance.py" "$dir/"
 rm -f "$dir/decodebench-trace.gz"
 if [ -n "$trace" ]; then
   [ -x "$trace/app/decodebench" ] ||
@@ -56,7 +56,7 @@ if [ -f "$here/decodebench-trace.gz" ]; then
   gunzip -c "$here/decodebench-trace.gz" > "$1/decodebench-trace"
   chmod +x "$1/decodebench-trace"
 fi
-cp "$here/kernel_timeline.py" "$1/"
+cp "$here/kernel_timeline.py" "$here/sm_balance.py" "$1/"
 if [ -f "$here/cluster_pdl.bin.gz" ]; then
   gunzip -c "$here/cluster_pdl.bin.gz" > "$1/cluster_pdl"
   chmod +x "$1/cluster_pdl"

@@ -70,17 +70,23 @@
 #          branch, the default since round 44) for SmolLM2's Q4_1 LM head: tests, --verify, the
 #          LM head alone and the SmolLM2-shape Q4_1 steps with it off (0) and on (1); about 4
 #          minutes.
+#   spread  round 56's direct-GEMV spread form (DECODEBENCH_GEMV_DIRECT_SPREAD) on the H200: its
+#          GPU tests, the 7B F16 and BF16 GEMVs alone (bench-kernels) with 0 and long, then 7B F16
+#          and BF16 steps with 0 and long alternated, two repetitions; with the probe build in the
+#          bundle also the 7B F16 step's per-CTA timeline with each value, read by sm_balance.py
+#          (how many SMs ran one CTA of the down projection, and when they went idle); about 8
+#          minutes.
 # Main's step before round 27: RING_LONG=0 and RING=8x2 (Q4_0, Q8_0); Q4_K_M's also needs
 # --weight-layout gguf (auto tiles its Q6_K matrices, also in the split and rows4 modes). Forms
 # alternate so drift shows. Usage on the GPU host, with the
 # binaries in $1 and the GGUF fixtures of the backend tests (tests/fixtures/write_arch_gguf.py
 # --arch A $1/fx/A.gguf for llama, qwen2, qwen3, written here: the GPU host has no gguf package) in
 # $1/fx:
-#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|push|ggufring
+#   bash docs/probes/ring-ab.sh BIN_DIR split|rows4|q6k|kernels|shapes|suite|forms|qk|attn|token|ahead|occ|occsuite|trig|head|timeline|push|ggufring|spread
 #   (writes $OUT/*.log and JSON)
 set -u
 bin=${1:?binary folder (decodebench, test_gemv, test_backend, fx/)}
-mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline, push or ggufring}
+mode=${2:?split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline, push, ggufring or spread}
 out=${OUT:-/tmp/ring-ab}
 mkdir -p "$out"
 start=$SECONDS
@@ -581,6 +587,55 @@ case $mode in
     done
     tar czf "$out/ggufring-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
+  spread)
+    # Round 56's spread form of the direct GEMV (F16, BF16), measured on an H100 only: `long`
+    # deals the row pairs of rows over 4,096 columns (the 7B down projection: 224 tasks in 264 CTA
+    # slots) over every slot. If `long` makes the H200's 7B float steps faster, it becomes the
+    # default (cuda/kernels/gemv_direct.cu, kDirectSpreadDefault).
+    "$bin/test_gemv" --gtest_filter='Gemv.DirectSpread*:Gemv.DirectKernel*' > "$out/gemv-spread.log" 2>&1
+    echo "gemv-spread rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-spread.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/gemv-spread.log" | sort -u | head -10
+    DECODEBENCH_BIN="$bin/decodebench" DECODEBENCH_SOURCE_DIR="$PWD" \
+      DECODEBENCH_GGUF_FIXTURES="$bin/fx" "$bin/test_backend" \
+      --gtest_filter='Backend.DirectSpread*:Backend.GemvSwitches*' > "$out/backend-spread.log" 2>&1
+    echo "backend-spread rc=$? $((SECONDS - start))s $(tail -1 "$out/backend-spread.log")"
+    grep -E "^\[  FAILED  \] [A-Za-z]" "$out/backend-spread.log" | sort -u | head -10
+    for v in 0 long; do
+      base="$out/gemv-spread-$v"
+      rm -f "$base.json"
+      DECODEBENCH_GEMV_DIRECT_SPREAD=$v "$bin/decodebench" bench-kernels --sections gemv \
+        --variants auto --shapes 7b --type f16,bf16 --json "$base.json" > "$base.log" 2>&1
+      echo "bench-kernels spread=$v rc=$? $((SECONDS - start))s"
+      python3 - "$base.json" <<'PY' 2>/dev/null || echo "failed: $(tail -1 "$base.log")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for g in doc["gemv"]:
+    if g["pdl"] and not g["presplit"] and g["probe"] == 0:  # the automatic kernel with PDL
+        print(f"  {g['type']} {g['shape']} {g['plan']['form']} grid {g['plan']['grid']}: "
+              f"{g['us']:.3f} µs ({g['pct_stream']:.1f}%)")
+PY
+    done
+    mkdir -p "$out/runs"
+    for d in f16 bf16; do
+      ab_7b spread DECODEBENCH_GEMV_DIRECT_SPREAD "$d" 0 long
+    done
+    tar czf "$out/spread-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
+    if [ -x "$bin/decodebench-trace" ]; then
+      mkdir -p "$out/tl"
+      for v in 0 long; do
+        base="$out/tl/f16-$v"
+        rm -f "$base.json"
+        DECODEBENCH_GEMV_DIRECT_SPREAD=$v DECODEBENCH_TRACE="$base.bin" "$bin/decodebench-trace" \
+          --preset qwen2.5-7b --layers 28 --vocab 152064 --backend cuda --graph on \
+          --prompt-tokens 128 --tokens 32 --warmup 4 --dtype f16 -q --json "$base.json" \
+          > "$base.log" 2>&1
+        python3 "$bin/sm_balance.py" "$base.bin" > "$base.txt" 2>&1
+        echo "== f16 spread=$v: $(tpot_of "$base") µs median TPOT (instrumented)"
+        grep -E "18944" "$base.txt" | head -6
+      done
+      tar czf "$out/spread-timeline.tgz" -C "$out" tl && rm -rf "$out/tl"
+    fi
+    ;;
   suite)
     # The build's own defaults, checked and then measured: all of test_gemv and test_backend,
     # then issue 9's roofline suite (bench-configs/suites/h200-roofline.json, about 2 minutes),
@@ -609,7 +664,7 @@ for r in doc["results"]:
 PY
     ;;
   *)
-    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite or ggufring" >&2
+    echo "mode: split, rows4, q6k, kernels, shapes, suite, forms, qk, attn, token, ahead, occ, occsuite, trig, head, timeline, push, ggufring or spread" >&2
     exit 2
     ;;
 esac

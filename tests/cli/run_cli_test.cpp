@@ -651,14 +651,14 @@ TEST(RunCli, BenchKernelsRefusesBadFlagsBeforeAnyDeviceWork) {
 }
 
 // bench-kernels names a misspelled switch on stderr, and refuses a bad value of any switch before
-// it looks for a GPU (exit 1 naming the variable; a CPU-only build has no bench-kernels: exit 3);
-// doctor names the misspelled switch too.
+// it looks for a GPU (exit 2, an input error, naming the variable; a CPU-only build has no
+// bench-kernels: exit 3); doctor names the misspelled switch too.
 TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
   const ScopedVariable typo("DECODEBENCH_GEMV_RING_CTA", "3");
   const ScopedVariable bad("DECODEBENCH_GEMV_RING_LONG", "3x2");
   const auto r = run_decodebench({"bench-kernels", "--sections", "gemv", "--shapes", "64x64"});
 #ifdef DECODEBENCH_HAVE_CUDA
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("DECODEBENCH_GEMV_RING_LONG: '3x2' is neither 0"), std::string::npos)
       << r.err;
 #else
@@ -681,7 +681,7 @@ TEST(RunCli, BenchKernelsNamesMisspelledAndBadSwitchesBeforeAnyDeviceWork) {
     const ScopedVariable other(name.c_str(), value.c_str());
     const auto o = run_decodebench({"bench-kernels", "--sections", "gemv", "--shapes", "64x64"});
 #ifdef DECODEBENCH_HAVE_CUDA
-    EXPECT_EQ(o.exit_code, 1) << name << ": " << o.err;
+    EXPECT_EQ(o.exit_code, 2) << name << ": " << o.err;
     EXPECT_NE(o.err.find(name + ": '" + value + "'"), std::string::npos) << o.err;
 #else
     EXPECT_EQ(o.exit_code, 3) << name << ": " << o.err;

@@ -375,7 +375,7 @@ TEST(Attention, SplitHelpers) {
 }
 
 // DECODEBENCH_ATTENTION's values map to AttentionParams::path; anything else is an error naming
-// the variable (exit 1). Host code only: runs without a GPU too.
+// the variable (exit 2). Host code only: runs without a GPU too.
 TEST(Attention, PathRequestReadsTheSwitch) {
   const char* before = std::getenv("DECODEBENCH_ATTENTION");
   const std::string saved = before != nullptr ? before : "";
@@ -391,7 +391,7 @@ TEST(Attention, PathRequestReadsTheSwitch) {
     (void)attention_path_request();
     ADD_FAILURE() << "DECODEBENCH_ATTENTION=Merge was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_ATTENTION: 'Merge' is none of cluster", 0),
               0u)
         << e.what();
@@ -404,7 +404,7 @@ TEST(Attention, PathRequestReadsTheSwitch) {
 }
 
 // DECODEBENCH_ATTENTION_TRIGGER's values map to AttentionParams::trigger_at_exit; anything else
-// is an error naming the variable (exit 1). Host code only: runs without a GPU too.
+// is an error naming the variable (exit 2). Host code only: runs without a GPU too.
 TEST(Attention, TriggerRequestReadsTheSwitch) {
   for (const auto& [value, at_exit] :
        std::vector<std::pair<std::string, bool>>{{"", false}, {"wait", false}, {"exit", true}}) {
@@ -430,7 +430,7 @@ TEST(Attention, TriggerRequestReadsTheSwitch) {
     (void)attention_trigger_request();
     ADD_FAILURE() << "DECODEBENCH_ATTENTION_TRIGGER=end was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(
         std::string(e.what()).rfind("DECODEBENCH_ATTENTION_TRIGGER: 'end' is neither wait", 0), 0u)
         << e.what();

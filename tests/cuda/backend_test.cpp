@@ -505,7 +505,7 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
     EXPECT_NE(std::string(e.what()).find("DECODEBENCH_ATTENTION: 'clusters' is none of cluster"),
               std::string::npos)
         << e.what();
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
   }
 }
 
@@ -762,7 +762,7 @@ TEST(Backend, IdleTimeBetweenStepsIsReadOnTheGpu) {
 }
 
 // DECODEBENCH_TOKEN_D2H's values (host code: runs without a GPU too): unset or empty is the
-// kernel's own store to host memory, "copy" the D2H copy after it, anything else exit 1 naming
+// kernel's own store to host memory, "copy" the D2H copy after it, anything else exit 2 naming
 // the variable.
 TEST(Backend, TokenD2hRequestReadsTheSwitch) {
   {
@@ -782,7 +782,7 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
     token_copy_request();
     ADD_FAILURE() << "DECODEBENCH_TOKEN_D2H=Copy was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_TOKEN_D2H: 'Copy' is not copy", 0), 0u)
         << e.what();
   }
@@ -790,7 +790,7 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
 
 // DECODEBENCH_SPLIT_TRIGGER's values (host code: runs without a GPU too): unset or empty is the
 // per-type default (after the wait before Q4_K and Q6_K GEMVs), "entry" and "wait" the same
-// place for every GEMV, "head" after the wait before the LM head only, anything else exit 1
+// place for every GEMV, "head" after the wait before the LM head only, anything else exit 2
 // naming the variable.
 TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
@@ -829,7 +829,7 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
     split_trigger_request();
     ADD_FAILURE() << "DECODEBENCH_SPLIT_TRIGGER=after was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(std::string(e.what()).rfind(
                   "DECODEBENCH_SPLIT_TRIGGER: 'after' is not entry, wait or head", 0),
               0u)
@@ -839,7 +839,7 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN's values (host code: runs without a GPU too): unset or empty is
 // the default 2 Mi weights, a decimal count from 0 to 2^40 (digits only, leading zeros too) is
-// taken, anything else is refused with exit 1 and a message that names the variable and quotes
+// taken, anything else is refused with exit 2 and a message that names the variable and quotes
 // the value.
 TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   using decodebench::testing::ScopedVariable;
@@ -861,7 +861,7 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
       (void)presplit_min_request();
       ADD_FAILURE() << "DECODEBENCH_GEMV_PRESPLIT_MIN='" << bad << "' was accepted";
     } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kRuntime);
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
       EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + bad + "'", 0), 0u)
           << e.what();
     }
@@ -887,20 +887,20 @@ constexpr GemvSwitchCase kGemvSwitchCases[] = {
     {"DECODEBENCH_GEMV_DIRECT_SPREAD", "long", "on"},
 };
 
-// Whether `f` throws decodebench::Error with exit 1 and a message that starts with `want`.
+// Whether `f` throws decodebench::Error with exit 2 and a message that starts with `want`.
 template <typename F>
 void expect_switch_error(const F& f, const std::string& want) {
   try {
     f();
     ADD_FAILURE() << want << " was accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kRuntime) << e.what();
+    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
     EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
   }
 }
 
 // check_gemv_switches parses every DECODEBENCH_GEMV_RING* switch (host code: runs without a GPU
-// too): a bad value is exit 1 naming the variable and quoting the value; good and empty pass.
+// too): a bad value is exit 2 naming the variable and quoting the value; good and empty pass.
 TEST(Backend, GemvSwitchesAreCheckedWithoutADevice) {
   using decodebench::testing::ScopedVariable;
   for (const auto& c : kGemvSwitchCases) {

@@ -1191,7 +1191,7 @@ TEST(Gemv, PreSplitStreamLayoutRebuildsX) {
 }
 
 /// Expects gemv_launch_info(p) to refuse each of `values` of the environment variable `name`
-/// with an error that quotes it ("NAME: 'value'", exit 1); `name` is unset afterwards.
+/// with an error that quotes it ("NAME: 'value'", exit 2); `name` is unset afterwards.
 void expect_values_refused(const char* name, std::initializer_list<const char*> values,
                            const GemvParams& p) {
   for (const char* v : values) {
@@ -1200,6 +1200,7 @@ void expect_values_refused(const char* name, std::initializer_list<const char*> 
       (void)gemv_launch_info(p);
       ADD_FAILURE() << name << "=" << v << " was taken";
     } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
       EXPECT_NE(std::string(e.what()).find(std::string(name) + ": '" + v + "'"), std::string::npos)
           << e.what();
     }
@@ -2164,8 +2165,10 @@ TEST(Gemv, DirectPlanSplitsAsMeasured) {
 // pieces) or take 2 column splits (QKV 4608×3584 with q/k/v segments and a bias), a stacked gate/up
 // with its SwiGLU output (no store past the last pair), an RMSNorm input with a residual, 8 splits
 // (512×3584), odd row counts and a matrix of fewer pairs than CTA slots; and against the CPU. The
-// plan names the form ("direct spread"), keeps the default's column split, and sizes the grid to
-// min(CTA slots, row pairs); other values are refused.
+// plan names the form ("direct spread"), keeps the default's column split, sizes the grid to
+// min(CTA slots, row pairs) and counts row pairs as its tasks; other values are refused. The
+// spread form's launch passes no task count (0), so a kernel that ignored the form would write
+// nothing and differ from the default form.
 TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
   DB_REQUIRE_CUDA();
   ScopedEnv spread("DECODEBENCH_GEMV_DIRECT_SPREAD", nullptr);
@@ -2233,6 +2236,7 @@ TEST(Gemv, DirectSpreadFormMatchesDefaultBitForBit) {
       const int64_t slots = gemv_launch_info(plain_params(t, 1 << 16, cols, d_w, d_x, d_y)).grid;
       EXPECT_GT(slots, 0) << what;
       EXPECT_EQ(info.grid, std::min(slots, (rows + 1) / 2)) << what;
+      EXPECT_EQ(info.tasks, (rows + 1) / 2) << what;
       // "long": the spread form for rows of more than 4,096 columns only.
       spread.set("long");
       EXPECT_EQ(gemv_form_name(gemv_launch_info(p)), cols > 4096 ? "direct spread" : "direct")
