@@ -32,6 +32,7 @@ namespace {
 
 using testing::all_near;
 using testing::download;
+using testing::expect_switch_error;
 using testing::poke;
 using testing::random_floats;
 using testing::upload;
@@ -387,15 +388,8 @@ TEST(Attention, PathRequestReadsTheSwitch) {
   unsetenv("DECODEBENCH_ATTENTION");
   EXPECT_EQ(attention_path_request(), 0);
   setenv("DECODEBENCH_ATTENTION", "Merge", 1);
-  try {
-    (void)attention_path_request();
-    ADD_FAILURE() << "DECODEBENCH_ATTENTION=Merge was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_ATTENTION: 'Merge' is none of cluster", 0),
-              0u)
-        << e.what();
-  }
+  expect_switch_error([] { (void)attention_path_request(); },
+                      "DECODEBENCH_ATTENTION: 'Merge' is none of cluster");
   if (before != nullptr) {
     setenv("DECODEBENCH_ATTENTION", saved.c_str(), 1);
   } else {
@@ -426,15 +420,8 @@ TEST(Attention, TriggerRequestReadsTheSwitch) {
   p.trigger_at_exit = false;
   EXPECT_EQ(attention_form_name(p), "split-kv 3");
   const decodebench::testing::ScopedVariable bad("DECODEBENCH_ATTENTION_TRIGGER", "end");
-  try {
-    (void)attention_trigger_request();
-    ADD_FAILURE() << "DECODEBENCH_ATTENTION_TRIGGER=end was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_EQ(
-        std::string(e.what()).rfind("DECODEBENCH_ATTENTION_TRIGGER: 'end' is neither wait", 0), 0u)
-        << e.what();
-  }
+  expect_switch_error([] { (void)attention_trigger_request(); },
+                      "DECODEBENCH_ATTENTION_TRIGGER: 'end' is neither wait");
 }
 
 TEST(Attention, ShortContextsRunOnClustersOnSm90) {

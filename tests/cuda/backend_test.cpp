@@ -32,6 +32,8 @@
 namespace decodebench::cuda {
 namespace {
 
+using testing::expect_switch_error;
+
 ModelConfig test_config() {
   ModelConfig c = ::decodebench::testing::small_model_config(3, 512, 8, 2, 64, 1024, 3000);
   c.context_length = 4096;
@@ -498,15 +500,8 @@ TEST(Backend, AttentionSwitchPicksTheFormAndKeepsTheLogits) {
     (void)g;
   }
   setenv("DECODEBENCH_ATTENTION", "clusters", 1);
-  try {
-    CudaBackend gpu(m, o);
-    ADD_FAILURE() << "DECODEBENCH_ATTENTION=clusters was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("DECODEBENCH_ATTENTION: 'clusters' is none of cluster"),
-              std::string::npos)
-        << e.what();
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-  }
+  expect_switch_error([&] { CudaBackend gpu(m, o); },
+                      "DECODEBENCH_ATTENTION: 'clusters' is none of cluster");
 }
 
 // Every GEMV variant of every weight type has its own slot in the backend's per-variant counts
@@ -778,14 +773,7 @@ TEST(Backend, TokenD2hRequestReadsTheSwitch) {
     EXPECT_TRUE(token_copy_request());
   }
   const decodebench::testing::ScopedVariable bad("DECODEBENCH_TOKEN_D2H", "Copy");
-  try {
-    token_copy_request();
-    ADD_FAILURE() << "DECODEBENCH_TOKEN_D2H=Copy was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_TOKEN_D2H: 'Copy' is not copy", 0), 0u)
-        << e.what();
-  }
+  expect_switch_error([] { token_copy_request(); }, "DECODEBENCH_TOKEN_D2H: 'Copy' is not copy");
 }
 
 // DECODEBENCH_SPLIT_TRIGGER's values (host code: runs without a GPU too): unset or empty is the
@@ -825,16 +813,8 @@ TEST(Backend, SplitTriggerRequestReadsTheSwitch) {
     }
   }
   const ScopedVariable bad("DECODEBENCH_SPLIT_TRIGGER", "after");
-  try {
-    split_trigger_request();
-    ADD_FAILURE() << "DECODEBENCH_SPLIT_TRIGGER=after was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_EQ(std::string(e.what()).rfind(
-                  "DECODEBENCH_SPLIT_TRIGGER: 'after' is not entry, wait or head", 0),
-              0u)
-        << e.what();
-  }
+  expect_switch_error([] { split_trigger_request(); },
+                      "DECODEBENCH_SPLIT_TRIGGER: 'after' is not entry, wait or head");
 }
 
 // DECODEBENCH_GEMV_PRESPLIT_MIN's values (host code: runs without a GPU too): unset or empty is
@@ -857,14 +837,8 @@ TEST(Backend, PresplitMinRequestReadsTheSwitch) {
   for (const std::string bad : {"-1", "+1", "4M", "1e6", " 1", "1 ", "0x10", "1099511627777",
                                 "99999999999999999999", "x"}) {
     const ScopedVariable v("DECODEBENCH_GEMV_PRESPLIT_MIN", bad);
-    try {
-      (void)presplit_min_request();
-      ADD_FAILURE() << "DECODEBENCH_GEMV_PRESPLIT_MIN='" << bad << "' was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kUsage);
-      EXPECT_EQ(std::string(e.what()).rfind("DECODEBENCH_GEMV_PRESPLIT_MIN: '" + bad + "'", 0), 0u)
-          << e.what();
-    }
+    expect_switch_error([] { (void)presplit_min_request(); },
+                        "DECODEBENCH_GEMV_PRESPLIT_MIN: '" + bad + "'");
   }
 }
 
@@ -886,18 +860,6 @@ constexpr GemvSwitchCase kGemvSwitchCases[] = {
     {"DECODEBENCH_GEMV_RING_FEW_GROUPS_PER_SM", "0.5", "1e-3"},
     {"DECODEBENCH_GEMV_DIRECT_SPREAD", "long", "on"},
 };
-
-// Whether `f` throws decodebench::Error with exit 2 and a message that starts with `want`.
-template <typename F>
-void expect_switch_error(const F& f, const std::string& want) {
-  try {
-    f();
-    ADD_FAILURE() << want << " was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
-  }
-}
 
 // check_gemv_switches parses every DECODEBENCH_GEMV_RING* switch (host code: runs without a GPU
 // too): a bad value is exit 2 naming the variable and quoting the value; good and empty pass.

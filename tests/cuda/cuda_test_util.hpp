@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/quant/dequant.hpp"
 #include "core/quant/weight_type.hpp"
 #include "cuda/check.hpp"
@@ -125,6 +126,19 @@ inline std::string hex_bits(float f) {
   std::ostringstream os;
   os << "0x" << std::hex << bits_of(f);
   return os.str();
+}
+
+/// Expects `f` to refuse a measurement switch's value: decodebench::Error with exit 2 (an input
+/// error) and a message that starts with `want` (the variable's name and the quoted value).
+template <typename F>
+void expect_switch_error(const F& f, const std::string& want) {
+  try {
+    f();
+    ADD_FAILURE() << want << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+  }
 }
 
 /// Every |got[i] − want[i]| <= tol(i) (NaN matches NaN). On failure: how many elements failed,
