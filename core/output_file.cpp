@@ -4,13 +4,76 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 
 namespace decodebench {
 
 namespace {
+
+// Temporary files being written, which the handler of SIGINT, SIGTERM and SIGHUP removes before
+// the signal ends the process as it would have: an interrupted make-gguf or --dump-out would
+// otherwise leave a temporary file as large as its output (gigabytes for a 7B model) each time.
+// Fixed storage and atomics only, as the handler may use nothing else (unlink, signal and raise
+// are async-signal-safe: POSIX.1-2017, 2.4.3).
+constexpr int kTempSlots = 16;
+constexpr size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 a path to remove
+  char path[kTempPathMax];
+};
+TempSlot g_temp_files[kTempSlots];
+std::atomic<bool> g_handlers_installed{false};
+
+extern "C" void remove_temp_files_and_reraise(int sig) {
+  for (TempSlot& slot : g_temp_files) {
+    if (slot.state.load() == 2) ::unlink(slot.path);
+  }
+  // SA_RESETHAND restored the default action on entry; the signal, blocked while this handler
+  // runs, is delivered when it returns, so the exit status still names it (130 for SIGINT).
+  ::raise(sig);
+}
+
+// Installs the handler for each of the three signals whose action is the default one: a signal
+// that the user ignores (nohup) or that another handler takes stays as it is.
+void install_temp_file_handlers() {
+  if (g_handlers_installed.exchange(true)) return;
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) != 0 ||
+        old.sa_handler != SIG_DFL) {
+      continue;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = remove_temp_files_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+// Records `path` for the handler; returns its slot, or -1 when every slot is taken or the path
+// is too long (the file is then only removed by the destructor, as before).
+int register_temp_file(const std::string& path) {
+  if (path.size() >= kTempPathMax) return -1;
+  install_temp_file_handlers();
+  for (int i = 0; i < kTempSlots; ++i) {
+    int free_slot = 0;
+    if (g_temp_files[i].state.compare_exchange_strong(free_slot, 1)) {
+      std::memcpy(g_temp_files[i].path, path.c_str(), path.size() + 1);
+      g_temp_files[i].state.store(2);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unregister_temp_file(int slot) {
+  if (slot >= 0) g_temp_files[slot].state.store(0);
+}
 
 // Whether `st` is the file that descriptor `fd` writes to (same device and inode).
 bool same_file_as_fd(const struct stat& st, int fd) {
@@ -132,12 +195,14 @@ OutputFile::OutputFile(const std::string& path, const std::string& flag)
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   } else {
     fd = create_fresh_file(target_.path + ".tmp", &writing_);
+    if (fd >= 0) temp_slot_ = register_temp_file(writing_);
   }
   if (fd >= 0) file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     if (fd >= 0 && target_.kind == Kind::kReplace) ::unlink(writing_.c_str());
+    unregister_temp_file(temp_slot_);
     throw usage_error(flag_ + ": cannot create '" + writing_ + "': " + std::strerror(err));
   }
 }
@@ -146,6 +211,7 @@ OutputFile::~OutputFile() {
   const bool owned = file_ != stdout && file_ != stderr;
   if (file_ != nullptr && owned) std::fclose(file_);
   if (!committed_ && target_.kind == OutputTarget::Kind::kReplace) std::remove(writing_.c_str());
+  unregister_temp_file(temp_slot_);
 }
 
 void OutputFile::write(const void* data, size_t bytes) {
@@ -169,6 +235,8 @@ void OutputFile::commit() {
     throw usage_error(flag_ + ": cannot rename '" + writing_ + "' to '" + target_.path +
                       "': " + std::strerror(errno));
   }
+  unregister_temp_file(temp_slot_);
+  temp_slot_ = -1;
   committed_ = true;
 }
 

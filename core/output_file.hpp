@@ -55,9 +55,10 @@ int create_fresh_file(const std::string& stem, std::string* name);
 /// temporary file in the target's folder (created exclusively, never through a link) that
 /// commit() renames over it: POSIX rename is atomic, so readers see the old file or the whole
 /// new one. Anything else is written in place. The destructor removes an uncommitted temporary
-/// file. `flag` names the option in messages ("--json"). Throws decodebench::Error (exit 2) when
-/// the file cannot be created, or is a FIFO that no process reads (opening it would wait
-/// forever).
+/// file, and so does SIGINT, SIGTERM or SIGHUP while it exists (where the signal's action was the
+/// default: the handler removes every such file, then the signal ends the process as before).
+/// `flag` names the option in messages ("--json"). Throws decodebench::Error (exit 2) when the file
+/// cannot be created, or is a FIFO that no process reads (opening it would wait forever).
 class OutputFile {
  public:
   OutputFile(const std::string& path, const std::string& flag);
@@ -84,6 +85,7 @@ class OutputFile {
   std::string writing_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
+  int temp_slot_ = -1;  ///< the temporary file's entry for the signal handler; -1: none
 };
 
 /// Flushes `f` (stdout or stderr, where a report was printed). Never throws, so that a lost

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -499,7 +500,14 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                            const CompareOptions& options) {
   if (options.metrics.empty()) throw usage_error("--metric: no metric given");
   std::vector<const MetricSpec*> metrics;
-  for (const auto& name : options.metrics) metrics.push_back(&find_metric(name));
+  for (const auto& name : options.metrics) {
+    const MetricSpec* m = &find_metric(name);
+    // Twice would print its rows twice and count their verdicts twice.
+    if (std::find(metrics.begin(), metrics.end(), m) != metrics.end()) {
+      throw usage_error("--metric: '" + name + "' is given twice");
+    }
+    metrics.push_back(m);
+  }
   if (!(options.alpha > 0 && options.alpha < 1)) {
     throw usage_error(fmt::format("--alpha must be in (0, 1) (got {:g})", options.alpha));
   }

@@ -50,6 +50,11 @@ nlohmann::json checked(const std::string& name, nlohmann::json j) {
       const bool number_ok = t == nlohmann::json::value_t::number_float && value.is_number();
       const bool unsigned_ok = t == nlohmann::json::value_t::number_unsigned &&
                                value.is_number_integer() && value.get<int64_t>() >= 0;
+      if (t == nlohmann::json::value_t::number_unsigned && value.is_number() && !unsigned_ok) {
+        // The type is right, the value is not: -2, 2.5, 1e20 (a float above int64's range).
+        throw usage_error("preset '" + name + "': key '" + key +
+                          "' must be a whole number of at least 0 (got " + value.dump() + ")");
+      }
       if (!(number_ok || unsigned_ok || value.type() == t)) {
         throw usage_error("preset '" + name + "': key '" + key + "' has the wrong type (" +
                           value.type_name() + ")");
@@ -58,6 +63,16 @@ nlohmann::json checked(const std::string& name, nlohmann::json j) {
     if (!found) {
       throw usage_error("preset '" + name + "': unknown key '" + key + "' (known keys: " + known +
                         ")");
+    }
+  }
+  // Descriptive only (a synthetic model is built from the shape keys), but a value outside the
+  // families decodebench runs would describe a model it does not build.
+  if (j.contains("architecture")) {
+    const std::string arch = j["architecture"].get<std::string>();
+    if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+      throw usage_error("preset '" + name + "': architecture '" + echo_value(arch) +
+                        "' is none of llama, qwen2, qwen3 (the families a synthetic model "
+                        "follows)");
     }
   }
   for (const char* required : {"layers", "hidden", "heads", "ffn", "vocab"}) {
@@ -81,10 +96,16 @@ nlohmann::json load_preset(const std::string& name_or_path) {
   if (preset_names_a_file(name_or_path)) {
     const std::string text = read_input_file(name_or_path, "--preset file");
     nlohmann::json j;
+    std::string duplicate;
     try {
-      j = nlohmann::json::parse(text);
+      j = parse_json_noting_duplicate_keys<nlohmann::json>(text, &duplicate);
     } catch (const nlohmann::json::exception& e) {
       throw usage_error("--preset: '" + name_or_path + "' is not valid JSON: " + e.what());
+    }
+    if (!duplicate.empty()) {
+      throw usage_error("preset '" + name_or_path + "': key '" + duplicate +
+                        "' appears twice in one object (JSON would keep only its last value); "
+                        "give each key once");
     }
     return checked(name_or_path, std::move(j));
   }

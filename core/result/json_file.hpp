@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,26 @@ inline constexpr size_t kMaxInputFileBytes = size_t{256} << 20;
 /// Throws decodebench::Error (exit 2) when it is missing, unreadable, a folder, or not a regular
 /// file and longer than kMaxInputFileBytes.
 std::string read_input_file(const std::string& path, const std::string& what);
+
+/// Parses `text` as JSON (`Json`: nlohmann::json or nlohmann::ordered_json) and sets `*duplicate`
+/// to the first key that appears twice in one object, "" when none: a parser keeps only such a
+/// key's last value, silently ("layers": 2, ..., "layers": 30 gives 30), so an input file refuses
+/// it. Throws nlohmann::json::exception as Json::parse does (syntax, a number out of range).
+template <typename Json>
+Json parse_json_noting_duplicate_keys(const std::string& text, std::string* duplicate) {
+  std::vector<std::set<std::string>> keys;  // the keys of each open object
+  duplicate->clear();
+  const auto callback = [&](int, typename Json::parse_event_t event, Json& parsed) {
+    using Event = typename Json::parse_event_t;
+    if (event == Event::object_start) keys.emplace_back();
+    if (event == Event::object_end && !keys.empty()) keys.pop_back();
+    if (event == Event::key && !keys.empty() && parsed.is_string() &&
+        !keys.back().insert(parsed.template get<std::string>()).second && duplicate->empty()) {
+      *duplicate = parsed.template get<std::string>();
+    }
+    return true;
+  };
+  return Json::parse(text, callback);
+}
 
 }  // namespace decodebench

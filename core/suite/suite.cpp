@@ -350,23 +350,9 @@ SuiteDefinition parse_suite(const nlohmann::ordered_json& doc, const std::string
 SuiteDefinition load_suite_file(const std::string& path) {
   const std::string text = read_input_file(path, "suite file");
   nlohmann::ordered_json doc;
-  // A key given twice in one object would keep only its last value, silently: "layers": 2, ...,
-  // "layers": 3 runs 3. The first such key is refused after parsing.
-  std::vector<std::set<std::string>> keys;  // the keys of each open object
-  std::string duplicate;
-  const auto callback = [&](int, nlohmann::ordered_json::parse_event_t event,
-                            nlohmann::ordered_json& parsed) {
-    using Event = nlohmann::ordered_json::parse_event_t;
-    if (event == Event::object_start) keys.emplace_back();
-    if (event == Event::object_end && !keys.empty()) keys.pop_back();
-    if (event == Event::key && !keys.empty() && parsed.is_string() &&
-        !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
+  std::string duplicate;  // refused after parsing: a key given twice keeps only its last value
   try {
-    doc = nlohmann::ordered_json::parse(text, callback);
+    doc = parse_json_noting_duplicate_keys<nlohmann::ordered_json>(text, &duplicate);
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw usage_error(path + ": not valid JSON (" + e.what() + ")");
   }

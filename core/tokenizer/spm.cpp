@@ -131,6 +131,13 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
       char cp[16];
       std::snprintf(cp, sizeof cp, "U+%04X", unicode::decode_utf8(piece, 0).cp);
       const bool space = piece == kSpaceMark;
+      if (space && sym.offset == 0 && add_space_prefix_ && after_special) {
+        // Not a space the user typed: the one add_space_prefix puts before the text.
+        throw usage_error(
+            "this SentencePiece vocabulary puts a space before the prompt "
+            "(tokenizer.ggml.add_space_prefix) but has no piece for it (U+2581), and it has "
+            "neither <0xNN> byte tokens for it nor an unknown token");
+      }
       const bool printable = piece.size() > 1 || (piece[0] > 0x20 && piece[0] < 0x7F);
       const std::string what = space       ? std::string("a space (U+2581 in the vocabulary)")
                                : printable ? std::string(cp) + " '" + std::string(piece) + "'"

@@ -423,6 +423,9 @@ TEST(Compare, InvalidOptionsAreExit2) {
   CompareOptions o;
   o.metrics = {"latency"};
   expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"unknown metric 'latency'"});
+  o.metrics = {"tpot_median", "tokens_per_s", "tpot_median"};  // its rows would count twice
+  expect_usage_error([&] { (void)compare_docs(doc, doc, o); },
+                     {"--metric: 'tpot_median' is given twice"});
   o = {};
   o.alpha = 1.5;
   expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"--alpha"});

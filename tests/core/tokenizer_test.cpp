@@ -452,6 +452,20 @@ TEST(SpmTokenizer, ByteFallbackAndUnknown) {
           << e.what();
     }
   }
+  // With add_space_prefix the first space is the vocabulary's own, not one the user typed.
+  no_space.add_space_prefix = true;
+  try {
+    (void)make_tokenizer(no_space)->encode("x", false);
+    ADD_FAILURE() << "encoded x without the prefix's piece";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_EQ(std::string(e.what()).rfind("this SentencePiece vocabulary puts a space before the "
+                                          "prompt (tokenizer.ggml.add_space_prefix) but has no "
+                                          "piece for it",
+                                          0),
+              0u)
+        << e.what();
+  }
 }
 
 TEST(Tokenizer, EndOfGeneration) {

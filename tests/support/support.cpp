@@ -72,7 +72,7 @@ std::string printed(const std::function<void(FILE*)>& print) {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
-                          const std::vector<std::string>& env) {
+                          const std::vector<std::string>& env, const Interrupt* interrupt) {
   TempDir dir;
   const auto out_path = dir / "stdout";
   const auto err_path = dir / "stderr";
@@ -94,9 +94,19 @@ CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
   for (auto& a : args) c_args.push_back(a.data());
   c_args.push_back(nullptr);
 
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, none;
+  sigemptyset(&defaults);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, sig);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, c_args[0], &actions, nullptr, c_args.data(), envp.data());
+  const int rc = posix_spawnp(&pid, c_args[0], &actions, &attr, c_args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   CommandResult result;
   if (rc != 0) {
     result.err = "posix_spawn failed for " + argv[0];
@@ -104,9 +114,14 @@ CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int status = 0;
+  bool interrupted = false;
   for (;;) {
     const pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
+    if (interrupt != nullptr && !interrupted && interrupt->when()) {
+      kill(pid, interrupt->signal);
+      interrupted = true;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -122,10 +137,10 @@ CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
 }
 
 CommandResult run_decodebench(const std::vector<std::string>& args, int timeout_s,
-                              const std::vector<std::string>& env) {
+                              const std::vector<std::string>& env, const Interrupt* interrupt) {
   std::vector<std::string> argv{decodebench_bin().string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, timeout_s, env);
+  return run_command(argv, timeout_s, env, interrupt);
 }
 
 bool python_has_module(const std::string& module, std::string* reason) {

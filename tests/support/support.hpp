@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,14 +50,25 @@ struct CommandResult {
   std::string err;     ///< everything written to stderr
 };
 
+/// Sends a signal to a child of run_command once a condition holds (checked every 5 ms).
+struct Interrupt {
+  std::function<bool()> when;  ///< e.g. "the temporary file has bytes"
+  int signal = SIGINT;
+};
+
 /// Runs `argv` (argv[0] is the program path) with stdin from /dev/null and `timeout_s` seconds
 /// at most (then SIGKILL, reported through `signal`). Extra environment entries "K=V" are added.
+/// The child starts with the default actions of SIGINT, SIGTERM and SIGHUP and none blocked,
+/// whatever this process's are (a shell's background job ignores SIGINT). With `interrupt`,
+/// its signal is sent once, as soon as its condition holds.
 CommandResult run_command(const std::vector<std::string>& argv, int timeout_s = 300,
-                          const std::vector<std::string>& env = {});
+                          const std::vector<std::string>& env = {},
+                          const Interrupt* interrupt = nullptr);
 
 /// Runs the decodebench binary with `args`.
 CommandResult run_decodebench(const std::vector<std::string>& args, int timeout_s = 300,
-                              const std::vector<std::string>& env = {});
+                              const std::vector<std::string>& env = {},
+                              const Interrupt* interrupt = nullptr);
 
 /// True when `python()` can `import <module>`; `reason` explains otherwise.
 bool python_has_module(const std::string& module, std::string* reason);
