@@ -1,6 +1,7 @@
 #include "core/output_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,12 +18,15 @@ namespace {
 // Temporary files being written, which the handler of SIGINT, SIGTERM and SIGHUP removes before
 // the signal ends the process as it would have: an interrupted make-gguf or --dump-out would
 // otherwise leave a temporary file as large as its output (gigabytes for a 7B model) each time.
-// Fixed storage and atomics only, as the handler may use nothing else (unlink, signal and raise
-// are async-signal-safe: POSIX.1-2017, 2.4.3).
+// Fixed storage and lock-free atomics only, as the handler may use nothing else (unlink and
+// raise are async-signal-safe: POSIX.1-2017, 2.4.3).
 constexpr int kTempSlots = 16;
 constexpr size_t kTempPathMax = 4096;
+static_assert(std::atomic<int>::is_always_lock_free);
 struct TempSlot {
-  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 a path to remove
+  // 0 free, 1 being filled, 2 a path to remove, 3 taken by the handler (the process is ending:
+  // another thread may not free and refill the slot while the handler reads its path).
+  std::atomic<int> state{0};
   char path[kTempPathMax];
 };
 TempSlot g_temp_files[kTempSlots];
@@ -30,7 +34,8 @@ std::atomic<bool> g_handlers_installed{false};
 
 extern "C" void remove_temp_files_and_reraise(int sig) {
   for (TempSlot& slot : g_temp_files) {
-    if (slot.state.load() == 2) ::unlink(slot.path);
+    int ready = 2;
+    if (slot.state.compare_exchange_strong(ready, 3)) ::unlink(slot.path);
   }
   // SA_RESETHAND restored the default action on entry; the signal, blocked while this handler
   // runs, is delivered when it returns, so the exit status still names it (130 for SIGINT).
@@ -50,6 +55,7 @@ void install_temp_file_handlers() {
     struct sigaction sa {};
     sa.sa_handler = remove_temp_files_and_reraise;
     sigemptyset(&sa.sa_mask);
+    for (const int other : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, other);
     sa.sa_flags = SA_RESETHAND;
     ::sigaction(sig, &sa, nullptr);
   }
@@ -72,8 +78,30 @@ int register_temp_file(const std::string& path) {
 }
 
 void unregister_temp_file(int slot) {
-  if (slot >= 0) g_temp_files[slot].state.store(0);
+  int ready = 2;  // a slot the handler took (3) stays taken
+  if (slot >= 0) g_temp_files[slot].state.compare_exchange_strong(ready, 0);
 }
+
+// Blocks SIGINT, SIGTERM and SIGHUP in this thread while alive, so that a temporary file is
+// registered before one of them can end the process (between its creation and its slot).
+class InterruptsHeld {
+ public:
+  InterruptsHeld() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+    held_ = ::pthread_sigmask(SIG_BLOCK, &set, &old_) == 0;
+  }
+  ~InterruptsHeld() {
+    if (held_) ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  InterruptsHeld(const InterruptsHeld&) = delete;
+  InterruptsHeld& operator=(const InterruptsHeld&) = delete;
+
+ private:
+  sigset_t old_{};
+  bool held_ = false;
+};
 
 // Whether `st` is the file that descriptor `fd` writes to (same device and inode).
 bool same_file_as_fd(const struct stat& st, int fd) {
@@ -194,6 +222,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& flag)
     const int fl = fd >= 0 ? ::fcntl(fd, F_GETFL) : -1;
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   } else {
+    const InterruptsHeld held;
     fd = create_fresh_file(target_.path + ".tmp", &writing_);
     if (fd >= 0) temp_slot_ = register_temp_file(writing_);
   }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/model/gguf_model.hpp"
 #include "core/result/json_file.hpp"
 #include "core/text.hpp"
 
@@ -53,7 +54,9 @@ nlohmann::json checked(const std::string& name, nlohmann::json j) {
       if (t == nlohmann::json::value_t::number_unsigned && value.is_number() && !unsigned_ok) {
         // The type is right, the value is not: -2, 2.5, 1e20 (a float above int64's range).
         throw usage_error("preset '" + name + "': key '" + key +
-                          "' must be a whole number of at least 0 (got " + value.dump() + ")");
+                          "' must be an integer from 0 to 9223372036854775807, written without a "
+                          "fraction or exponent (got " +
+                          value.dump() + ")");
       }
       if (!(number_ok || unsigned_ok || value.type() == t)) {
         throw usage_error("preset '" + name + "': key '" + key + "' has the wrong type (" +
@@ -65,14 +68,15 @@ nlohmann::json checked(const std::string& name, nlohmann::json j) {
                         ")");
     }
   }
-  // Descriptive only (a synthetic model is built from the shape keys), but a value outside the
-  // families decodebench runs would describe a model it does not build.
+  // Descriptive only (a synthetic model is built from the shape keys alone), but a value outside
+  // the architectures decodebench runs would describe a model it does not run.
   if (j.contains("architecture")) {
     const std::string arch = j["architecture"].get<std::string>();
     if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
       throw usage_error("preset '" + name + "': architecture '" + echo_value(arch) +
-                        "' is none of llama, qwen2, qwen3 (the families a synthetic model "
-                        "follows)");
+                        "' is none of " + kSupportedArchitectures +
+                        " (the architectures decodebench runs; the key only describes the preset: "
+                        "a synthetic model is built from the shape keys)");
     }
   }
   for (const char* required : {"layers", "hidden", "heads", "ffn", "vocab"}) {

@@ -134,9 +134,9 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special,
       if (space && sym.offset == 0 && add_space_prefix_ && after_special) {
         // Not a space the user typed: the one add_space_prefix puts before the text.
         throw usage_error(
-            "this SentencePiece vocabulary puts a space before the prompt "
-            "(tokenizer.ggml.add_space_prefix) but has no piece for it (U+2581), and it has "
-            "neither <0xNN> byte tokens for it nor an unknown token");
+            "this SentencePiece vocabulary puts a space before the prompt and after each "
+            "special token in it (tokenizer.ggml.add_space_prefix) but has no piece for it "
+            "(U+2581), and it has neither <0xNN> byte tokens for it nor an unknown token");
       }
       const bool printable = piece.size() > 1 || (piece[0] > 0x20 && piece[0] < 0x7F);
       const std::string what = space       ? std::string("a space (U+2581 in the vocabulary)")

@@ -252,11 +252,17 @@ TEST(RunConfig, PresetFilesAreChecked) {
   EXPECT_NE(msg.find("lacks the key 'layers'"), std::string::npos) << msg;
   // A number out of a count's range is named as such, with the value, not as a wrong type.
   for (const auto& [value, shown] : std::vector<std::pair<std::string, std::string>>{
-           {"-2", "-2"}, {"2.5", "2.5"}, {"1e20", "1e+20"}}) {
+           {"-2", "-2"},
+           {"2.5", "2.5"},
+           {"1e20", "1e+20"},
+           {"64.0", "64.0"},
+           {"18446744073709551615", "18446744073709551615"}}) {
     o.preset =
         write(R"({"layers": )" + value + R"(, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
     EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage) << value;
-    EXPECT_NE(msg.find("key 'layers' must be a whole number of at least 0 (got " + shown + ")"),
+    EXPECT_NE(msg.find("key 'layers' must be an integer from 0 to 9223372036854775807, written "
+                       "without a fraction or exponent (got " +
+                       shown + ")"),
               std::string::npos)
         << msg;
   }
@@ -266,13 +272,12 @@ TEST(RunConfig, PresetFilesAreChecked) {
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
   EXPECT_NE(msg.find("key 'layers' appears twice in one object"), std::string::npos) << msg;
   // The architecture is descriptive, but only of the families decodebench runs.
-  o.preset = write(
-      R"({"architecture": "mamba", "layers": 2, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
+  const std::string shape = R"("layers": 2, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})";
+  o.preset = write(R"({"architecture": "mamba", )" + shape);
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
   EXPECT_NE(msg.find("architecture 'mamba' is none of llama, qwen2, qwen3"), std::string::npos)
       << msg;
-  o.preset = write(
-      R"({"architecture": "qwen3", "layers": 2, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
+  o.preset = write(R"({"architecture": "qwen3", )" + shape);
   EXPECT_EQ(code_of(o, &msg), ExitCode::kOk) << msg;
   o.preset = write(R"({"layers": 2, "hidden": 64, "heads": 4, "ffn": 64, "vocab": 10})");
   EXPECT_EQ(code_of(o, &msg), ExitCode::kOk) << msg;

@@ -460,8 +460,9 @@ TEST(SpmTokenizer, ByteFallbackAndUnknown) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
     EXPECT_EQ(std::string(e.what()).rfind("this SentencePiece vocabulary puts a space before the "
-                                          "prompt (tokenizer.ggml.add_space_prefix) but has no "
-                                          "piece for it",
+                                          "prompt and after each special token in it "
+                                          "(tokenizer.ggml.add_space_prefix) but has no piece for "
+                                          "it",
                                           0),
               0u)
         << e.what();

@@ -129,6 +129,7 @@ CommandResult run_command(const std::vector<std::string>& argv, int timeout_s,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  result.interrupted = interrupted;
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   result.out = read_file(out_path);

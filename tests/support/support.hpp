@@ -44,10 +44,11 @@ class TempDir {
 
 /// Outcome of a child process.
 struct CommandResult {
-  int exit_code = -1;  ///< exit status when the process exited normally
-  int signal = 0;      ///< terminating signal, 0 when it exited normally
-  std::string out;     ///< everything written to stdout
-  std::string err;     ///< everything written to stderr
+  int exit_code = -1;        ///< exit status when the process exited normally
+  int signal = 0;            ///< terminating signal, 0 when it exited normally
+  std::string out;           ///< everything written to stdout
+  std::string err;           ///< everything written to stderr
+  bool interrupted = false;  ///< run_command's Interrupt sent its signal
 };
 
 /// Sends a signal to a child of run_command once a condition holds (checked every 5 ms).
