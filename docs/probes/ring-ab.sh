@@ -616,7 +616,7 @@ for g in doc["gemv"]:
 PY
     done
     mkdir -p "$out/runs"
-    for d in f16 bf16; do
+    for d in ${SPREAD_TYPES:-f16 bf16}; do  # SPREAD_TYPES=f16: the F16 steps only (4 runs fewer)
       ab_7b spread DECODEBENCH_GEMV_DIRECT_SPREAD "$d" 0 long
     done
     tar czf "$out/spread-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
