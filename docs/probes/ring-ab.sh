@@ -72,10 +72,11 @@
 #          minutes.
 #   spread  round 56's direct-GEMV spread form (DECODEBENCH_GEMV_DIRECT_SPREAD) on the H200: its
 #          GPU tests, the 7B F16 and BF16 GEMVs alone (bench-kernels) with 0 and long, then 7B F16
-#          and BF16 steps with 0 and long alternated, two repetitions; with the probe build in the
-#          bundle also the 7B F16 step's per-CTA timeline with each value, read by sm_balance.py
-#          (how many SMs ran one CTA of the down projection, and when they went idle); about 8
-#          minutes.
+#          and BF16 steps (SPREAD_TYPES) and Qwen2.5-1.5B-shaped F16 steps with 0 and long
+#          alternated, two repetitions; with the probe build in the bundle also the 7B F16 step's
+#          per-CTA timeline with each value, read by sm_balance.py (how many SMs ran one CTA of the
+#          down projection, and when they went idle); about 5 minutes (round 57 on an H100: 132 s
+#          with SPREAD_TYPES=f16, before the 1.5B steps were added).
 # Main's step before round 27: RING_LONG=0 and RING=8x2 (Q4_0, Q8_0); Q4_K_M's also needs
 # --weight-layout gguf (auto tiles its Q6_K matrices, also in the split and rows4 modes). Forms
 # alternate so drift shows. Usage on the GPU host, with the
@@ -588,9 +589,10 @@ case $mode in
     tar czf "$out/ggufring-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     ;;
   spread)
-    # Round 56's spread form of the direct GEMV (F16, BF16), measured on an H100 only: `long`
-    # deals the row pairs of rows over 4,096 columns (the 7B down projection: 224 tasks in 264 CTA
-    # slots) over every slot. If `long` makes the H200's 7B float steps faster, it becomes the
+    # Round 56's spread form of the direct GEMV (F16, BF16): `long` deals the row pairs of rows
+    # over 4,096 columns (the 7B down projection: 224 tasks in 264 CTA slots) over every slot. On
+    # an H100 (round 57) it took 0.1-0.2% off the 7B steps and added 0.3% to the 1.5B shape's. If
+    # it makes the H200's 7B float steps faster without slowing the 1.5B shape, it becomes the
     # default (cuda/kernels/gemv_direct.cu, kDirectSpreadDefault).
     "$bin/test_gemv" --gtest_filter='Gemv.DirectSpread*:Gemv.DirectKernel*' > "$out/gemv-spread.log" 2>&1
     echo "gemv-spread rc=$? $((SECONDS - start))s $(tail -1 "$out/gemv-spread.log")"
@@ -618,6 +620,16 @@ PY
     mkdir -p "$out/runs"
     for d in ${SPREAD_TYPES:-f16 bf16}; do  # SPREAD_TYPES=f16: the F16 steps only (4 runs fewer)
       ab_7b spread DECODEBENCH_GEMV_DIRECT_SPREAD "$d" 0 long
+    done
+    for rep in 1 2; do  # the 1.5B shape: down projections of 8,960 columns, fewer rows
+      line="1.5b f16"
+      for v in 0 long; do
+        base="$out/runs/spread-15b-f16-$v-$rep"
+        switch_step "$base" DECODEBENCH_GEMV_DIRECT_SPREAD "$v" qwen2.5-7b f16 --hidden 1536 \
+          --heads 12 --kv-heads 2 --ffn 8960 --vocab 151936
+        line="$line · $v $(tpot_of "$base")"
+      done
+      echo "$line"
     done
     tar czf "$out/spread-runs.tgz" -C "$out" runs && rm -rf "$out/runs"
     if [ -x "$bin/decodebench-trace" ]; then
