@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace decodebench::app {
@@ -24,12 +25,29 @@ std::string value_text(double v, const MetricSpec& spec) {
   return fmt::format("{:.1f} tok/s", v);
 }
 
-std::string change_text(double pct) {
+// `v` rounded to `digits` decimals, as fmt prints it.
+double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}f}", v, digits)); }
+
+// The change with one decimal, or more (up to 5) where one would put it on the other side of
+// the threshold than the verdict did: +4.97% is not "+5.0%" next to a 5% threshold.
+std::string change_text(double pct, double threshold) {
   if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
-  return fmt::format("{:+.1f}%", pct);
+  int d = 1;
+  while (d < 5 && threshold > 0 &&
+         (std::fabs(rounded(pct, d)) >= threshold) != (std::fabs(pct) >= threshold)) {
+    ++d;
+  }
+  return fmt::format("{:+.{}f}%", pct, d);
 }
 
-std::string p_text(double p) { return p < 1e-4 ? "<0.0001" : fmt::format("{:.4f}", p); }
+// p with four decimals, or more (up to 8) where four would put it on the other side of alpha:
+// 0.049992 is not "0.0500" at alpha 0.05.
+std::string p_text(double p, double alpha) {
+  if (p < 1e-4 && alpha >= 1e-4) return "<0.0001";
+  int d = 4;
+  while (d < 8 && (rounded(p, d) < alpha) != (p < alpha)) ++d;
+  return fmt::format("{:.{}f}", p, d);
+}
 
 std::string settings_line(const CompareReport& r) {
   std::string metrics;
@@ -50,8 +68,9 @@ std::vector<Row> rows_of(const CompareReport& r) {
     for (const auto& m : run.metrics) {
       const MetricSpec& spec = spec_of(m.metric);
       rows.push_back({run.label, m.metric, value_text(m.baseline, spec),
-                      value_text(m.candidate, spec), change_text(m.change_pct),
-                      p_text(m.test.p_value), verdict_name(m.verdict)});
+                      value_text(m.candidate, spec),
+                      change_text(m.change_pct, r.options.threshold_pct),
+                      p_text(m.test.p_value, r.options.alpha), verdict_name(m.verdict)});
     }
   }
   return rows;

@@ -53,8 +53,13 @@ const std::vector<MetricSpec>& compare_metrics() {
   return kMetrics;
 }
 
-Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
-                       double threshold_pct) {
+bool change_and_test_disagree(double change_pct, bool higher_is_better, double z) {
+  const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
+  return better ? z > 0 : z < 0;
+}
+
+Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double z,
+                       double alpha, double threshold_pct) {
   const bool significant = p_value < alpha;
   // --threshold 0: the test alone decides (|change| ≥ 0 always, which would leave no "same").
   // A significant test with no change of the metric itself (equal medians) is unclear, never
@@ -62,6 +67,8 @@ Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value,
   const bool large =
       threshold_pct > 0 ? std::fabs(change_pct) >= threshold_pct : significant && change_pct != 0;
   if (significant && large) {
+    // The verdict claims significance, so the test must point the same way as the figure.
+    if (change_and_test_disagree(change_pct, higher_is_better, z)) return Verdict::kUnclear;
     const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
     return better ? Verdict::kFaster : Verdict::kSlower;
   }
@@ -593,6 +600,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   }
   std::map<std::string, int> differing;  // variables_difference text → matched runs with it
   std::map<std::string, int> builds;     // build types of a pair → matched runs with them
+  std::map<std::string, int> opposite;   // metric → matched runs whose change and test disagree
   std::map<std::string, int> powerless;  // metric and sample counts → matched runs with them
   for (const auto& base : baseline.runs) {
     const auto it = pair_of.find(&base);
@@ -664,7 +672,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       m.n_baseline = static_cast<int64_t>(b->samples.size());
       m.n_candidate = static_cast<int64_t>(c->samples.size());
       m.test = mann_whitney_u(c->samples, b->samples);
-      m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
+      m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value, m.test.z,
                                  options.alpha, options.threshold_pct);
       // With so few samples that complete separation without ties is not significant, "not
       // significant" says nothing (a CI job timing one token would otherwise pass any change
@@ -676,6 +684,11 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
         ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
                     std::to_string(m.n_candidate) +
                     fmt::format(" samples, smallest p without ties {:.3g}", floor_p)];
+      } else if (m.verdict == Verdict::kUnclear && m.test.p_value < options.alpha &&
+                 m.change_pct != 0 &&
+                 (options.threshold_pct == 0 || std::fabs(m.change_pct) >= options.threshold_pct) &&
+                 change_and_test_disagree(m.change_pct, metric->higher_is_better, m.test.z)) {
+        ++opposite[std::string(metric->name)];
       }
       rc.metrics.push_back(std::move(m));
     }
@@ -689,6 +702,15 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
                            std::to_string(report.runs.size()) + " matched run(s): " + text +
                            " (not the same workload; pair them on purpose, or compare files of "
                            "the same settings)");
+  }
+  for (const auto& [metric, n] : opposite) {
+    report.notes.push_back(
+        metric + ": the change and the rank test point opposite ways in " + std::to_string(n) +
+        " of " + std::to_string(report.runs.size()) +
+        " matched run(s): the figure moved past the threshold one way while the tokens' times, "
+        "by the test, moved the other: unclear, not slower or faster (a few outliers, or a run "
+        "of two speeds, can do that to a median, mean or tokens/s; look at the per-token "
+        "samples)");
   }
   for (const auto& [text, n] : powerless) {
     report.notes.push_back("too few samples for the rank test in " + std::to_string(n) + " of " +

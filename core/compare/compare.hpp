@@ -35,13 +35,22 @@ const std::vector<MetricSpec>& compare_metrics();
 ///   significant = p < alpha (two-sided Mann-Whitney U on the per-token samples);
 ///   large = |change_pct| ≥ threshold_pct;
 ///   significant and large → faster or slower (by the sign of the change and the metric's
-///   direction); not significant and not large → same; otherwise → unclear.
+///   direction), unless the test's direction disagrees: `z` > 0 says the new run's per-token
+///   times tend to be longer (slower), z < 0 shorter, and a "slower" change with z < 0 or a
+///   "faster" one with z > 0 is unclear (the figure moved one way while most tokens moved the
+///   other: a few outliers, or a bimodal series, can do that to a median, mean or tokens/s);
+///   not significant and not large → same; otherwise → unclear.
 /// A threshold of 0 leaves the decision to the test alone: not significant → same (every change
 /// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (equal medians) →
 /// unclear.
-/// `change_pct` = (new − baseline) / baseline · 100.
-Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double alpha,
-                       double threshold_pct);
+/// `change_pct` = (new − baseline) / baseline · 100; `z` = MannWhitney::z of the new run's
+/// samples against the baseline's (every metric's samples are times: longer is slower).
+Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double z,
+                       double alpha, double threshold_pct);
+
+/// Whether a significant, large change and the rank test point opposite ways (decide_verdict's
+/// unclear case above): the change says faster while `z` > 0, or slower while z < 0.
+bool change_and_test_disagree(double change_pct, bool higher_is_better, double z);
 
 /// Parses a threshold "5%", "5" or "2.5%" into percent; Error (exit 2) unless it is a number in
 /// [0, 1000).

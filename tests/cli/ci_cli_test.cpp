@@ -439,6 +439,8 @@ class CompareCli : public ::testing::Test {
     const auto doc = nlohmann::json::parse(read_file(real));
     write_scaled(doc, 1.0, *dir_ / "base.json");
     write_scaled(doc, 1.2, *dir_ / "slow.json");
+    write_scaled(doc, 1.06, *dir_ / "six.json");           // +6.0%, p = 0.028195 (scipy)
+    write_scaled(doc, 1.0497, *dir_ / "just-under.json");  // +4.97%
     // The same run under two variables that change GPU kernels and timings.
     const auto switched = *dir_ / "switched-real.json";
     const auto s =
@@ -622,6 +624,23 @@ TEST_F(CompareCli, TwentyPercentSlowerExitsOne) {
   EXPECT_TRUE(contains(back.out, "faster")) << back.out;
 }
 
+// The table's change and p keep the side of the threshold and of alpha that the verdict used:
+// +4.97% is not "+5.0%" next to a 5% threshold, and p = 0.028195 is not "0.0282" at alpha 0.0282.
+TEST_F(CompareCli, RoundingNeverCrossesTheThresholdOrAlpha) {
+  const auto under = run_decodebench({"compare", path("base.json"), path("just-under.json")});
+  EXPECT_EQ(under.exit_code, 0) << under.err;
+  EXPECT_TRUE(contains(under.out, "+4.97%")) << under.out;
+  EXPECT_FALSE(contains(under.out, "+5.0%")) << under.out;
+  const auto at5 = run_decodebench({"compare", path("base.json"), path("six.json")});
+  EXPECT_EQ(at5.exit_code, 1) << at5.err;  // p < 0.05, +6% ≥ 5%: slower
+  EXPECT_TRUE(contains(at5.out, "+6.0%  0.0282  slower")) << at5.out;
+  const auto tight =
+      run_decodebench({"compare", path("base.json"), path("six.json"), "--alpha", "0.0282"});
+  EXPECT_EQ(tight.exit_code, 1) << tight.err;  // still p < alpha
+  EXPECT_TRUE(contains(tight.out, "0.028195")) << tight.out;
+  EXPECT_FALSE(contains(tight.out, "0.0282  slower")) << tight.out;
+}
+
 TEST_F(CompareCli, MarkdownAndJsonReports) {
   const auto report = *dir_ / "report.md";
   const auto r = run_decodebench({"compare", path("base.json"), path("slow.json"), "--format", "md",
@@ -772,6 +791,8 @@ TEST_F(CompareCli, HelpDocumentsTheRule) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_TRUE(contains(r.out, "Mann-Whitney")) << r.out;
   EXPECT_TRUE(contains(r.out, "p < alpha and |change| >= threshold  -> faster or slower")) << r.out;
+  EXPECT_TRUE(contains(r.out, "unclear where the test finds the tokens' times moved the other way"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "-> unclear")) << r.out;
   EXPECT_TRUE(contains(r.out, "too few samples for p < alpha without ties")) << r.out;
   EXPECT_TRUE(contains(r.out, "1 at least one slower")) << r.out;

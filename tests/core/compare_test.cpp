@@ -104,23 +104,84 @@ void expect_one_note(const CompareReport& r, size_t runs, const std::string& not
 }
 
 TEST(CompareVerdict, DecisionRuleTable) {
-  // significant & large → direction; not significant & small → same; otherwise unclear.
-  EXPECT_EQ(decide_verdict(+20, false, 0.001, 0.05, 5), Verdict::kSlower);
-  EXPECT_EQ(decide_verdict(-20, false, 0.001, 0.05, 5), Verdict::kFaster);
-  EXPECT_EQ(decide_verdict(-20, true, 0.001, 0.05, 5), Verdict::kSlower);  // throughput fell
-  EXPECT_EQ(decide_verdict(+20, true, 0.001, 0.05, 5), Verdict::kFaster);
-  EXPECT_EQ(decide_verdict(+1, false, 0.5, 0.05, 5), Verdict::kSame);
-  EXPECT_EQ(decide_verdict(+20, false, 0.5, 0.05, 5), Verdict::kUnclear);  // large, not significant
-  EXPECT_EQ(decide_verdict(+1, false, 0.001, 0.05, 5), Verdict::kUnclear);  // significant, small
+  // significant & large → direction; not significant & small → same; otherwise unclear. z > 0:
+  // the new run's per-token times tend to be longer (slower).
+  EXPECT_EQ(decide_verdict(+20, false, 0.001, +5, 0.05, 5), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(-20, false, 0.001, -5, 0.05, 5), Verdict::kFaster);
+  EXPECT_EQ(decide_verdict(-20, true, 0.001, +5, 0.05, 5), Verdict::kSlower);  // throughput fell
+  EXPECT_EQ(decide_verdict(+20, true, 0.001, -5, 0.05, 5), Verdict::kFaster);
+  EXPECT_EQ(decide_verdict(+1, false, 0.5, +0.5, 0.05, 5), Verdict::kSame);
+  EXPECT_EQ(decide_verdict(+20, false, 0.5, +0.5, 0.05, 5), Verdict::kUnclear);  // not significant
+  EXPECT_EQ(decide_verdict(+1, false, 0.001, +5, 0.05, 5), Verdict::kUnclear);   // small
+  // The test pointing the other way: a slower figure with shorter times, a faster one with
+  // longer times (slower or faster tokens/s alike) is unclear, never a regression.
+  EXPECT_EQ(decide_verdict(+20, false, 0.001, -5, 0.05, 5), Verdict::kUnclear);
+  EXPECT_EQ(decide_verdict(-20, false, 0.001, +5, 0.05, 5), Verdict::kUnclear);
+  EXPECT_EQ(decide_verdict(-20, true, 0.001, -5, 0.05, 5), Verdict::kUnclear);
+  EXPECT_EQ(decide_verdict(+20, true, 0.001, +5, 0.05, 5), Verdict::kUnclear);
+  EXPECT_TRUE(change_and_test_disagree(+20, false, -5));
+  EXPECT_TRUE(change_and_test_disagree(+20, true, +5));
+  EXPECT_FALSE(change_and_test_disagree(+20, false, +5));
+  EXPECT_FALSE(change_and_test_disagree(-20, true, +5));
   // Threshold 0: the test alone decides; an insignificant change is "same", even a large one.
-  EXPECT_EQ(decide_verdict(+20, false, 0.5, 0.05, 0), Verdict::kSame);
-  EXPECT_EQ(decide_verdict(0, false, 0.5, 0.05, 0), Verdict::kSame);
-  EXPECT_EQ(decide_verdict(+0.1, false, 0.001, 0.05, 0), Verdict::kSlower);
-  EXPECT_EQ(decide_verdict(-0.1, true, 0.001, 0.05, 0), Verdict::kSlower);
-  EXPECT_EQ(decide_verdict(0, false, 0.001, 0.05, 0), Verdict::kUnclear);  // equal medians
+  EXPECT_EQ(decide_verdict(+20, false, 0.5, +0.5, 0.05, 0), Verdict::kSame);
+  EXPECT_EQ(decide_verdict(0, false, 0.5, 0, 0.05, 0), Verdict::kSame);
+  EXPECT_EQ(decide_verdict(+0.1, false, 0.001, +5, 0.05, 0), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(-0.1, true, 0.001, +5, 0.05, 0), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(+0.1, false, 0.001, -5, 0.05, 0), Verdict::kUnclear);
+  EXPECT_EQ(decide_verdict(0, false, 0.001, +5, 0.05, 0), Verdict::kUnclear);  // equal medians
   // Boundaries: |change| = threshold is large; p = alpha is not significant.
-  EXPECT_EQ(decide_verdict(+5, false, 0.001, 0.05, 5), Verdict::kSlower);
-  EXPECT_EQ(decide_verdict(+1, false, 0.05, 0.05, 5), Verdict::kSame);
+  EXPECT_EQ(decide_verdict(+5, false, 0.001, +5, 0.05, 5), Verdict::kSlower);
+  EXPECT_EQ(decide_verdict(+1, false, 0.05, +2, 0.05, 5), Verdict::kSame);
+}
+
+TEST(Compare, AFigureMovingAgainstTheTokensIsUnclearWithANote) {
+  // Baseline: 51 tokens of 1,000,000 ns and 50 of 1,100,000 (median 1,000,000). New: 50 of
+  // 900,000 and 51 of 1,060,000 (median 1,060,000). The median rose 6%, yet most new tokens are
+  // shorter: U (the new tokens' wins) = 51·51 (1,060k above the 51 baseline 1,000k; 900k wins
+  // none) = 2,601 of 10,201, so z < 0, p far below 0.05. Before, the rule read "slower" from the
+  // median's sign alone and failed the job (exit 1).
+  std::vector<double> base(51, 1'000'000.0), cand(50, 900'000.0);
+  base.insert(base.end(), 50, 1'100'000.0);
+  cand.insert(cand.end(), 51, 1'060'000.0);
+  CompareOptions o;
+  o.metrics = {"tpot_median", "tokens_per_s"};
+  const CompareReport r = compare_docs(make_doc({make_run(base)}), make_doc({make_run(cand)}), o);
+  ASSERT_EQ(r.runs.size(), 1u);
+  ASSERT_EQ(r.runs[0].metrics.size(), 2u);
+  const MetricComparison& median = r.runs[0].metrics[0];
+  EXPECT_NEAR(median.change_pct, 6.0, 1e-9);
+  EXPECT_DOUBLE_EQ(median.test.u, 51.0 * 51);
+  EXPECT_LT(median.test.z, -3.0);
+  EXPECT_LT(median.test.p_value, 1e-3);
+  EXPECT_EQ(median.verdict, Verdict::kUnclear);
+  // tokens/s agrees with the test (mean step 1,049,505 → 980,792 ns: +7.0%): faster.
+  EXPECT_EQ(r.runs[0].metrics[1].verdict, Verdict::kFaster);
+  EXPECT_EQ(r.exit_code(), ExitCode::kOk);
+  expect_one_note(r, 1,
+                  "tpot_median: the change and the rank test point opposite ways in 1 of 1 "
+                  "matched run(s): the figure moved past the threshold one way while the tokens' "
+                  "times, by the test, moved the other: unclear, not slower or faster (a few "
+                  "outliers, or a run of two speeds, can do that to a median, mean or tokens/s; "
+                  "look at the per-token samples)");
+  // One stall in the baseline (300 ms among 199 steps of 1 ms) doubles its mean step, so the new
+  // run's 10% longer steps raise tokens/s by 127%: the test says slower, so tokens/s is unclear
+  // (before: "faster"), and the median says slower.
+  std::vector<double> stalled(199, 1'000'000.0), slow(200, 1'100'000.0);
+  stalled.push_back(300'000'000.0);
+  o.metrics = {"tokens_per_s", "tpot_median"};
+  const CompareReport s =
+      compare_docs(make_doc({make_run(stalled)}), make_doc({make_run(slow)}), o);
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_GT(s.runs[0].metrics[0].change_pct, 100.0);
+  EXPECT_GT(s.runs[0].metrics[0].test.z, 3.0);
+  EXPECT_EQ(s.runs[0].metrics[0].verdict, Verdict::kUnclear);
+  EXPECT_EQ(s.runs[0].metrics[1].verdict, Verdict::kSlower);
+  EXPECT_EQ(s.exit_code(), ExitCode::kRuntime);
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_EQ(s.notes[0].rfind("tokens_per_s: the change and the rank test point opposite ways", 0),
+            0u)
+      << s.notes[0];
 }
 
 TEST(CompareVerdict, ThresholdParsing) {
