@@ -78,7 +78,7 @@ void check_raw_values(std::vector<std::string>& args) {
 constexpr const char* kExitCodes =
     "Exit codes: 0 success (compare: no regression) · 1 runtime failure (compare: regression) · "
     "2 usage or input error · 3 insufficient resources (no CUDA device, memory, disk) · "
-    "4 verification failed · 5 CUDA context unusable after a capture failure";
+    "4 verification failed · 5 CUDA context unusable (a failed capture or a kernel fault)";
 /// The main run's help names where the measurement switches are documented (they are
 /// environment variables, so no flag lists them).
 constexpr const char* kSwitchesHelp =

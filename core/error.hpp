@@ -13,7 +13,7 @@ enum class ExitCode : int {
   kUsage = 2,         ///< bad flags, invalid shape, malformed or unsupported GGUF, schema mismatch
   kResources = 3,     ///< no CUDA device, driver too old, not enough host or device memory
   kVerification = 4,  ///< GPU argmax or logits disagree with the CPU
-  kContextUnusable = 5  ///< the CUDA context is unusable after a capture failure
+  kContextUnusable = 5  ///< the CUDA context is unusable: a failed capture or a kernel fault
 };
 
 /// An error with a message naming the input, the broken rule and where (flag, file offset, tensor),

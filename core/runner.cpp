@@ -446,6 +446,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
         };
       }
       spec.keep_going = config.keep_going;
+      spec.require_graph = config.graph == GraphMode::kOn;
       spec.telemetry = telemetry.get();
       // The GPU's own step time, for the host overhead per token (graph passes at batch 1).
       if (use_cuda && mode == ExecMode::kGraph && !with_phases && batch == 1) {
@@ -472,10 +473,7 @@ RunReport execute_run(const RunConfig& config, const RunCallbacks& callbacks) {
       if (mode == ExecMode::kGraph && !pass.exec.captured) {
         const std::string why = pass.exec.failed_call + " failed with " + pass.exec.error_name +
                                 " (" + pass.exec.error_message + ")";
-        if (config.graph == GraphMode::kOn) {
-          throw runtime_error("graph capture failed: " + why +
-                              "; the context recovered (use --graph auto to fall back to eager)");
-        }
+        if (config.graph == GraphMode::kOn) throw runtime_error(capture_failure_text(pass.exec));
         warn("graph capture failed (" + why + "); " + pass.exec.recovery + ", ran eagerly instead");
       }
       if (!pass.argmax_mismatches.empty()) {

@@ -26,7 +26,12 @@ class CudaError : public Error {
 };
 
 /// Exit code for a CUDA error: kResources for out-of-memory, no device and a driver too old for
-/// this runtime; kRuntime for everything else.
+/// this runtime; kContextUnusable for the sticky errors, after which every later CUDA call of the
+/// process fails the same way (a kernel fault: illegal address or instruction, misaligned
+/// address, launch failure or timeout, device assert; the list of CUDA 13's driver_types.h,
+/// whose text for each says "the process must be terminated and relaunched"), so a suite skips
+/// what is left instead of failing each configuration with a misleading error; kRuntime for
+/// everything else.
 [[nodiscard]] ExitCode exit_code_for(cudaError_t err) noexcept;
 
 /// The one reporter behind DB_CUDA_CHECK: throws CudaError whose message names the call,

@@ -198,7 +198,9 @@ nlohmann::json run_doctor() {
       if (first_problem.empty()) first_problem = "graph replay differs from eager execution";
     }
   }
-  report["replay_matches_eager"] = replay_ok;
+  // Not run on an unusable context: null, not false (which would read as a replay that differs).
+  report["replay_matches_eager"] = poisoned ? nlohmann::json(nullptr) : nlohmann::json(replay_ok);
+  report["context_unusable"] = poisoned;
   report["healthy"] = healthy;
   report["verdict"] = healthy ? "healthy: graph capture, fault recovery and replay all work"
                               : "unhealthy: " + first_problem;

@@ -50,6 +50,7 @@ nlohmann::json no_gpu_report(const std::string& why) {
           {"matrix", nlohmann::json::array()},
           {"cross_thread", nlohmann::json::array()},
           {"replay_matches_eager", nullptr},
+          {"context_unusable", false},
           {"environment", host_environment()}};
 }
 
@@ -98,8 +99,10 @@ void print_doctor(const nlohmann::json& r, FILE* out) {
                    ? std::string("ok")
                    : c["other_thread_error"].get<std::string>());
   }
+  const auto& replay = r["replay_matches_eager"];
   fmt::print(out, "graph replay vs eager (64 tokens): {}\n",
-             r["replay_matches_eager"].get<bool>() ? "identical" : "DIFFERENT");
+             replay.is_boolean() ? (replay.get<bool>() ? "identical" : "DIFFERENT")
+                                 : "not run (the CUDA context is unusable)");
   fmt::print(out, "verdict: {}\n", r["verdict"].get<std::string>());
 }
 
@@ -135,7 +138,11 @@ void setup_doctor(CLI::App& app, int* exit_code) {
     r["environment"] = host_environment();
     print_doctor(r, writes_to_stdout(*json_path) ? stderr : stdout);
     if (!json_path->empty()) write_json_file(*json_path, r);
-    *exit_code = r["healthy"].get<bool>() ? 0 : static_cast<int>(ExitCode::kRuntime);
+    // An unusable context is exit 5, as for any command (restart the process); else unhealthy
+    // is 1.
+    *exit_code = r["healthy"].get<bool>()             ? 0
+                 : r.value("context_unusable", false) ? static_cast<int>(ExitCode::kContextUnusable)
+                                                      : static_cast<int>(ExitCode::kRuntime);
   });
 }
 

@@ -266,6 +266,13 @@ void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult
 }
 
 // run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
+// --graph on: a failed capture is the pass's error at once, before warm-up and timing.
+void require_capture(const PassSpec& spec, const ExecReport& exec) {
+  if (spec.require_graph && spec.mode == ExecMode::kGraph && !exec.captured) {
+    throw runtime_error(capture_failure_text(exec));
+  }
+}
+
 PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   const int64_t m = spec.batch;
   if (m < 1 || static_cast<int64_t>(spec.first_tokens.size()) != m) {
@@ -276,6 +283,7 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   PassResult r;
   r.spec = spec;
   r.exec = backend.set_exec_mode_batch(spec.mode, m);
+  require_capture(spec, r.exec);
   const auto pos_of = [&](int64_t i) { return spec.stateless ? 0 : spec.start_pos + i; };
   const auto n = static_cast<size_t>(m);
   std::vector<int32_t> tokens = spec.first_tokens, next(n), ref_next(n);
@@ -347,11 +355,17 @@ PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
 
 }  // namespace
 
+std::string capture_failure_text(const ExecReport& exec) {
+  return "graph capture failed: " + exec.failed_call + " failed with " + exec.error_name + " (" +
+         exec.error_message + "); the context recovered (use --graph auto to fall back to eager)";
+}
+
 PassResult run_pass(Backend& backend, const PassSpec& spec) {
   if (spec.batch != 1) return run_batch_pass(backend, spec);
   PassResult r;
   r.spec = spec;
   r.exec = backend.set_exec_mode(spec.mode);
+  require_capture(spec, r.exec);
   const auto pos_of = [&](int64_t i) { return spec.stateless ? 0 : spec.start_pos + i; };
 
   int32_t token = spec.first_token;

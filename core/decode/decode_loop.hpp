@@ -75,7 +75,15 @@ struct PassSpec {
   /// PassResult::launch_ahead_off says why. Warm-up steps run one at a time. Exceptions leave no
   /// step in flight (the loop finishes them first).
   bool launch_ahead = false;
+  /// A graph pass that must not fall back to eager execution (--graph on): a failed capture
+  /// throws (capture_failure_text, exit 1) before the first step, not after a whole eager pass.
+  bool require_graph = false;
 };
+
+/// "graph capture failed: CALL failed with ERROR (MESSAGE); the context recovered (...)": the
+/// error of a --graph on pass whose capture failed (ExecReport's failed_call, error_name and
+/// error_message).
+std::string capture_failure_text(const ExecReport& exec);
 
 /// Why a pass stopped taking samples.
 struct StoppingReport {

@@ -596,6 +596,20 @@ TEST_F(CompareCli, ValidatorAndCompareRefuseEditedSamplesAlike) {
   const auto c = run_decodebench({"compare", path("base.json"), edited.string()});
   EXPECT_EQ(c.exit_code, 2) << c.out;
   EXPECT_TRUE(contains(c.err, "the file was changed after decodebench wrote it")) << c.err;
+  // A step of 0 ns: refused by both (before, the schema allowed it and compare did not).
+  auto zero = nlohmann::json::parse(read_file(*dir_ / "base.json"));
+  zero["runs"][0]["results"]["samples_ns"][0] = 0;
+  const auto zero_path = *dir_ / "zero.json";
+  write(zero_path, zero.dump());
+  const auto vz = run_command({python(), validate, zero_path.string()});
+  EXPECT_EQ(vz.exit_code, 1) << vz.out << vz.err;
+  EXPECT_TRUE(contains(vz.err,
+                       "first at runs/0/results/samples_ns/0: 0 is less than or equal to "
+                       "the minimum of 0"))
+      << vz.err;
+  const auto cz = run_decodebench({"compare", path("base.json"), zero_path.string()});
+  EXPECT_EQ(cz.exit_code, 2) << cz.out;
+  EXPECT_TRUE(contains(cz.err, "results.samples_ns holds 0")) << cz.err;
   // A missing file is named as such, not as bad JSON.
   const auto missing = run_command({python(), validate, (*dir_ / "nosuch.json").string()});
   EXPECT_EQ(missing.exit_code, 1);

@@ -395,6 +395,7 @@ TEST(RunCli, DoctorWithoutAGpuWritesWhyInItsJson) {
   EXPECT_EQ(doc["verdict"], "unhealthy: " + why);
   EXPECT_TRUE(doc["matrix"].empty());
   EXPECT_TRUE(doc["replay_matches_eager"].is_null()) << doc["replay_matches_eager"];
+  EXPECT_EQ(doc["context_unusable"], false);
   EXPECT_EQ(doc["environment"]["cores"].is_number(), true) << doc["environment"];
   // '-' puts the same report on stdout, alone.
   const auto s = run_decodebench({"doctor", "--json", "-"});

@@ -228,6 +228,52 @@ TEST(LaunchAhead, PassesThatNeedTheHostBetweenStepsRunOneAtATime) {
             "no device advance");
 }
 
+// --graph on: a failed capture is the error before any step, so a user does not wait out a whole
+// eager pass (--min-time) to learn it; without require_graph the pass runs eagerly as before.
+TEST(LaunchAhead, ARequiredGraphWhoseCaptureFailsThrowsBeforeAnyStep) {
+  PipelinedBackend b;
+  b.capture_fails = true;
+  PassSpec s = ahead_spec();
+  s.require_graph = true;
+  try {
+    (void)run_pass(b, s);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime);
+    EXPECT_EQ(std::string(e.what()).rfind("graph capture failed: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("use --graph auto to fall back to eager"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(b.log.empty()) << "steps ran before the error: " << b.log.size();
+  // The batched loop too (a backend that takes batch 2 and fails its capture).
+  struct Batched : PipelinedBackend {
+    ExecReport set_exec_mode_batch(ExecMode mode, int64_t) override { return set_exec_mode(mode); }
+  } batched;
+  batched.capture_fails = true;
+  s.batch = 2;
+  s.first_tokens = {7, 8};
+  s.launch_ahead = false;
+  try {
+    (void)run_pass(batched, s);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRuntime) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("graph capture failed: ", 0), 0u) << e.what();
+  }
+  EXPECT_TRUE(batched.log.empty());
+  PipelinedBackend fallback;
+  fallback.capture_fails = true;
+  const PassResult r = run_pass(fallback, ahead_spec());
+  EXPECT_FALSE(r.exec.captured);
+  EXPECT_EQ(r.ids, expected_ids(7, 10, 4));
+  // A captured graph is not affected.
+  PipelinedBackend ok;
+  s = ahead_spec();
+  s.require_graph = true;
+  EXPECT_EQ(run_pass(ok, s).ids, expected_ids(7, 10, 4));
+}
+
 // The loop launches an eager pass ahead when asked (the runner asks for graph passes only); a pass
 // of no steps enqueues none.
 TEST(LaunchAhead, EagerPassesLaunchAheadWhenAskedAndEmptyPassesEnqueueNothing) {

@@ -1128,6 +1128,23 @@ TEST(Backend, LaunchedAheadStepsEqualStepsOneAtATime) {
   EXPECT_EQ(code_of([&] { copied.enqueue_step(first, 0); }), ExitCode::kRuntime);
 }
 
+// --graph on with a capture that fails (an injected cudaMalloc during capture, which the default
+// thread-local mode refuses): exit 1 naming the call, before the first decode step, so the user
+// does not first wait out --min-time of eager steps (before: a whole eager pass, then the error).
+TEST(Backend, GraphOnStopsAtAFailedCaptureBeforeTheSteps) {
+  DB_REQUIRE_CUDA();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = decodebench::testing::run_decodebench(
+      {"--backend", "cuda", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "4096",
+       "--prompt-tokens", "5", "--tokens", "8", "--graph", "on", "--inject-capture-fault", "alloc",
+       "--min-time", "60", "-q"});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("graph capture failed: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("use --graph auto to fall back to eager"), std::string::npos) << r.err;
+  EXPECT_LT(s, 30.0) << "the eager steps ran first (--min-time 60)";
+}
+
 // `run` reports the host overhead per token of its graph pass (the GPU's idle time between
 // steps, with TPOT − the GPU's replayed step as a cross-check), in the JSON and on the terminal;
 // eager and phase-timing passes carry none.

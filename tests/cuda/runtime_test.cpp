@@ -59,12 +59,32 @@ TEST(CudaCheck, ResourceErrorsMapToExitCode3) {
   EXPECT_EQ(exit_code_for(cudaErrorMemoryAllocation), ExitCode::kResources);
   EXPECT_EQ(exit_code_for(cudaErrorNoDevice), ExitCode::kResources);
   EXPECT_EQ(exit_code_for(cudaErrorInsufficientDriver), ExitCode::kResources);
-  EXPECT_EQ(exit_code_for(cudaErrorIllegalAddress), ExitCode::kRuntime);
+  EXPECT_EQ(exit_code_for(cudaErrorInvalidValue), ExitCode::kRuntime);
+  EXPECT_EQ(exit_code_for(cudaErrorLaunchOutOfResources), ExitCode::kRuntime);  // not sticky
   try {
     DB_CUDA_CHECK(cudaErrorMemoryAllocation);
     FAIL() << "expected a CudaError";
   } catch (const Error& e) {  // catchable as the project's error type
     EXPECT_EQ(e.code(), ExitCode::kResources);
+  }
+}
+
+// A kernel fault leaves the context unusable for the rest of the process (CUDA 13's
+// driver_types.h: "the process must be terminated and relaunched"): exit 5, as
+// docs/capture-failures.md says, so a suite skips its remaining configurations.
+TEST(CudaCheck, StickyErrorsMapToExitCode5) {
+  for (const cudaError_t err :
+       {cudaErrorContained, cudaErrorIllegalAddress, cudaErrorLaunchTimeout, cudaErrorAssert,
+        cudaErrorHardwareStackError, cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
+        cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorLaunchFailure,
+        cudaErrorTensorMemoryLeak, cudaErrorMpsClientTerminated, cudaErrorExternalDevice}) {
+    EXPECT_EQ(exit_code_for(err), ExitCode::kContextUnusable) << cudaGetErrorName(err);
+  }
+  try {
+    DB_CUDA_CHECK(cudaErrorIllegalAddress);
+    FAIL() << "expected a CudaError";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kContextUnusable);
   }
 }
 
