@@ -32,7 +32,7 @@ struct KernelBenchOptions {
   bool layers = true;                ///< whole-step graphs of the models
   bool gemm = false;                 ///< batched products (launch_gemm) per shape and batch size
   std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32, 64};  ///< batch sizes of the gemm section
-  bool all_variants = true;          ///< time every GEMV variant, not only the automatic one
+  bool all_variants = true;  ///< time every GEMV variant, not only the automatic one
   size_t bandwidth_bytes = size_t{4} << 30;  ///< buffer of the streaming-read reference
 };
 

@@ -6,8 +6,8 @@
 
 namespace decodebench::quant {
 
-inline constexpr int kQK = 32;   ///< values per legacy block (Q4_0 ... Q8_0)
-inline constexpr int kQKK = 256; ///< values per K-quant super-block
+inline constexpr int kQK = 32;    ///< values per legacy block (Q4_0 ... Q8_0)
+inline constexpr int kQKK = 256;  ///< values per K-quant super-block
 
 struct BlockQ4_0 {
   uint16_t d;

@@ -44,9 +44,10 @@ DB_HOST_DEVICE inline uint16_t f32_to_f16(float f) {
   const uint32_t x = float_to_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to >= 65520: inf
-  if (abs >= 0x38800000u) {  // normal half
+  if (abs >= 0x38800000u) {
+    // normal half
     uint32_t mant = abs & 0x7FFFFFu;
     uint32_t exp = (abs >> 23) - 112u;
     uint32_t h = (exp << 10) | (mant >> 13);

@@ -1,5 +1,6 @@
-// Weight storage types: ids equal to ggml's tensor type ids (gguf-facts.md §2.1), so a GGUF tensor's
-// type field converts directly. Included by host code and by CUDA kernels (no std::string here).
+// Weight storage types: ids equal to ggml's tensor type ids (gguf-facts.md §2.1), so a GGUF
+// tensor's type field converts directly. Included by host code and by CUDA kernels (no std::string
+// here).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,8 @@ struct WeightTraits {
 
 /// Traits of a supported type, or {0, 0, nullptr} for an id decodebench does not support.
 constexpr WeightTraits weight_traits(WeightType t) {
+  // One type a line reads as a table.
+  // clang-format off
   switch (t) {
     case WeightType::kF32: return {1, 4, "F32"};
     case WeightType::kF16: return {1, 2, "F16"};
@@ -44,6 +47,7 @@ constexpr WeightTraits weight_traits(WeightType t) {
     case WeightType::kQ5_K: return {256, 176, "Q5_K"};
     case WeightType::kQ6_K: return {256, 210, "Q6_K"};
   }
+  // clang-format on
   return {0, 0, nullptr};
 }
 
