@@ -200,7 +200,9 @@ void progress(const std::string& line) {
   std::fflush(stderr);
 }
 
-/// Runs `f`, recording a decodebench::Error in `errors` (with `what`) instead of propagating it.
+/// Runs `f`, recording a decodebench::Error in `errors` (with `what`) instead of propagating it,
+/// except one that left the CUDA context unusable (exit 5: a kernel fault), after which nothing
+/// else could run: that one propagates.
 template <typename F>
 void guarded(json& errors, const std::string& what, F&& f) {
   try {
@@ -208,6 +210,7 @@ void guarded(json& errors, const std::string& what, F&& f) {
   } catch (const Error& e) {
     errors.push_back({{"what", what}, {"error", e.what()}});
     progress("ERROR " + what + ": " + e.what());
+    if (e.code() == ExitCode::kContextUnusable) throw;
   }
 }
 

@@ -25,12 +25,28 @@ std::string describe(cudaError_t err, const char* call, const char* file, int li
   msg += " at ";
   msg += file;
   msg += ":" + std::to_string(line);
+  if (exit_code_for(err) == ExitCode::kContextUnusable) {
+    // The call that reports a kernel fault is seldom the kernel that faulted.
+    msg +=
+        "; the CUDA context is unusable: restart the process (compute-sanitizer on the same "
+        "command names the faulting kernel)";
+  }
   return msg;
 }
 
 }  // namespace
 
 ExitCode exit_code_for(cudaError_t err) noexcept {
+  // Sticky errors that older toolkits do not name, by their stable numbers (driver_types.h).
+  switch (static_cast<int>(err)) {
+    case 226:  // cudaErrorContained
+    case 721:  // cudaErrorTensorMemoryLeak
+    case 810:  // cudaErrorMpsClientTerminated
+    case 911:  // cudaErrorExternalDevice
+      return ExitCode::kContextUnusable;
+    default:
+      break;
+  }
   switch (err) {
     case cudaErrorMemoryAllocation:
     case cudaErrorNoDevice:
@@ -38,7 +54,6 @@ ExitCode exit_code_for(cudaError_t err) noexcept {
     case cudaErrorSystemDriverMismatch:
     case cudaErrorCompatNotSupportedOnDevice:
       return ExitCode::kResources;
-    case cudaErrorContained:
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchTimeout:
     case cudaErrorAssert:
@@ -48,9 +63,6 @@ ExitCode exit_code_for(cudaError_t err) noexcept {
     case cudaErrorInvalidAddressSpace:
     case cudaErrorInvalidPc:
     case cudaErrorLaunchFailure:
-    case cudaErrorTensorMemoryLeak:
-    case cudaErrorMpsClientTerminated:
-    case cudaErrorExternalDevice:
       return ExitCode::kContextUnusable;
     default:
       return ExitCode::kRuntime;

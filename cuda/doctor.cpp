@@ -56,6 +56,7 @@ struct CrossThreadResult {
   bool captured = false;
   std::string capture_error;
   std::string other_thread_error;
+  bool context_healthy = true;  ///< false: the failed capture left the context unusable
 };
 
 // Thread A captures a graph; while A's capture is open, thread B allocates and frees device
@@ -90,6 +91,7 @@ CrossThreadResult cross_thread_probe(CaptureMode mode) {
       [&] { launch_health_probe(stream.get()); }, nullptr);
   b.join();
   r.captured = out.exec.valid();
+  r.context_healthy = out.context_healthy;
   if (!r.captured) r.capture_error = out.failed_call + ": " + out.error_name;
   if (other != cudaSuccess)
     r.other_thread_error = std::string("cudaMalloc: ") + cudaGetErrorName(other);
@@ -175,6 +177,16 @@ nlohmann::json run_doctor() {
                        {"captured", r.captured},
                        {"capture_error", r.capture_error},
                        {"other_thread_error", r.other_thread_error}});
+      if (!r.context_healthy) {
+        healthy = false;
+        poisoned = true;
+        if (first_problem.empty()) {
+          first_problem =
+              std::string("the CUDA context is unusable after the cross-thread probe (") +
+              capture_mode_name(mode) + ": " + r.capture_error + ")";
+        }
+        break;
+      }
       if (mode == CaptureMode::kThreadLocal && (!r.captured || !r.other_thread_error.empty())) {
         healthy = false;
         if (first_problem.empty()) {
@@ -187,15 +199,23 @@ nlohmann::json run_doctor() {
 
   bool replay_ok = false;
   if (!poisoned) {
-    CudaBackend eager(model, base);
-    CudaBackend graph(model, base);
-    const auto e = decode(eager, ExecMode::kEager, nullptr, 64);
-    ExecReport er;
-    const auto g = decode(graph, ExecMode::kGraph, &er, 64);
-    replay_ok = er.captured && e == g;
-    if (!replay_ok) {
+    try {
+      CudaBackend eager(model, base);
+      CudaBackend graph(model, base);
+      const auto e = decode(eager, ExecMode::kEager, nullptr, 64);
+      ExecReport er;
+      const auto g = decode(graph, ExecMode::kGraph, &er, 64);
+      replay_ok = er.captured && e == g;
+      if (!replay_ok) {
+        healthy = false;
+        if (first_problem.empty()) first_problem = "graph replay differs from eager execution";
+      }
+    } catch (const Error& e) {
+      // The report still says what ran: a kernel fault here (exit 5) leaves the check unrun.
+      if (e.code() != ExitCode::kContextUnusable) throw;
       healthy = false;
-      if (first_problem.empty()) first_problem = "graph replay differs from eager execution";
+      poisoned = true;
+      if (first_problem.empty()) first_problem = e.what();
     }
   }
   // Not run on an unusable context: null, not false (which would read as a replay that differs).

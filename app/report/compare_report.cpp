@@ -29,24 +29,31 @@ std::string value_text(double v, const MetricSpec& spec) {
 double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}f}", v, digits)); }
 
 // The change with one decimal, or more (up to 5) where one would put it on the other side of
-// the threshold than the verdict did: +4.97% is not "+5.0%" next to a 5% threshold.
+// the threshold than the verdict did (+4.97% is not "+5.0%" next to a 5% threshold), or, at
+// --threshold 0, would show a change as none ("+0.0%" for +0.03%).
 std::string change_text(double pct, double threshold) {
   if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
+  const auto misleads = [&](int d) {
+    const double shown = std::fabs(rounded(pct, d));
+    return threshold > 0 ? (shown >= threshold) != (std::fabs(pct) >= threshold)
+                         : shown == 0 && pct != 0;
+  };
   int d = 1;
-  while (d < 5 && threshold > 0 &&
-         (std::fabs(rounded(pct, d)) >= threshold) != (std::fabs(pct) >= threshold)) {
-    ++d;
-  }
+  while (d < 5 && misleads(d)) ++d;
   return fmt::format("{:+.{}f}%", pct, d);
 }
 
-// p with four decimals, or more (up to 8) where four would put it on the other side of alpha:
-// 0.049992 is not "0.0500" at alpha 0.05.
+// p with four decimals, or more (up to 8) where four would put it on the other side of alpha
+// (0.049992 is not "0.0500" at alpha 0.05); "<0.0001" below 1e-4 unless alpha is smaller; three
+// significant digits where eight decimals are not enough.
 std::string p_text(double p, double alpha) {
   if (p < 1e-4 && alpha >= 1e-4) return "<0.0001";
-  int d = 4;
-  while (d < 8 && (rounded(p, d) < alpha) != (p < alpha)) ++d;
-  return fmt::format("{:.{}f}", p, d);
+  for (int d = 4; d <= 8; ++d) {
+    if ((rounded(p, d) < alpha) == (p < alpha) && (p == 0 || rounded(p, d) != 0)) {
+      return fmt::format("{:.{}f}", p, d);
+    }
+  }
+  return fmt::format("{:.3g}", p);
 }
 
 std::string settings_line(const CompareReport& r) {
@@ -170,8 +177,8 @@ std::string compare_markdown(const CompareReport& r) {
              : "\nVerdicts (threshold 0: the test alone decides): faster/slower = significant "
                "(p < alpha); same = not significant; unclear = significant with equal medians";
   out +=
-      "; unclear whatever the test where the sample counts cannot reach p < alpha without "
-      "ties.\n";
+      "; a median whose test points the other way is unclear; unclear whatever the test where "
+      "the sample counts cannot reach p < alpha without ties.\n";
   return out;
 }
 

@@ -38,17 +38,17 @@ const char* verdict_name(Verdict verdict) {
 
 const std::vector<MetricSpec>& compare_metrics() {
   static const std::vector<MetricSpec> kMetrics = {
-      {"tpot_median", "ns", false, "median time per output token"},
+      {"tpot_median", "ns", false, "median time per output token", true},
       {"tpot_mean", "ns", false, "mean time per output token"},
       {"tpot_p90", "ns", false, "90th percentile time per output token"},
       {"tpot_p99", "ns", false, "99th percentile time per output token"},
       {"tokens_per_s", "tokens/s", true, "decode throughput (timed steps / total step time)"},
-      {"gpu_ms", "ms", false, "median CUDA-event GPU time per step (--phase-timing)"},
-      {"h2d", "ns", false, "median host-to-device copy phase (--phase-timing)"},
-      {"launch", "ns", false, "median launch phase (--phase-timing)"},
-      {"wait", "ns", false, "median wait phase (--phase-timing)"},
-      {"argmax", "ns", false, "median argmax read-back phase (--phase-timing)"},
-      {"phase_total", "ns", false, "median total of the phases (--phase-timing)"},
+      {"gpu_ms", "ms", false, "median CUDA-event GPU time per step (--phase-timing)", true},
+      {"h2d", "ns", false, "median host-to-device copy phase (--phase-timing)", true},
+      {"launch", "ns", false, "median launch phase (--phase-timing)", true},
+      {"wait", "ns", false, "median wait phase (--phase-timing)", true},
+      {"argmax", "ns", false, "median argmax read-back phase (--phase-timing)", true},
+      {"phase_total", "ns", false, "median total of the phases (--phase-timing)", true},
   };
   return kMetrics;
 }
@@ -59,7 +59,7 @@ bool change_and_test_disagree(double change_pct, bool higher_is_better, double z
 }
 
 Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double z,
-                       double alpha, double threshold_pct) {
+                       bool check_direction, double alpha, double threshold_pct) {
   const bool significant = p_value < alpha;
   // --threshold 0: the test alone decides (|change| ≥ 0 always, which would leave no "same").
   // A significant test with no change of the metric itself (equal medians) is unclear, never
@@ -67,8 +67,10 @@ Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value,
   const bool large =
       threshold_pct > 0 ? std::fabs(change_pct) >= threshold_pct : significant && change_pct != 0;
   if (significant && large) {
-    // The verdict claims significance, so the test must point the same way as the figure.
-    if (change_and_test_disagree(change_pct, higher_is_better, z)) return Verdict::kUnclear;
+    // A median's verdict claims the test's significance, so the test must point its way too.
+    if (check_direction && change_and_test_disagree(change_pct, higher_is_better, z)) {
+      return Verdict::kUnclear;
+    }
     const bool better = higher_is_better ? change_pct > 0 : change_pct < 0;
     return better ? Verdict::kFaster : Verdict::kSlower;
   }
@@ -673,7 +675,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       m.n_candidate = static_cast<int64_t>(c->samples.size());
       m.test = mann_whitney_u(c->samples, b->samples);
       m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value, m.test.z,
-                                 options.alpha, options.threshold_pct);
+                                 metric->median, options.alpha, options.threshold_pct);
       // With so few samples that complete separation without ties is not significant, "not
       // significant" says nothing (a CI job timing one token would otherwise pass any change
       // below the threshold as "same"), and a significant p comes only from the tie correction
@@ -684,8 +686,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
         ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
                     std::to_string(m.n_candidate) +
                     fmt::format(" samples, smallest p without ties {:.3g}", floor_p)];
-      } else if (m.verdict == Verdict::kUnclear && m.test.p_value < options.alpha &&
-                 m.change_pct != 0 &&
+      } else if (metric->median && m.verdict == Verdict::kUnclear &&
+                 m.test.p_value < options.alpha && m.change_pct != 0 &&
                  (options.threshold_pct == 0 || std::fabs(m.change_pct) >= options.threshold_pct) &&
                  change_and_test_disagree(m.change_pct, metric->higher_is_better, m.test.z)) {
         ++opposite[std::string(metric->name)];
@@ -707,10 +709,9 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     report.notes.push_back(
         metric + ": the change and the rank test point opposite ways in " + std::to_string(n) +
         " of " + std::to_string(report.runs.size()) +
-        " matched run(s): the figure moved past the threshold one way while the tokens' times, "
-        "by the test, moved the other: unclear, not slower or faster (a few outliers, or a run "
-        "of two speeds, can do that to a median, mean or tokens/s; look at the per-token "
-        "samples)");
+        " matched run(s): the median moved past the threshold one way while most per-token "
+        "times, by the test, moved the other: unclear, not slower or faster (a run of two "
+        "speeds can do that to a median; look at the per-token samples)");
   }
   for (const auto& [text, n] : powerless) {
     report.notes.push_back("too few samples for the rank test in " + std::to_string(n) + " of " +
@@ -790,7 +791,8 @@ nlohmann::json compare_json(const CompareReport& report) {
              "and |change| < threshold: same; otherwise unclear"
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
              "significant: same; significant with equal medians: unclear") +
-      "; whatever the test, unclear where the sample counts cannot reach p < alpha without ties";
+      "; a median (tpot_median, the phase medians) whose test points the other way: unclear; "
+      "whatever the test, unclear where the sample counts cannot reach p < alpha without ties";
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

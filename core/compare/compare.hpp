@@ -24,6 +24,10 @@ struct MetricSpec {
   const char* unit;         ///< "ns", "ms" or "tokens/s"
   bool higher_is_better;    ///< tokens_per_s: true; latencies: false
   const char* description;  ///< for --help and the reports
+  /// A median of the tested samples (tpot_median and the phase medians): the rank test speaks
+  /// to it (both follow the bulk of the tokens), so a verdict needs the test's direction too.
+  /// The mean, p90, p99 and tokens/s can move with a few tokens that the test barely sees.
+  bool median = false;
 };
 
 /// Every metric, in --help order: tpot_median, tpot_mean, tpot_p90, tpot_p99, tokens_per_s (all on
@@ -35,10 +39,12 @@ const std::vector<MetricSpec>& compare_metrics();
 ///   significant = p < alpha (two-sided Mann-Whitney U on the per-token samples);
 ///   large = |change_pct| ≥ threshold_pct;
 ///   significant and large → faster or slower (by the sign of the change and the metric's
-///   direction), unless the test's direction disagrees: `z` > 0 says the new run's per-token
-///   times tend to be longer (slower), z < 0 shorter, and a "slower" change with z < 0 or a
-///   "faster" one with z > 0 is unclear (the figure moved one way while most tokens moved the
-///   other: a few outliers, or a bimodal series, can do that to a median, mean or tokens/s);
+///   direction), except for a median metric (`check_direction`) whose test points the other
+///   way: `z` > 0 says the new run's per-token times tend to be longer (slower), z < 0 shorter,
+///   and a "slower" median with z < 0 or a "faster" one with z > 0 is unclear (a run of two
+///   speeds can move its median against most of its tokens). For the mean, p90, p99 and
+///   tokens/s the figure's own change decides the direction, as a few slow tokens are what they
+///   measure;
 ///   not significant and not large → same; otherwise → unclear.
 /// A threshold of 0 leaves the decision to the test alone: not significant → same (every change
 /// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (equal medians) →
@@ -46,10 +52,10 @@ const std::vector<MetricSpec>& compare_metrics();
 /// `change_pct` = (new − baseline) / baseline · 100; `z` = MannWhitney::z of the new run's
 /// samples against the baseline's (every metric's samples are times: longer is slower).
 Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double z,
-                       double alpha, double threshold_pct);
+                       bool check_direction, double alpha, double threshold_pct);
 
-/// Whether a significant, large change and the rank test point opposite ways (decide_verdict's
-/// unclear case above): the change says faster while `z` > 0, or slower while z < 0.
+/// Whether a change and the rank test point opposite ways (decide_verdict's unclear case above for
+/// a median metric): the change says faster while `z` > 0, or slower while z < 0.
 bool change_and_test_disagree(double change_pct, bool higher_is_better, double z);
 
 /// Parses a threshold "5%", "5" or "2.5%" into percent; Error (exit 2) unless it is a number in

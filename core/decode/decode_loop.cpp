@@ -265,7 +265,6 @@ void run_launched_ahead_round(Backend& backend, const PassSpec& spec, PassResult
   }
 }
 
-// run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
 // --graph on: a failed capture is the pass's error at once, before warm-up and timing.
 void require_capture(const PassSpec& spec, const ExecReport& exec) {
   if (spec.require_graph && spec.mode == ExecMode::kGraph && !exec.captured) {
@@ -273,6 +272,7 @@ void require_capture(const PassSpec& spec, const ExecReport& exec) {
   }
 }
 
+// run_pass for batch > 1: step_batch in lockstep, every sequence at the same position.
 PassResult run_batch_pass(Backend& backend, const PassSpec& spec) {
   const int64_t m = spec.batch;
   if (m < 1 || static_cast<int64_t>(spec.first_tokens.size()) != m) {

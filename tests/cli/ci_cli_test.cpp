@@ -441,6 +441,7 @@ class CompareCli : public ::testing::Test {
     write_scaled(doc, 1.2, *dir_ / "slow.json");
     write_scaled(doc, 1.06, *dir_ / "six.json");           // +6.0%, p = 0.028195 (scipy)
     write_scaled(doc, 1.0497, *dir_ / "just-under.json");  // +4.97%
+    write_scaled(doc, 1.0003, *dir_ / "tiny.json");        // +0.03%
     // The same run under two variables that change GPU kernels and timings.
     const auto switched = *dir_ / "switched-real.json";
     const auto s =
@@ -653,6 +654,16 @@ TEST_F(CompareCli, RoundingNeverCrossesTheThresholdOrAlpha) {
   EXPECT_EQ(tight.exit_code, 1) << tight.err;  // still p < alpha
   EXPECT_TRUE(contains(tight.out, "0.028195")) << tight.out;
   EXPECT_FALSE(contains(tight.out, "0.0282  slower")) << tight.out;
+  // --threshold 0: a change is not shown as none.
+  const auto tiny =
+      run_decodebench({"compare", path("base.json"), path("tiny.json"), "--threshold", "0"});
+  EXPECT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_TRUE(contains(tiny.out, "+0.03%")) << tiny.out;
+  // An alpha below 1e-4: "<0.0001" would not say which side of it p is on.
+  const auto small =
+      run_decodebench({"compare", path("base.json"), path("slow.json"), "--alpha", "1e-30"});
+  EXPECT_FALSE(contains(small.out, "<0.0001")) << small.out;
+  EXPECT_TRUE(contains(small.out, "e-")) << small.out;
 }
 
 TEST_F(CompareCli, MarkdownAndJsonReports) {
@@ -805,7 +816,9 @@ TEST_F(CompareCli, HelpDocumentsTheRule) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_TRUE(contains(r.out, "Mann-Whitney")) << r.out;
   EXPECT_TRUE(contains(r.out, "p < alpha and |change| >= threshold  -> faster or slower")) << r.out;
-  EXPECT_TRUE(contains(r.out, "unclear where the test finds the tokens' times moved the other way"))
+  EXPECT_TRUE(contains(r.out,
+                       "for a median: unclear where the test finds most tokens' times moved the "
+                       "other way"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "-> unclear")) << r.out;
   EXPECT_TRUE(contains(r.out, "too few samples for p < alpha without ties")) << r.out;
