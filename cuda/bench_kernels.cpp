@@ -200,17 +200,24 @@ void progress(const std::string& line) {
   std::fflush(stderr);
 }
 
-/// Runs `f`, recording a decodebench::Error in `errors` (with `what`) instead of propagating it,
-/// except one that left the CUDA context unusable (exit 5: a kernel fault), after which nothing
-/// else could run: that one propagates.
+// Set by guarded() when an error left the CUDA context unusable (exit 5: a kernel fault); the
+// guarded work after it is skipped and the document says so. Reset by run_kernel_bench.
+bool g_context_lost = false;
+
+/// Runs `f`, recording a decodebench::Error in `errors` (with `what`) instead of propagating it.
+/// After one that left the CUDA context unusable nothing more could run: later calls do nothing.
 template <typename F>
 void guarded(json& errors, const std::string& what, F&& f) {
+  if (g_context_lost) return;
   try {
     f();
   } catch (const Error& e) {
     errors.push_back({{"what", what}, {"error", e.what()}});
     progress("ERROR " + what + ": " + e.what());
-    if (e.code() == ExitCode::kContextUnusable) throw;
+    if (e.code() == ExitCode::kContextUnusable) {
+      g_context_lost = true;
+      progress("the CUDA context is unusable: nothing after this is timed");
+    }
   }
 }
 
@@ -1174,6 +1181,7 @@ json run_kernel_bench(const KernelBenchOptions& o) {
     }
   }
   check_cuda_switches();  // a bad DECODEBENCH_* switch: one error before any device work
+  g_context_lost = false;
   std::string why;
   if (!cuda_device_available(&why)) throw resource_error("bench-kernels: " + why);
   DB_CUDA_CHECK(cudaSetDevice(0));
@@ -1266,6 +1274,7 @@ json run_kernel_bench(const KernelBenchOptions& o) {
   }
   doc["layers"] = steps;
   doc["errors"] = errors;
+  doc["context_unusable"] = g_context_lost;
   return doc;
 }
 

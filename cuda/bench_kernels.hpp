@@ -51,12 +51,15 @@ std::vector<std::string> kernel_bench_models();
 ///    "gemm": [{model, shape, rows, cols, type, batch, kernel, us, bytes, gbps, pct_stream,
 ///              us_per_seq, vs_gemv} ...]  (gbps: weight bytes / time; vs_gemv: time of the batch
 ///              ÷ (batch × time of the automatic GEMV)),
-///    "errors": [...]}
+///    "errors": [...], "context_unusable": B}
 /// Times are microseconds per launch (GEMV/ops) or per token (layers); GB/s are 1e9 bytes/s of
-/// weight (or KV) bytes read. Progress lines go to stderr.
+/// weight (or KV) bytes read. Progress lines go to stderr. A failure of one kernel is recorded
+/// in "errors" and the rest still run, except after one that left the CUDA context unusable (a
+/// kernel fault): then nothing more runs, "context_unusable" is true and the document holds what
+/// was timed before (the command exits 5).
 /// Throws decodebench::Error: exit 3 without a usable device or memory, exit 2 for an unknown
 /// model name, an invalid shape or a bad DECODEBENCH_* switch (checked before any device work),
-/// exit 1 for CUDA failures.
+/// exit 1 for CUDA failures outside a kernel's timing.
 nlohmann::json run_kernel_bench(const KernelBenchOptions& options);
 
 }  // namespace decodebench::cuda

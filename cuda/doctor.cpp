@@ -68,10 +68,12 @@ CrossThreadResult cross_thread_probe(CaptureMode mode) {
   std::mutex m;
   std::condition_variable cv;
   int phase = 0;
+  bool released = false;  // the capture is over: B stops waiting for phase 1
   cudaError_t other = cudaSuccess;
   std::thread b([&] {
     std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [&] { return phase == 1; });
+    cv.wait(lock, [&] { return phase == 1 || released; });
+    if (phase != 1) return;  // the capture never reached its first half
     void* p = nullptr;
     other = cudaMalloc(&p, 1 << 20);
     if (other == cudaSuccess) cudaFree(p);
@@ -79,20 +81,39 @@ CrossThreadResult cross_thread_probe(CaptureMode mode) {
     phase = 2;
     cv.notify_all();
   });
-  CaptureOutcome out = capture_graph(
-      stream.get(), mode, CaptureFault::kNone,
-      [&] {
-        launch_health_probe(stream.get());
-        std::unique_lock<std::mutex> lock(m);
-        phase = 1;
-        cv.notify_all();
-        cv.wait(lock, [&] { return phase == 2; });
-      },
-      [&] { launch_health_probe(stream.get()); }, nullptr);
-  b.join();
+  // However the capture ends (a capture that never began, or an exception), B must be let go and
+  // joined: else it waits forever, or a joinable thread's destructor aborts the process.
+  const auto release = [&] {
+    {
+      const std::lock_guard<std::mutex> lock(m);
+      released = true;
+    }
+    cv.notify_all();
+    if (b.joinable()) b.join();
+  };
+  CaptureOutcome out;
+  try {
+    out = capture_graph(
+        stream.get(), mode, CaptureFault::kNone,
+        [&] {
+          launch_health_probe(stream.get());
+          std::unique_lock<std::mutex> lock(m);
+          phase = 1;
+          cv.notify_all();
+          cv.wait(lock, [&] { return phase == 2; });
+        },
+        [&] { launch_health_probe(stream.get()); }, nullptr);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
   r.captured = out.exec.valid();
   r.context_healthy = out.context_healthy;
-  if (!r.captured) r.capture_error = out.failed_call + ": " + out.error_name;
+  if (!r.captured) {
+    r.capture_error = out.failed_call + ": " + out.error_name;
+    if (!r.context_healthy) r.capture_error += " (" + out.error_message + ")";
+  }
   if (other != cudaSuccess)
     r.other_thread_error = std::string("cudaMalloc: ") + cudaGetErrorName(other);
   return r;
@@ -162,7 +183,8 @@ nlohmann::json run_doctor() {
         row["error"] = e.what();
         healthy = false;
         poisoned = e.code() == ExitCode::kContextUnusable;
-        if (first_problem.empty()) first_problem = e.what();
+        // The verdict names what an exit code of 5 is about, whatever failed before.
+        if (first_problem.empty() || poisoned) first_problem = e.what();
       }
       matrix.push_back(row);
     }
@@ -178,13 +200,11 @@ nlohmann::json run_doctor() {
                        {"capture_error", r.capture_error},
                        {"other_thread_error", r.other_thread_error}});
       if (!r.context_healthy) {
+        // The verdict names what the exit code (5) is about, whatever failed before.
         healthy = false;
         poisoned = true;
-        if (first_problem.empty()) {
-          first_problem =
-              std::string("the CUDA context is unusable after the cross-thread probe (") +
-              capture_mode_name(mode) + ": " + r.capture_error + ")";
-        }
+        first_problem = std::string("the CUDA context is unusable after the cross-thread probe (") +
+                        capture_mode_name(mode) + ": " + r.capture_error + ")";
         break;
       }
       if (mode == CaptureMode::kThreadLocal && (!r.captured || !r.other_thread_error.empty())) {
@@ -215,7 +235,7 @@ nlohmann::json run_doctor() {
       if (e.code() != ExitCode::kContextUnusable) throw;
       healthy = false;
       poisoned = true;
-      if (first_problem.empty()) first_problem = e.what();
+      first_problem = e.what();  // the verdict names what the exit code (5) is about
     }
   }
   // Not run on an unusable context: null, not false (which would read as a replay that differs).

@@ -237,7 +237,10 @@ void setup_bench_kernels(CLI::App& app, int* exit_code) {
     r["warnings"] = unknown;
     print_report(r, writes_to_stdout(f->json_path) ? stderr : stdout);
     if (!f->json_path.empty()) write_json_file(f->json_path, r);
-    *exit_code = r["errors"].empty() ? 0 : static_cast<int>(ExitCode::kRuntime);
+    // 5 after a kernel fault (the document holds what ran before it), 1 after other errors.
+    *exit_code = r.value("context_unusable", false) ? static_cast<int>(ExitCode::kContextUnusable)
+                 : r["errors"].empty()              ? 0
+                                                    : static_cast<int>(ExitCode::kRuntime);
 #else
     (void)gemv;
     (void)ops;

@@ -25,35 +25,46 @@ std::string value_text(double v, const MetricSpec& spec) {
   return fmt::format("{:.1f} tok/s", v);
 }
 
-// `v` rounded to `digits` decimals, as fmt prints it.
-double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}f}", v, digits)); }
-
-// The change with one decimal, or more (up to 5) where one would put it on the other side of
-// the threshold than the verdict did (+4.97% is not "+5.0%" next to a 5% threshold), or, at
-// --threshold 0, would show a change as none ("+0.0%" for +0.03%).
+// The change with one decimal, or more where one would put it on the other side of the
+// threshold than the verdict did (+4.97% is not "+5.0%" next to a 5% threshold), or, at
+// --threshold 0, would show a change as none ("+0.0%" for +0.03%); past 9 decimals, as many
+// significant digits as that takes.
 std::string change_text(double pct, double threshold) {
   if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
-  const auto misleads = [&](int d) {
-    const double shown = std::fabs(rounded(pct, d));
-    return threshold > 0 ? (shown >= threshold) != (std::fabs(pct) >= threshold)
-                         : shown == 0 && pct != 0;
+  const auto keeps = [&](const std::string& text) {
+    const double shown = std::fabs(std::stod(text));
+    return threshold > 0 ? (shown >= threshold) == (std::fabs(pct) >= threshold)
+                         : shown != 0 || pct == 0;
   };
-  int d = 1;
-  while (d < 5 && misleads(d)) ++d;
-  return fmt::format("{:+.{}f}%", pct, d);
+  for (int d = 1; d <= 9; ++d) {
+    const std::string text = fmt::format("{:+.{}f}", pct, d);
+    if (keeps(text)) return text + "%";
+  }
+  for (int g = 3; g < 17; ++g) {
+    const std::string text = fmt::format("{:+.{}g}", pct, g);
+    if (keeps(text)) return text + "%";
+  }
+  return fmt::format("{:+}%", pct);  // the shortest text that reads back as pct
 }
 
 // p with four decimals, or more (up to 8) where four would put it on the other side of alpha
-// (0.049992 is not "0.0500" at alpha 0.05); "<0.0001" below 1e-4 unless alpha is smaller; three
-// significant digits where eight decimals are not enough.
+// (0.049992 is not "0.0500" at alpha 0.05) or show it as 0; "<0.0001" below 1e-4 unless alpha is
+// smaller; then as many significant digits as keeping its side of alpha takes.
 std::string p_text(double p, double alpha) {
   if (p < 1e-4 && alpha >= 1e-4) return "<0.0001";
+  const auto keeps = [&](const std::string& text) {
+    const double shown = std::stod(text);
+    return (shown < alpha) == (p < alpha) && (shown != 0 || p == 0);
+  };
   for (int d = 4; d <= 8; ++d) {
-    if ((rounded(p, d) < alpha) == (p < alpha) && (p == 0 || rounded(p, d) != 0)) {
-      return fmt::format("{:.{}f}", p, d);
-    }
+    const std::string text = fmt::format("{:.{}f}", p, d);
+    if (keeps(text)) return text;
   }
-  return fmt::format("{:.3g}", p);
+  for (int g = 3; g < 17; ++g) {
+    const std::string text = fmt::format("{:.{}g}", p, g);
+    if (keeps(text)) return text;
+  }
+  return fmt::format("{}", p);  // the shortest text that reads back as p
 }
 
 std::string settings_line(const CompareReport& r) {
@@ -175,7 +186,8 @@ std::string compare_markdown(const CompareReport& r) {
              ? "\nVerdicts: faster/slower = significant (p < alpha) and |change| ≥ threshold; "
                "same = not significant and |change| < threshold; unclear = otherwise"
              : "\nVerdicts (threshold 0: the test alone decides): faster/slower = significant "
-               "(p < alpha); same = not significant; unclear = significant with equal medians";
+               "(p < alpha); same = not significant; unclear = significant with no change in the "
+               "figure";
   out +=
       "; a median whose test points the other way is unclear; unclear whatever the test where "
       "the sample counts cannot reach p < alpha without ties.\n";

@@ -790,7 +790,7 @@ nlohmann::json compare_json(const CompareReport& report) {
            ? "significant (p < alpha) and |change| >= threshold: faster/slower; not significant "
              "and |change| < threshold: same; otherwise unclear"
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
-             "significant: same; significant with equal medians: unclear") +
+             "significant: same; significant with no change in the figure: unclear") +
       "; a median (tpot_median, the phase medians) whose test points the other way: unclear; "
       "whatever the test, unclear where the sample counts cannot reach p < alpha without ties";
   return {{"schema_version", kCompareSchemaVersion},

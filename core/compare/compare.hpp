@@ -47,7 +47,7 @@ const std::vector<MetricSpec>& compare_metrics();
 ///   measure;
 ///   not significant and not large → same; otherwise → unclear.
 /// A threshold of 0 leaves the decision to the test alone: not significant → same (every change
-/// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (equal medians) →
+/// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (no change) →
 /// unclear.
 /// `change_pct` = (new − baseline) / baseline · 100; `z` = MannWhitney::z of the new run's
 /// samples against the baseline's (every metric's samples are times: longer is slower).

@@ -199,6 +199,17 @@ TEST(Compare, AMedianMovingAgainstTheTokensIsUnclearWithANote) {
   EXPECT_EQ(s.exit_code(), ExitCode::kRuntime);
 }
 
+// Which metrics get the rank test's direction check (MetricSpec::median): the medians, which
+// follow the bulk of the tokens as the test does; not the mean, the tail or tokens/s.
+TEST(CompareVerdict, OnlyMediansCheckTheTestsDirection) {
+  std::vector<std::string> medians, others;
+  for (const MetricSpec& m : compare_metrics()) (m.median ? medians : others).push_back(m.name);
+  EXPECT_EQ(medians, (std::vector<std::string>{"tpot_median", "gpu_ms", "h2d", "launch", "wait",
+                                               "argmax", "phase_total"}));
+  EXPECT_EQ(others,
+            (std::vector<std::string>{"tpot_mean", "tpot_p90", "tpot_p99", "tokens_per_s"}));
+}
+
 TEST(CompareVerdict, ThresholdParsing) {
   EXPECT_DOUBLE_EQ(parse_threshold_percent("5%"), 5.0);
   EXPECT_DOUBLE_EQ(parse_threshold_percent("2.5"), 2.5);
