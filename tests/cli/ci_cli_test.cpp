@@ -587,30 +587,30 @@ TEST_F(CompareCli, ValidatorAndCompareRefuseEditedSamplesAlike) {
   const auto ok = run_command({python(), validate, path("base.json")});
   if (ok.exit_code == 77) GTEST_SKIP() << "jsonschema missing: " << ok.err;
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
-  const auto v = run_command({python(), validate, edited.string()});
-  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
-  EXPECT_TRUE(contains(v.err,
-                       "runs/0/results/stats/tpot_ns/median is 1315000.0, not what "
-                       "results.samples_ns gives (1972500.0): the file was changed after "
-                       "decodebench wrote it"))
-      << v.err;
-  const auto c = run_decodebench({"compare", path("base.json"), edited.string()});
-  EXPECT_EQ(c.exit_code, 2) << c.out;
-  EXPECT_TRUE(contains(c.err, "the file was changed after decodebench wrote it")) << c.err;
-  // A step of 0 ns: refused by both (before, the schema allowed it and compare did not).
+  // The validator exits 1 and compare 2 on `file`, each naming the problem.
+  const auto refused_by_both = [&](const std::filesystem::path& file,
+                                   const std::string& by_validator, const std::string& by_compare) {
+    const auto v = run_command({python(), validate, file.string()});
+    EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+    EXPECT_TRUE(contains(v.err, by_validator)) << v.err;
+    const auto c = run_decodebench({"compare", path("base.json"), file.string()});
+    EXPECT_EQ(c.exit_code, 2) << c.out;
+    EXPECT_TRUE(contains(c.err, by_compare)) << c.err;
+  };
+  refused_by_both(edited,
+                  "runs/0/results/stats/tpot_ns/median is 1315000.0, not what "
+                  "results.samples_ns gives (1972500.0): the file was changed after "
+                  "decodebench wrote it",
+                  "the file was changed after decodebench wrote it");
+  // A step of 0 ns (before, the schema allowed it and compare did not).
   auto zero = nlohmann::json::parse(read_file(*dir_ / "base.json"));
   zero["runs"][0]["results"]["samples_ns"][0] = 0;
   const auto zero_path = *dir_ / "zero.json";
   write(zero_path, zero.dump());
-  const auto vz = run_command({python(), validate, zero_path.string()});
-  EXPECT_EQ(vz.exit_code, 1) << vz.out << vz.err;
-  EXPECT_TRUE(contains(vz.err,
-                       "first at runs/0/results/samples_ns/0: 0 is less than or equal to "
-                       "the minimum of 0"))
-      << vz.err;
-  const auto cz = run_decodebench({"compare", path("base.json"), zero_path.string()});
-  EXPECT_EQ(cz.exit_code, 2) << cz.out;
-  EXPECT_TRUE(contains(cz.err, "results.samples_ns holds 0")) << cz.err;
+  refused_by_both(zero_path,
+                  "first at runs/0/results/samples_ns/0: 0 is less than or equal to the minimum "
+                  "of 0",
+                  "results.samples_ns holds 0");
   // A missing file is named as such, not as bad JSON.
   const auto missing = run_command({python(), validate, (*dir_ / "nosuch.json").string()});
   EXPECT_EQ(missing.exit_code, 1);
