@@ -277,7 +277,11 @@ RunConfig resolve_run_config(const RunOptions& o, int hardware_threads) {
     s.tied_embeddings = r.get<bool>("tied_embeddings", o.tied_embeddings, "tied_embeddings", false);
     s.qkv_bias = r.get<bool>("qkv_bias", o.qkv_bias, "qkv_bias", false);
     s.rope_style = RopeStyle::kHalfSplit;
-    validate(s);
+    // A value a preset file gave is named by its key there, so the user knows which to fix.
+    validate(s, [&r](const std::string& key) {
+      return r.origin_of(key) == Origin::kPreset ? "preset key '" + key + "'"
+                                                 : shape_flag_name(key);
+    });
     const std::string dtype = r.get<std::string>("dtype", o.dtype, nullptr, "bf16");
     c.dtype = parse_weight_scheme(dtype);
     check_weight_scheme_fits(s, c.dtype);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -56,10 +57,19 @@ int64_t saturating_product(std::initializer_list<int64_t> factors);
 /// a + b for a, b >= 0, or INT64_MAX when it does not fit.
 int64_t saturating_sum(int64_t a, int64_t b);
 
+/// How validate() names a field in its message, given the field's preset key ("layers",
+/// "kv_heads", "head_dim", "context_length", "rope_theta", "rms_eps", ...).
+using ShapeFieldName = std::function<std::string(const std::string& key)>;
+
+/// The names validate() uses by default: the run flags' spelling without dashes ("kv-heads",
+/// "rms-eps"; "context length").
+std::string shape_flag_name(const std::string& key);
+
 /// Checks the shape rules (positive sizes below the bounds above, heads % kv_heads, even head_dim,
 /// 2 <= vocab < 2^31, rope_dim even and <= head_dim, eps and theta finite and > 0).
-/// Throws decodebench::Error (exit 2) naming the first broken rule.
-void validate(const ModelConfig& config);
+/// Throws decodebench::Error (exit 2) naming the first broken rule, each field by `name` (a run
+/// from a preset file names the preset's key for a value the file gave).
+void validate(const ModelConfig& config, const ShapeFieldName& name = shape_flag_name);
 
 /// The RoPE inverse-frequency table both backends use: inv_freq[i] = theta^(-2i/rope_dim) / ff_i
 /// for i < rope_dim/2 (RoFormer, Su et al. 2021, eq. 15; ff_i from rope_freq_divisors), in double.

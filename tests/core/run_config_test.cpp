@@ -172,6 +172,26 @@ TEST(RunConfig, NonPositiveDimensionsAreNamedBeforeDivisibility) {
   o.preset = path.string();
   EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
   EXPECT_EQ(msg, "invalid model shape: preset key 'hidden' must be > 0 (got 0)");
+  // The shape's other rules too: the key where the file gave the value, the flag where the
+  // command line did.
+  preset = load_preset("smollm2-135m");
+  preset["rms_eps"] = 2;
+  preset["kv_heads"] = 4;  // 9 heads
+  std::ofstream(path) << preset.dump();
+  o = {};
+  o.preset = path.string();
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_EQ(msg,
+            "invalid model shape: preset key 'heads' (9) must be divisible by preset key "
+            "'kv_heads' (4)");
+  o.kv_heads = 3;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_EQ(msg,
+            "invalid model shape: preset key 'rms_eps' must be a normal f32 value in (0, 1) "
+            "(got 2)");
+  o.rms_eps = 1.5;
+  EXPECT_EQ(code_of(o, &msg), ExitCode::kUsage);
+  EXPECT_EQ(msg, "invalid model shape: rms-eps must be a normal f32 value in (0, 1) (got 1.5)");
 }
 
 TEST(RunConfig, UnknownPresetListsKnownOnes) {
