@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,46 +26,45 @@ std::string value_text(double v, const MetricSpec& spec) {
   return fmt::format("{:.1f} tok/s", v);
 }
 
-// The change with one decimal, or more where one would put it on the other side of the
-// threshold than the verdict did (+4.97% is not "+5.0%" next to a 5% threshold), or, at
-// --threshold 0, would show a change as none ("+0.0%" for +0.03%); past 9 decimals, as many
-// significant digits as that takes.
-std::string change_text(double pct, double threshold) {
-  if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
-  const auto keeps = [&](const std::string& text) {
-    const double shown = std::fabs(std::stod(text));
-    return threshold > 0 ? (shown >= threshold) == (std::fabs(pct) >= threshold)
-                         : shown != 0 || pct == 0;
-  };
-  for (int d = 1; d <= 9; ++d) {
-    const std::string text = fmt::format("{:+.{}f}", pct, d);
-    if (keeps(text)) return text + "%";
+// `v` with `decimals` to `max_decimals` decimals, then with 3 to 16 significant digits: the first
+// text for which `keeps` holds (the shortest round-trip text if none does). `sign`: a '+' on
+// positive values.
+std::string first_text_that_keeps(double v, int decimals, int max_decimals, bool sign,
+                                  const std::function<bool(const std::string&)>& keeps) {
+  for (int d = decimals; d <= max_decimals; ++d) {
+    const std::string text = sign ? fmt::format("{:+.{}f}", v, d) : fmt::format("{:.{}f}", v, d);
+    if (keeps(text)) return text;
   }
   for (int g = 3; g < 17; ++g) {
-    const std::string text = fmt::format("{:+.{}g}", pct, g);
-    if (keeps(text)) return text + "%";
+    const std::string text = sign ? fmt::format("{:+.{}g}", v, g) : fmt::format("{:.{}g}", v, g);
+    if (keeps(text)) return text;
   }
-  return fmt::format("{:+}%", pct);  // the shortest text that reads back as pct
+  return sign ? fmt::format("{:+}", v) : fmt::format("{}", v);
 }
 
-// p with four decimals, or more (up to 8) where four would put it on the other side of alpha
-// (0.049992 is not "0.0500" at alpha 0.05) or show it as 0; "<0.0001" below 1e-4 unless alpha is
-// smaller; then as many significant digits as keeping its side of alpha takes.
+// The change with one decimal, or more where one would put it on the other side of the
+// threshold than the verdict did (+4.97% is not "+5.0%" next to a 5% threshold), or, at
+// --threshold 0, would show a change as none ("+0.0%" for +0.03%).
+std::string change_text(double pct, double threshold) {
+  if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
+  return first_text_that_keeps(pct, 1, 9, true,
+                               [&](const std::string& text) {
+                                 const double shown = std::fabs(std::stod(text));
+                                 return threshold > 0
+                                            ? (shown >= threshold) == (std::fabs(pct) >= threshold)
+                                            : shown != 0 || pct == 0;
+                               }) +
+         "%";
+}
+
+// p with four decimals, or more where four would put it on the other side of alpha (0.049992 is
+// not "0.0500" at alpha 0.05) or show it as 0; "<0.0001" below 1e-4 unless alpha is smaller.
 std::string p_text(double p, double alpha) {
   if (p < 1e-4 && alpha >= 1e-4) return "<0.0001";
-  const auto keeps = [&](const std::string& text) {
+  return first_text_that_keeps(p, 4, 8, false, [&](const std::string& text) {
     const double shown = std::stod(text);
     return (shown < alpha) == (p < alpha) && (shown != 0 || p == 0);
-  };
-  for (int d = 4; d <= 8; ++d) {
-    const std::string text = fmt::format("{:.{}f}", p, d);
-    if (keeps(text)) return text;
-  }
-  for (int g = 3; g < 17; ++g) {
-    const std::string text = fmt::format("{:.{}g}", p, g);
-    if (keeps(text)) return text;
-  }
-  return fmt::format("{}", p);  // the shortest text that reads back as p
+  });
 }
 
 std::string settings_line(const CompareReport& r) {

@@ -676,6 +676,11 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       m.test = mann_whitney_u(c->samples, b->samples);
       m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value, m.test.z,
                                  metric->median, options.alpha, options.threshold_pct);
+      // The verdict the figure's change alone would give: where it differs, the test's direction
+      // made a median's verdict unclear (noted below).
+      const bool direction_vetoed =
+          m.verdict != decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
+                                      m.test.z, false, options.alpha, options.threshold_pct);
       // With so few samples that complete separation without ties is not significant, "not
       // significant" says nothing (a CI job timing one token would otherwise pass any change
       // below the threshold as "same"), and a significant p comes only from the tie correction
@@ -686,10 +691,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
         ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
                     std::to_string(m.n_candidate) +
                     fmt::format(" samples, smallest p without ties {:.3g}", floor_p)];
-      } else if (metric->median && m.verdict == Verdict::kUnclear &&
-                 m.test.p_value < options.alpha && m.change_pct != 0 &&
-                 (options.threshold_pct == 0 || std::fabs(m.change_pct) >= options.threshold_pct) &&
-                 change_and_test_disagree(m.change_pct, metric->higher_is_better, m.test.z)) {
+      } else if (direction_vetoed) {
         ++opposite[std::string(metric->name)];
       }
       rc.metrics.push_back(std::move(m));
