@@ -67,13 +67,35 @@ std::string p_text(double p, double alpha) {
   });
 }
 
+// Which tests gave the p column: the rank test for medians, the bootstrap for the rest.
+std::string tests_text(const CompareReport& r) {
+  bool rank = false;
+  int64_t resamples = 0;
+  for (const auto& run : r.runs) {
+    for (const auto& m : run.metrics) {
+      if (m.bootstrap) {
+        resamples = m.boot.resamples;
+      } else {
+        rank = true;
+      }
+    }
+  }
+  const std::string boot = fmt::format(
+      "percentile bootstrap ({} resamples) of the change in the mean, p90, p99 or "
+      "tokens/s",
+      resamples);
+  if (rank && resamples > 0) {
+    return "p: two-sided Mann-Whitney U test on the per-token samples for a median, " + boot;
+  }
+  if (resamples > 0) return "p: " + boot;
+  return "two-sided Mann-Whitney U test on the per-token samples";
+}
+
 std::string settings_line(const CompareReport& r) {
   std::string metrics;
   for (const auto& m : r.options.metrics) metrics += (metrics.empty() ? "" : ", ") + m;
-  return fmt::format(
-      "metric {} · threshold {}% · alpha {} · two-sided Mann-Whitney U test on the per-token "
-      "samples",
-      metrics, r.options.threshold_pct, r.options.alpha);
+  return fmt::format("metric {} · threshold {}% · alpha {} · {}", metrics, r.options.threshold_pct,
+                     r.options.alpha, tests_text(r));
 }
 
 struct Row {
@@ -88,7 +110,7 @@ std::vector<Row> rows_of(const CompareReport& r) {
       rows.push_back({run.label, m.metric, value_text(m.baseline, spec),
                       value_text(m.candidate, spec),
                       change_text(m.change_pct, r.options.threshold_pct),
-                      p_text(m.test.p_value, r.options.alpha), verdict_name(m.verdict)});
+                      p_text(m.p_value, r.options.alpha), verdict_name(m.verdict)});
     }
   }
   return rows;
@@ -189,8 +211,8 @@ std::string compare_markdown(const CompareReport& r) {
                "(p < alpha); same = not significant; unclear = significant with no change in the "
                "figure";
   out +=
-      "; a median whose test points the other way is unclear; unclear whatever the test where "
-      "the sample counts cannot reach p < alpha without ties.\n";
+      "; a median whose rank test points the other way is unclear; unclear whatever the test "
+      "where the sample counts cannot reach p < alpha in the rank test without ties.\n";
   return out;
 }
 

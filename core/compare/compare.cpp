@@ -39,10 +39,13 @@ const char* verdict_name(Verdict verdict) {
 const std::vector<MetricSpec>& compare_metrics() {
   static const std::vector<MetricSpec> kMetrics = {
       {"tpot_median", "ns", false, "median time per output token", true},
-      {"tpot_mean", "ns", false, "mean time per output token"},
-      {"tpot_p90", "ns", false, "90th percentile time per output token"},
-      {"tpot_p99", "ns", false, "99th percentile time per output token"},
-      {"tokens_per_s", "tokens/s", true, "decode throughput (timed steps / total step time)"},
+      {"tpot_mean", "ns", false, "mean time per output token", false, ResampledStatistic::kMean},
+      {"tpot_p90", "ns", false, "90th percentile time per output token", false,
+       ResampledStatistic::kP90},
+      {"tpot_p99", "ns", false, "99th percentile time per output token", false,
+       ResampledStatistic::kP99},
+      {"tokens_per_s", "tokens/s", true, "decode throughput (timed steps / total step time)", false,
+       ResampledStatistic::kTokensPerS},
       {"gpu_ms", "ms", false, "median CUDA-event GPU time per step (--phase-timing)", true},
       {"h2d", "ns", false, "median host-to-device copy phase (--phase-timing)", true},
       {"launch", "ns", false, "median launch phase (--phase-timing)", true},
@@ -673,18 +676,29 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       }
       m.n_baseline = static_cast<int64_t>(b->samples.size());
       m.n_candidate = static_cast<int64_t>(c->samples.size());
-      m.test = mann_whitney_u(c->samples, b->samples);
-      m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value, m.test.z,
+      // A median follows the bulk of the tokens, as the rank test does; the mean, the tail and
+      // tokens/s are tested by resampling the figure itself.
+      m.bootstrap = !metric->median;
+      if (m.bootstrap) {
+        m.boot = bootstrap_change(c->samples, b->samples, metric->statistic, options.alpha);
+        m.p_value = m.boot.p_value;
+      } else {
+        m.test = mann_whitney_u(c->samples, b->samples);
+        m.p_value = m.test.p_value;
+      }
+      m.verdict = decide_verdict(m.change_pct, metric->higher_is_better, m.p_value, m.test.z,
                                  metric->median, options.alpha, options.threshold_pct);
       // The verdict the figure's change alone would give: where it differs, the test's direction
       // made a median's verdict unclear (noted below).
       const bool direction_vetoed =
-          m.verdict != decide_verdict(m.change_pct, metric->higher_is_better, m.test.p_value,
-                                      m.test.z, false, options.alpha, options.threshold_pct);
+          m.verdict != decide_verdict(m.change_pct, metric->higher_is_better, m.p_value, m.test.z,
+                                      false, options.alpha, options.threshold_pct);
       // With so few samples that complete separation without ties is not significant, "not
       // significant" says nothing (a CI job timing one token would otherwise pass any change
       // below the threshold as "same"), and a significant p comes only from the tie correction
       // (3 against 3 tied values: p = 0.047): such a pair is unclear, whatever the test says.
+      // The bootstrap has no such floor of its own (1 against 1 resamples to one change, p =
+      // 2 / (B + 1)), so the rank test's floor applies to every metric.
       const double floor_p = smallest_p_value(m.n_baseline, m.n_candidate);
       if (floor_p >= options.alpha) {
         m.verdict = Verdict::kUnclear;
@@ -716,7 +730,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
         "speeds can do that to a median; look at the per-token samples)");
   }
   for (const auto& [text, n] : powerless) {
-    report.notes.push_back("too few samples for the rank test in " + std::to_string(n) + " of " +
+    report.notes.push_back("too few samples for a test in " + std::to_string(n) + " of " +
                            std::to_string(report.runs.size()) + " matched run(s) (" + text +
                            fmt::format(", not below alpha {:g}", options.alpha) +
                            "): unclear whatever the change; time more tokens (--tokens, "
@@ -767,34 +781,42 @@ nlohmann::json compare_json(const CompareReport& report) {
       const MetricSpec& spec = find_metric(m.metric);
       nlohmann::json change =
           std::isfinite(m.change_pct) ? nlohmann::json(m.change_pct) : nlohmann::json(nullptr);
-      comparisons.push_back({{"id", r.id},
-                             {"label", r.label},
-                             {"key", r.key},
-                             {"metric", m.metric},
-                             {"unit", spec.unit},
-                             {"higher_is_better", spec.higher_is_better},
-                             {"baseline", m.baseline},
-                             {"new", m.candidate},
-                             {"change_pct", change},
-                             {"n_baseline", m.n_baseline},
-                             {"n_new", m.n_candidate},
-                             {"u", m.test.u},
-                             {"z", m.test.z},
-                             {"p_value", m.test.p_value},
-                             {"verdict", verdict_name(m.verdict)}});
+      comparisons.push_back(
+          {{"id", r.id},
+           {"label", r.label},
+           {"key", r.key},
+           {"metric", m.metric},
+           {"unit", spec.unit},
+           {"higher_is_better", spec.higher_is_better},
+           {"baseline", m.baseline},
+           {"new", m.candidate},
+           {"change_pct", change},
+           {"n_baseline", m.n_baseline},
+           {"n_new", m.n_candidate},
+           {"test", m.bootstrap ? "bootstrap" : "mann-whitney"},
+           {"u", m.bootstrap ? nlohmann::json(nullptr) : nlohmann::json(m.test.u)},
+           {"z", m.bootstrap ? nlohmann::json(nullptr) : nlohmann::json(m.test.z)},
+           {"p_value", m.p_value},
+           {"resamples", m.bootstrap ? nlohmann::json(m.boot.resamples) : nlohmann::json(nullptr)},
+           {"ci_pct", m.bootstrap ? nlohmann::json::array({m.boot.ci_low_pct, m.boot.ci_high_pct})
+                                  : nlohmann::json(nullptr)},
+           {"verdict", verdict_name(m.verdict)}});
     }
   }
   const std::string method =
       std::string(
-          "two-sided Mann-Whitney U test on the per-token samples (normal approximation, "
-          "tie and continuity corrections); ") +
+          "p: two-sided Mann-Whitney U test on the per-token samples (normal approximation, "
+          "tie and continuity corrections) for a median (tpot_median, the phase medians); "
+          "percentile bootstrap of the figure's change (each sample resampled with replacement, "
+          "resamples per comparison in each row) for tpot_mean, tpot_p90, tpot_p99 and "
+          "tokens_per_s; ") +
       (report.options.threshold_pct > 0
            ? "significant (p < alpha) and |change| >= threshold: faster/slower; not significant "
              "and |change| < threshold: same; otherwise unclear"
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
              "significant: same; significant with no change in the figure: unclear") +
-      "; a median (tpot_median, the phase medians) whose test points the other way: unclear; "
-      "whatever the test, unclear where the sample counts cannot reach p < alpha without ties";
+      "; a median whose rank test points the other way: unclear; whatever the test, unclear "
+      "where the sample counts cannot reach p < alpha in the rank test without ties";
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compare/bootstrap.hpp"
 #include "core/compare/mann_whitney.hpp"
 #include "core/error.hpp"
 
@@ -18,7 +19,8 @@ enum class Verdict { kFaster, kSlower, kSame, kUnclear };
 const char* verdict_name(Verdict verdict);
 
 /// A metric `compare` can judge. Values come from the run's reported statistics; the test runs on
-/// the raw per-token series behind them.
+/// the raw per-token series behind them: the Mann-Whitney U test for a median, the percentile
+/// bootstrap of the figure's own change for the others.
 struct MetricSpec {
   const char* name;         ///< --metric name, e.g. "tpot_median"
   const char* unit;         ///< "ns", "ms" or "tokens/s"
@@ -26,8 +28,11 @@ struct MetricSpec {
   const char* description;  ///< for --help and the reports
   /// A median of the tested samples (tpot_median and the phase medians): the rank test speaks
   /// to it (both follow the bulk of the tokens), so a verdict needs the test's direction too.
-  /// The mean, p90, p99 and tokens/s can move with a few tokens that the test barely sees.
+  /// The mean, p90, p99 and tokens/s can move with a few tokens that the rank test barely sees:
+  /// they are tested by resampling the figure itself (`statistic`).
   bool median = false;
+  /// For a metric that is not a median: the statistic bootstrap_change() resamples.
+  ResampledStatistic statistic = ResampledStatistic::kMean;
 };
 
 /// Every metric, in --help order: tpot_median, tpot_mean, tpot_p90, tpot_p99, tokens_per_s (all on
@@ -36,15 +41,16 @@ struct MetricSpec {
 const std::vector<MetricSpec>& compare_metrics();
 
 /// The decision rule (documented in `compare --help` and docs/ci.md):
-///   significant = p < alpha (two-sided Mann-Whitney U on the per-token samples);
+///   significant = p < alpha: for a median metric the two-sided Mann-Whitney U test on the
+///   per-token samples, for the mean, p90, p99 and tokens/s the percentile bootstrap of the
+///   figure's change (bootstrap_change());
 ///   large = |change_pct| ≥ threshold_pct;
 ///   significant and large → faster or slower (by the sign of the change and the metric's
 ///   direction), except for a median metric (`check_direction`) whose test points the other
 ///   way: `z` > 0 says the new run's per-token times tend to be longer (slower), z < 0 shorter,
 ///   and a "slower" median with z < 0 or a "faster" one with z > 0 is unclear (a run of two
-///   speeds can move its median against most of its tokens). For the mean, p90, p99 and
-///   tokens/s the figure's own change decides the direction, as a few slow tokens are what they
-///   measure;
+///   speeds can move its median against most of its tokens). The bootstrap tests the figure
+///   itself, so its sign is the change's;
 ///   not significant and not large → same; otherwise → unclear.
 /// A threshold of 0 leaves the decision to the test alone: not significant → same (every change
 /// is ≥ 0%, so no result would ever be same); significant with change_pct 0 (no change) →
@@ -126,7 +132,12 @@ struct MetricComparison {
   double candidate = 0;                     ///< the new value, same unit
   double change_pct = 0;                    ///< (new − baseline) / baseline · 100
   int64_t n_baseline = 0, n_candidate = 0;  ///< samples in the test
-  MannWhitney test;                         ///< x = new samples, y = baseline samples
+  /// Which test gave p_value: the bootstrap (`boot`; metrics that are not medians) or the rank
+  /// test (`test`; medians)
+  bool bootstrap = false;
+  double p_value = 1;  ///< the verdict's p: boot.p_value or test.p_value
+  MannWhitney test;    ///< medians: x = new samples, y = baseline samples
+  BootstrapTest boot;  ///< the others: the change's resampled interval and p
   Verdict verdict = Verdict::kUnclear;
 };
 
@@ -170,6 +181,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
 nlohmann::json compare_json(const CompareReport& report);
 
 /// Version of the compare JSON layout.
-inline constexpr const char* kCompareSchemaVersion = "1.0";
+/// 1.1: each comparison names its test ("test"), u and z are null for the bootstrap's metrics,
+/// which add "resamples" and "ci_pct".
+inline constexpr const char* kCompareSchemaVersion = "1.1";
 
 }  // namespace decodebench

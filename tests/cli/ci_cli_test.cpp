@@ -631,6 +631,12 @@ TEST_F(CompareCli, TwentyPercentSlowerExitsOne) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.out, "+20.0%")) << r.out;
   EXPECT_TRUE(contains(r.out, "-16.7%")) << r.out;  // tokens/s: 1/1.2 − 1
+  // The settings line names each metric's test.
+  EXPECT_TRUE(contains(r.out,
+                       "p: two-sided Mann-Whitney U test on the per-token samples for a median, "
+                       "percentile bootstrap (2000 resamples) of the change in the mean, p90, p99 "
+                       "or tokens/s"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "2 slower, 0 faster")) << r.out;
   EXPECT_TRUE(contains(r.out, "REGRESSION (exit 1)")) << r.out;
   // The other direction is an improvement, exit 0.
@@ -763,7 +769,8 @@ TEST_F(CompareCli, ThresholdZeroLeavesTheVerdictToTheTest) {
   EXPECT_TRUE(contains(doc["method"].get<std::string>(), "threshold 0, the test alone decides"))
       << doc["method"];
   EXPECT_TRUE(contains(doc["method"].get<std::string>(),
-                       "unclear where the sample counts cannot reach p < alpha without ties"))
+                       "unclear where the sample counts cannot reach p < alpha in the rank test "
+                       "without ties"))
       << doc["method"];
   const auto report = *dir_ / "zero.md";
   const auto slow = run_decodebench({"compare", path("base.json"), path("slow.json"), "--threshold",
@@ -819,11 +826,14 @@ TEST_F(CompareCli, HelpDocumentsTheRule) {
   EXPECT_TRUE(contains(r.out, "Mann-Whitney")) << r.out;
   EXPECT_TRUE(contains(r.out, "p < alpha and |change| >= threshold  -> faster or slower")) << r.out;
   EXPECT_TRUE(contains(r.out,
-                       "for a median: unclear where the test finds most tokens' times moved the "
-                       "other way"))
+                       "for a median: unclear where the rank test finds most tokens' times moved "
+                       "the other way"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "tokens_per_s the percentile bootstrap of the figure's change"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "-> unclear")) << r.out;
-  EXPECT_TRUE(contains(r.out, "too few samples for p < alpha without ties")) << r.out;
+  EXPECT_TRUE(contains(r.out, "too few samples for p < alpha in the rank test without ties"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "1 at least one slower")) << r.out;
 }
 

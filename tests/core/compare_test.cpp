@@ -178,23 +178,31 @@ TEST(Compare, AMedianMovingAgainstTheTokensIsUnclearWithANote) {
   const CompareReport tail =
       compare_docs(make_doc({make_run(steady)}), make_doc({make_run(stalls)}), o);
   ASSERT_EQ(tail.runs.size(), 1u);
+  // (The rank test's z would be below −3 here; these metrics are tested by resampling their own
+  // figures: p99 4 ms against 1 ms, the mean 1.12 ms against 1 ms, in every resample.)
   for (const MetricComparison& m : tail.runs[0].metrics) {
-    EXPECT_LT(m.test.z, -3.0) << m.metric;
+    EXPECT_TRUE(m.bootstrap) << m.metric;
+    EXPECT_LT(m.p_value, 0.01) << m.metric;
     EXPECT_EQ(m.verdict, Verdict::kSlower) << m.metric << " " << m.change_pct;
   }
   EXPECT_EQ(tail.exit_code(), ExitCode::kRuntime);
   EXPECT_TRUE(tail.notes.empty());
   // One stall in the baseline (300 ms among 199 steps of 1 ms) makes its mean step 2.5 times as
-  // long, so the new run's 10% longer steps raise tokens/s by 127%: faster by that figure, while
-  // the median says slower, and the job fails on it.
+  // long, so the new run's 10% longer steps raise tokens/s by 127%. That figure hangs on the one
+  // stall: 37% of the baseline's resamples (0.995^200) leave it out and show tokens/s 9% lower,
+  // so the bootstrap's p is about 0.73 and tokens/s is unclear (before the bootstrap, the rank
+  // test's p made it "faster"). The median says slower, and the job fails on it.
   std::vector<double> stalled(199, 1'000'000.0), slow(200, 1'100'000.0);
   stalled.push_back(300'000'000.0);
   o.metrics = {"tokens_per_s", "tpot_median"};
   const CompareReport s =
       compare_docs(make_doc({make_run(stalled)}), make_doc({make_run(slow)}), o);
   ASSERT_EQ(s.runs.size(), 1u);
-  EXPECT_NEAR(s.runs[0].metrics[0].change_pct, 100.0 * (2.495 / 1.1 - 1), 1e-6);
-  EXPECT_EQ(s.runs[0].metrics[0].verdict, Verdict::kFaster);
+  const MetricComparison& tps = s.runs[0].metrics[0];
+  EXPECT_NEAR(tps.change_pct, 100.0 * (2.495 / 1.1 - 1), 1e-6);
+  EXPECT_NEAR(tps.p_value, 2 * std::pow(0.995, 200), 0.07);
+  EXPECT_NEAR(tps.boot.ci_low_pct, 100.0 * (1 / 1.1 - 1), 1e-6);
+  EXPECT_EQ(tps.verdict, Verdict::kUnclear);
   EXPECT_EQ(s.runs[0].metrics[1].verdict, Verdict::kSlower);
   EXPECT_EQ(s.exit_code(), ExitCode::kRuntime);
 }
@@ -303,7 +311,7 @@ TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
   EXPECT_EQ(r.exit_code(), ExitCode::kOk);
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(
-      r.notes[0].find("too few samples for the rank test in 1 of 1 matched run(s) "
+      r.notes[0].find("too few samples for a test in 1 of 1 matched run(s) "
                       "(tpot_median: 1 against 1 samples, smallest p without ties 1, not below "
                       "alpha 0.05)"),
       std::string::npos)
@@ -332,6 +340,24 @@ TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
   EXPECT_EQ(only_metric(tied).verdict, Verdict::kUnclear);
   EXPECT_EQ(tied.exit_code(), ExitCode::kOk);
   EXPECT_EQ(tied.notes.size(), 1u);
+  // The bootstrap has no floor of its own: one token a side resamples to one change (+20%) every
+  // time, p = 2 / 2,001. The rank test's floor keeps it unclear too.
+  CompareOptions mean;
+  mean.metrics = {"tpot_mean", "tpot_p99"};
+  const CompareReport one =
+      compare_docs(make_doc({make_run({1000})}), make_doc({make_run({1200})}), mean);
+  ASSERT_EQ(one.runs.size(), 1u);
+  for (const MetricComparison& m : one.runs[0].metrics) {
+    EXPECT_TRUE(m.bootstrap) << m.metric;
+    EXPECT_DOUBLE_EQ(m.p_value, 2.0 / 2001.0) << m.metric;
+    EXPECT_EQ(m.verdict, Verdict::kUnclear) << m.metric;
+  }
+  EXPECT_EQ(one.exit_code(), ExitCode::kOk);
+  ASSERT_EQ(one.notes.size(), 2u);
+  EXPECT_NE(one.notes[1].find("too few samples for a test in 1 of 1 matched run(s) (tpot_p99: 1 "
+                              "against 1 samples"),
+            std::string::npos)
+      << one.notes[1];
 }
 
 TEST(Compare, SignificantButBelowALargeThresholdIsUnclear) {
@@ -720,7 +746,7 @@ TEST(Compare, JsonReportCarriesEveryComparison) {
   const CompareReport r =
       compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}));
   const nlohmann::json j = compare_json(r);
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], "1.1");
   EXPECT_EQ(j["baseline"], "base.json");
   EXPECT_EQ(j["new"], "new.json");
   EXPECT_EQ(j["summary"]["slower"], 1);
@@ -734,6 +760,27 @@ TEST(Compare, JsonReportCarriesEveryComparison) {
   EXPECT_NEAR(c["change_pct"].get<double>(), 20.0, 1e-9);
   EXPECT_DOUBLE_EQ(c["baseline"].get<double>(), 1315.0);
   EXPECT_EQ(c["n_new"], 64);
+  EXPECT_EQ(c["test"], "mann-whitney");
+  EXPECT_DOUBLE_EQ(c["u"].get<double>(), r.runs[0].metrics[0].test.u);
+  EXPECT_GT(c["z"].get<double>(), 3.0);
+  EXPECT_TRUE(c["resamples"].is_null());
+  EXPECT_TRUE(c["ci_pct"].is_null());
+  // A bootstrap metric: u and z null, its resamples and interval given; p = 2 / 2,001 (the means
+  // of 1.2 times the ramp never come near the baseline's in a resample).
+  CompareOptions o;
+  o.metrics = {"tpot_mean"};
+  const nlohmann::json b = compare_json(
+      compare_docs(make_doc({make_run(ramp())}), make_doc({make_run(scaled(ramp(), 1.2))}), o));
+  const auto& m = b["comparisons"][0];
+  EXPECT_EQ(m["test"], "bootstrap");
+  EXPECT_TRUE(m["u"].is_null());
+  EXPECT_TRUE(m["z"].is_null());
+  EXPECT_EQ(m["resamples"], 2000);
+  EXPECT_DOUBLE_EQ(m["p_value"].get<double>(), 2.0 / 2001.0);
+  ASSERT_EQ(m["ci_pct"].size(), 2u);
+  EXPECT_LT(m["ci_pct"][0].get<double>(), 20.0);
+  EXPECT_GT(m["ci_pct"][1].get<double>(), 20.0);
+  EXPECT_EQ(m["verdict"], "slower");
 }
 
 }  // namespace
