@@ -74,7 +74,7 @@ std::string tests_text(const CompareReport& r) {
   for (const auto& run : r.runs) {
     for (const auto& m : run.metrics) {
       if (m.bootstrap) {
-        resamples = m.boot.resamples;
+        resamples = m.resamples;
       } else {
         rank = true;
       }

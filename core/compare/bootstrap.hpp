@@ -1,9 +1,11 @@
-// The percentile bootstrap of a change in one statistic of two samples (used by `compare` for the
+// The percentile bootstrap of a change in a statistic of two samples (used by `compare` for the
 // mean, p90, p99 and tokens/s, which the rank test does not test).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace decodebench {
 
@@ -12,40 +14,68 @@ namespace decodebench {
 /// percentile_sorted()); tokens/s = count · 1e9 / Σ times.
 enum class ResampledStatistic { kMean, kP90, kP99, kTokensPerS };
 
-/// Result of bootstrap_change().
+/// The fewest samples a side for a bootstrap test of `statistic`: for a percentile, two samples
+/// beyond it (p90: 20, p99: 200), as the resampled extreme order statistics of fewer make the test
+/// too eager (A/A pairs of 48 lognormal samples: p99 "significant" at alpha 0.05 in 10.5% of
+/// pairs, at 200 in 3.5%; docs/ci.md); 1 for the mean and tokens/s.
+int64_t bootstrap_min_samples(ResampledStatistic statistic);
+
+/// The test of one statistic.
 struct BootstrapTest {
-  int64_t resamples = 0;  ///< B: resampled pairs
-  /// The (1 − alpha) percentile interval of the change in percent, (s(new*) − s(base*)) /
-  /// s(base*) · 100 over the B resampled pairs (Efron & Tibshirani, An Introduction to the
-  /// Bootstrap, 1993, ch. 13): the 100·alpha/2 and 100·(1 − alpha/2) percentiles
+  /// The resampled changes' interval in percent, (s(new*) − s(base*)) / s(base*) · 100: the order
+  /// statistics k = ⌈alpha · (B + 1) / 2⌉ − 1 from each end (1-based; at least the first), about
+  /// the 100·alpha/2 and 100·(1 − alpha/2) percentiles (the percentile interval, Efron &
+  /// Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13), chosen so that it excludes 0
+  /// exactly when p < alpha
   double ci_low_pct = 0, ci_high_pct = 0;
-  /// Two-sided achieved significance level of "no change" (Efron & Tibshirani 1993, ch. 16):
-  /// min(1, 2 · (min(#{Δ* ≤ 0}, #{Δ* ≥ 0}) + 1) / (B + 1)); p < alpha exactly when fewer than
-  /// about alpha/2 of the resampled changes fall on the far side of 0. At least 2 / (B + 1).
+  /// Two-sided p of "no change": the smallest alpha whose interval excludes 0, as a Monte Carlo
+  /// p-value (Davison & Hinkley, Bootstrap Methods and their Application, 1997, ch. 4):
+  /// min(1, 2 · (min(#{Δ* ≤ 0}, #{Δ* ≥ 0}) + 1) / (B + 1)). At least 2 / (B + 1).
   double p_value = 1;
 };
+
+/// All four statistics' tests from one set of resamples.
+struct BootstrapTests {
+  int64_t resamples = 0;  ///< B: resampled pairs
+  std::array<BootstrapTest, 4> tests;
+
+  [[nodiscard]] const BootstrapTest& of(ResampledStatistic s) const {
+    return tests[static_cast<size_t>(s)];
+  }
+};
+
+/// Resamples for a significance level `alpha` in (0, 1): max(2,000, ⌈20 / alpha⌉), at most
+/// 200,000, so that the smallest p, 2 / (B + 1), lies a tenth of alpha or more below it down to
+/// alpha = 1e-4 (2,000 resamples at alpha 0.05: smallest p 0.001). Throws decodebench::Error
+/// (exit 2) for alpha outside (0, 1).
+int64_t bootstrap_resamples(double alpha);
+
+/// The smallest p bootstrap_changes() can give at `alpha`: 2 / (bootstrap_resamples(alpha) + 1).
+/// Below alpha ≈ 1e-5 it is not below alpha, and no bootstrap test can be significant.
+double bootstrap_smallest_p(double alpha);
+
+/// Percentile bootstrap of the change in every ResampledStatistic from `baseline` to `candidate`
+/// (per-token times in ns, each > 0): each of the B = bootstrap_resamples(alpha) rounds draws
+/// each sample's size with replacement from each sample independently (Efron & Tibshirani 1993,
+/// ch. 8, the two-sample problem), and the four statistics come from the same draws.
+/// Deterministic for given inputs, whatever `threads` (0: the machine's; fixed seeds of
+/// std::mt19937_64, whose output the C++ standard fixes, per block of resamples, and our own
+/// index mapping), so a report can be rerun. Cost: O(B · (n1 + n2)), spread over the threads
+/// from 4 million draws on (a second or so for two 100,000-token runs on two cores at alpha
+/// 0.05; ten times as long at 0.001). Throws decodebench::Error (exit 2) when a sample is empty
+/// or alpha is outside (0, 1).
+BootstrapTests bootstrap_changes(std::span<const double> candidate,
+                                 std::span<const double> baseline, double alpha, int threads = 0);
+
+/// The test of B resampled changes (any order; percent): their interval and p as BootstrapTest
+/// defines them. Throws decodebench::Error (exit 2) when `changes` is empty or alpha is outside
+/// (0, 1).
+BootstrapTest test_of_changes(std::vector<double> changes, double alpha);
 
 /// Percentile `p` in [0, 100] (definition 7, as percentile_sorted()) of the series holding
 /// counts[i] copies of sorted[i]: a resample as the bootstrap draws it (how often each value was
 /// drawn), without writing it out. `sorted` ascending, `counts` of the same length, Σ counts ≥ 1.
 double percentile_of_counts(std::span<const double> sorted, std::span<const uint32_t> counts,
                             double p);
-
-/// Resamples for a significance level `alpha` in (0, 1): max(2,000, ⌈20 / alpha⌉), at most
-/// 200,000, so that the smallest p, 2 / (B + 1), lies a tenth of alpha or more below it down to
-/// alpha = 1e-4 (2,000 resamples at alpha 0.05: smallest p 0.001).
-int64_t bootstrap_resamples(double alpha);
-
-/// Percentile bootstrap of the change in `statistic` from `baseline` to `candidate` (per-token
-/// times, any unit for the mean and percentiles; ns for tokens/s): each of the B =
-/// bootstrap_resamples(alpha) rounds draws each sample's size with replacement from each sample
-/// independently (Efron & Tibshirani 1993, ch. 8, two-sample problem). Deterministic for given
-/// inputs, whatever the number of threads (fixed seeds of std::mt19937_64 per block of
-/// resamples, whose output the C++ standard fixes, and our own index mapping), so a report can be
-/// rerun. Cost: O(B · (n1 + n2)), spread over the machine's threads for large samples. Throws
-/// decodebench::Error (exit 2) when a sample is empty or alpha is outside (0, 1). Values must be
-/// finite and the baseline's statistic positive in every resample (per-token times are > 0).
-BootstrapTest bootstrap_change(std::span<const double> candidate, std::span<const double> baseline,
-                               ResampledStatistic statistic, double alpha);
 
 }  // namespace decodebench

@@ -223,7 +223,7 @@ void add_result_runs(const nlohmann::json& doc, const std::string& where, Loaded
     if (samples == nullptr || !samples->is_array() || samples->empty()) {
       throw usage_error(at + " ('" + id +
                         "') has no per-token samples (results.samples_ns), which the "
-                        "Mann-Whitney test needs");
+                        "tests need");
     }
     std::vector<double> values;
     values.reserve(samples->size());
@@ -526,6 +526,16 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   if (!std::isfinite(options.threshold_pct) || options.threshold_pct < 0) {
     throw usage_error("--threshold must be a percentage >= 0");
   }
+  for (const MetricSpec* m : metrics) {
+    if (!m->median && bootstrap_smallest_p(options.alpha) >= options.alpha) {
+      throw usage_error(fmt::format(
+          "--alpha {:g} is below the smallest p the bootstrap of {} can give ({:.3g} with {} "
+          "resamples): use --alpha 1e-05 or more with tpot_mean, tpot_p90, tpot_p99 or "
+          "tokens_per_s",
+          options.alpha, m->name, bootstrap_smallest_p(options.alpha),
+          bootstrap_resamples(options.alpha)));
+    }
+  }
   CompareReport report;
   report.baseline_name = baseline.name;
   report.candidate_name = candidate.name;
@@ -649,6 +659,7 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
     rc.id = base.id;
     rc.label = base.label;
     rc.key = base.key;
+    std::optional<BootstrapTests> boot;
     for (const MetricSpec* metric : metrics) {
       const auto b = metric_series(base, *metric);
       const auto c = metric_series(cand, *metric);
@@ -680,7 +691,10 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       // tokens/s are tested by resampling the figure itself.
       m.bootstrap = !metric->median;
       if (m.bootstrap) {
-        m.boot = bootstrap_change(c->samples, b->samples, metric->statistic, options.alpha);
+        // Every bootstrap metric reads samples_ns: one set of resamples serves them all.
+        if (!boot) boot = bootstrap_changes(c->samples, b->samples, options.alpha);
+        m.boot = boot->of(metric->statistic);
+        m.resamples = boot->resamples;
         m.p_value = m.boot.p_value;
       } else {
         m.test = mann_whitney_u(c->samples, b->samples);
@@ -698,13 +712,26 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       // below the threshold as "same"), and a significant p comes only from the tie correction
       // (3 against 3 tied values: p = 0.047): such a pair is unclear, whatever the test says.
       // The bootstrap has no such floor of its own (1 against 1 resamples to one change, p =
-      // 2 / (B + 1)), so the rank test's floor applies to every metric.
+      // 2 / (B + 1)), so the rank test's floor applies to every metric; a percentile's bootstrap
+      // needs two samples beyond it as well.
       const double floor_p = smallest_p_value(m.n_baseline, m.n_candidate);
+      const int64_t need = m.bootstrap ? bootstrap_min_samples(metric->statistic) : 1;
+      std::string untestable;
       if (floor_p >= options.alpha) {
+        untestable = fmt::format(
+            "{}: {} against {} samples, smallest p of the rank test without ties {:.3g}, not "
+            "below alpha {:g}",
+            metric->name, m.n_baseline, m.n_candidate, floor_p, options.alpha);
+      } else if (std::min(m.n_baseline, m.n_candidate) < need) {
+        untestable = fmt::format(
+            "{}: {} against {} samples; the bootstrap of a {} needs {} a side, two beyond it",
+            metric->name, m.n_baseline, m.n_candidate,
+            metric->statistic == ResampledStatistic::kP90 ? "90th percentile" : "99th percentile",
+            need);
+      }
+      if (!untestable.empty()) {
         m.verdict = Verdict::kUnclear;
-        ++powerless[std::string(metric->name) + ": " + std::to_string(m.n_baseline) + " against " +
-                    std::to_string(m.n_candidate) +
-                    fmt::format(" samples, smallest p without ties {:.3g}", floor_p)];
+        ++powerless[untestable];
       } else if (direction_vetoed) {
         ++opposite[std::string(metric->name)];
       }
@@ -732,7 +759,6 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
   for (const auto& [text, n] : powerless) {
     report.notes.push_back("too few samples for a test in " + std::to_string(n) + " of " +
                            std::to_string(report.runs.size()) + " matched run(s) (" + text +
-                           fmt::format(", not below alpha {:g}", options.alpha) +
                            "): unclear whatever the change; time more tokens (--tokens, "
                            "--min-time)");
   }
@@ -797,7 +823,7 @@ nlohmann::json compare_json(const CompareReport& report) {
            {"u", m.bootstrap ? nlohmann::json(nullptr) : nlohmann::json(m.test.u)},
            {"z", m.bootstrap ? nlohmann::json(nullptr) : nlohmann::json(m.test.z)},
            {"p_value", m.p_value},
-           {"resamples", m.bootstrap ? nlohmann::json(m.boot.resamples) : nlohmann::json(nullptr)},
+           {"resamples", m.bootstrap ? nlohmann::json(m.resamples) : nlohmann::json(nullptr)},
            {"ci_pct", m.bootstrap ? nlohmann::json::array({m.boot.ci_low_pct, m.boot.ci_high_pct})
                                   : nlohmann::json(nullptr)},
            {"verdict", verdict_name(m.verdict)}});

@@ -135,9 +135,10 @@ struct MetricComparison {
   /// Which test gave p_value: the bootstrap (`boot`; metrics that are not medians) or the rank
   /// test (`test`; medians)
   bool bootstrap = false;
-  double p_value = 1;  ///< the verdict's p: boot.p_value or test.p_value
-  MannWhitney test;    ///< medians: x = new samples, y = baseline samples
-  BootstrapTest boot;  ///< the others: the change's resampled interval and p
+  double p_value = 1;     ///< the verdict's p: boot.p_value or test.p_value
+  MannWhitney test;       ///< medians: x = new samples, y = baseline samples
+  BootstrapTest boot;     ///< the others: the change's resampled interval and p
+  int64_t resamples = 0;  ///< the bootstrap's B (0 for the rank test)
   Verdict verdict = Verdict::kUnclear;
 };
 
@@ -172,7 +173,8 @@ struct CompareReport {
 /// environment.variables differ (both documents recording them) get one note per difference,
 /// naming each variable's value on both sides and how many matched runs it concerns. Throws
 /// decodebench::Error (exit 2) when an option is invalid (unknown metric, alpha outside (0, 1),
-/// negative threshold), when no run matched (the message shows a key of each side), when a metric's
+/// negative threshold, an alpha at or below the bootstrap's smallest p with a metric it tests),
+/// when no run matched (the message shows a key of each side), when a metric's
 /// samples exist on one side only, or when no matched run has a requested metric.
 CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candidate,
                            const CompareOptions& options);

@@ -312,7 +312,8 @@ TEST(Compare, TooFewSamplesForTheTestAreUnclearNotTheSame) {
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_NE(
       r.notes[0].find("too few samples for a test in 1 of 1 matched run(s) "
-                      "(tpot_median: 1 against 1 samples, smallest p without ties 1, not below "
+                      "(tpot_median: 1 against 1 samples, smallest p of the rank test without ties "
+                      "1, not below "
                       "alpha 0.05)"),
       std::string::npos)
       << r.notes[0];
@@ -542,6 +543,39 @@ TEST(Compare, InvalidOptionsAreExit2) {
   o = {};
   o.alpha = 1.5;
   expect_usage_error([&] { (void)compare_docs(doc, doc, o); }, {"--alpha"});
+  // Below the bootstrap's smallest p (2 / 200,001 at most resamples) its metrics could never be
+  // significant: refused, naming the limit; the rank test's metrics take any alpha.
+  o.alpha = 1e-6;
+  EXPECT_EQ(only_metric(compare_docs(doc, doc, o)).verdict, Verdict::kSame);
+  o.metrics = {"tpot_median", "tpot_p90"};
+  expect_usage_error([&] { (void)compare_docs(doc, doc, o); },
+                     {"--alpha 1e-06 is below the smallest p the bootstrap of tpot_p90 can give "
+                      "(1e-05 with 200000 resamples): use --alpha 1e-05 or more"});
+  o.alpha = 1e-5;  // 2 / 200,001 < 1e-5
+  EXPECT_EQ(compare_docs(doc, doc, o).runs.at(0).metrics.size(), 2u);
+}
+
+// The bootstrap of a percentile needs two samples beyond it a side (p90: 20, p99: 200): with 100
+// steps a side, a tripled tail is unclear for p99, with a note, while p90 and the mean decide.
+TEST(Compare, APercentileNeedsTwoSamplesBeyondIt) {
+  std::vector<double> base(100, 1000.0), cand(100, 1000.0);
+  for (int i = 0; i < 20; ++i) cand[static_cast<size_t>(i) * 5] = 3000.0;
+  for (int i = 0; i < 15; ++i) base[static_cast<size_t>(i) * 6] = 1100.0;
+  CompareOptions o;
+  o.metrics = {"tpot_p99", "tpot_p90", "tpot_mean"};
+  const CompareReport r = compare_docs(make_doc({make_run(base)}), make_doc({make_run(cand)}), o);
+  ASSERT_EQ(r.runs.size(), 1u);
+  const auto& m = r.runs[0].metrics;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_NEAR(m[0].change_pct, 100.0 * (3000.0 / 1100.0 - 1), 1e-9);
+  EXPECT_LT(m[0].p_value, 0.05);  // the resamples alone would call it significant
+  EXPECT_EQ(m[0].verdict, Verdict::kUnclear);
+  EXPECT_EQ(m[1].verdict, Verdict::kSlower);
+  EXPECT_EQ(m[2].verdict, Verdict::kSlower);
+  expect_one_note(r, 1,
+                  "too few samples for a test in 1 of 1 matched run(s) (tpot_p99: 100 against 100 "
+                  "samples; the bootstrap of a 99th percentile needs 200 a side, two beyond it): "
+                  "unclear whatever the change; time more tokens (--tokens, --min-time)");
 }
 
 TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
