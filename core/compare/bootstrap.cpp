@@ -58,12 +58,10 @@ class Resampler {
 
 int64_t bootstrap_min_samples(ResampledStatistic statistic) {
   switch (statistic) {
-    case ResampledStatistic::kP90:
-      return 20;
     case ResampledStatistic::kP99:
       return 200;
     default:
-      return 1;
+      return 30;
   }
 }
 
@@ -116,15 +114,20 @@ BootstrapTest test_of_changes(std::vector<double> changes, double alpha) {
     at_or_above += x >= 0 ? 1 : 0;
   }
   std::sort(changes.begin(), changes.end());
-  // The interval's order statistics: p < alpha exactly when it excludes 0 (bootstrap.hpp).
-  const int64_t k = std::clamp<int64_t>(
-      static_cast<int64_t>(std::ceil(alpha * static_cast<double>(b + 1) / 2.0)) - 2, 0,
-      (b - 1) / 2);
+  // The interval's order statistics: p < alpha exactly when it excludes 0 (bootstrap.hpp), so k
+  // is the largest count on the far side whose p, computed as below, is < alpha: about
+  // ⌈alpha · (B + 1) / 2⌉ − 2, then stepped so that rounding cannot split the two.
+  const auto p_of = [&](int64_t far) {
+    return std::min(1.0, 2.0 * static_cast<double>(far + 1) / static_cast<double>(b + 1));
+  };
+  int64_t k = static_cast<int64_t>(std::ceil(alpha * static_cast<double>(b + 1) / 2.0)) - 2;
+  while (k >= 0 && !(p_of(k) < alpha)) --k;
+  while (k + 1 < b && p_of(k + 1) < alpha) ++k;
+  k = std::clamp<int64_t>(k, 0, (b - 1) / 2);
   BootstrapTest t;
   t.ci_low_pct = changes[static_cast<size_t>(k)];
   t.ci_high_pct = changes[static_cast<size_t>(b - 1 - k)];
-  const double tail = static_cast<double>(std::min(at_or_below, at_or_above) + 1);
-  t.p_value = std::min(1.0, 2.0 * tail / static_cast<double>(b + 1));
+  t.p_value = p_of(std::min(at_or_below, at_or_above));
   return t;
 }
 

@@ -14,10 +14,11 @@ namespace decodebench {
 /// percentile_sorted()); tokens/s = count · 1e9 / Σ times.
 enum class ResampledStatistic { kMean, kP90, kP99, kTokensPerS };
 
-/// The fewest samples a side for a bootstrap test of `statistic`: for a percentile, two samples
-/// beyond it (p90: 20, p99: 200), as the resampled extreme order statistics of fewer make the test
-/// too eager (A/A pairs of 48 lognormal samples: p99 "significant" at alpha 0.05 in 10.5% of
-/// pairs, at 200 in 3.5%; docs/ci.md); 1 for the mean and tokens/s.
+/// The fewest samples a side for a bootstrap test of `statistic`: 30, and 200 for p99 (n · (1 −
+/// 0.99) ≥ 2). With fewer, the percentile bootstrap's interval is too narrow and the test too
+/// eager: in simulated A/A pairs of lognormal samples (σ 0.5) at alpha 0.05, the mean came out
+/// significant in 11% of pairs of 8 samples and 4.5% of 30, p99 in 10.5% of pairs of 48 and 3.5%
+/// of 200 (docs/ci.md).
 int64_t bootstrap_min_samples(ResampledStatistic statistic);
 
 /// The test of one statistic.
@@ -26,7 +27,7 @@ struct BootstrapTest {
   /// statistics k = ⌈alpha · (B + 1) / 2⌉ − 1 from each end (1-based; at least the first), about
   /// the 100·alpha/2 and 100·(1 − alpha/2) percentiles (the percentile interval, Efron &
   /// Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13), chosen so that it excludes 0
-  /// exactly when p < alpha
+  /// exactly when p < alpha (for alpha above 2 / (B + 1), the smallest p)
   double ci_low_pct = 0, ci_high_pct = 0;
   /// Two-sided p of "no change": the smallest alpha whose interval excludes 0, as a Monte Carlo
   /// p-value (Davison & Hinkley, Bootstrap Methods and their Application, 1997, ch. 4):

@@ -712,8 +712,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
       // below the threshold as "same"), and a significant p comes only from the tie correction
       // (3 against 3 tied values: p = 0.047): such a pair is unclear, whatever the test says.
       // The bootstrap has no such floor of its own (1 against 1 resamples to one change, p =
-      // 2 / (B + 1)), so the rank test's floor applies to every metric; a percentile's bootstrap
-      // needs two samples beyond it as well.
+      // 2 / (B + 1)), so the rank test's floor applies to every metric, and the bootstrap needs
+      // more samples still (bootstrap_min_samples).
       const double floor_p = smallest_p_value(m.n_baseline, m.n_candidate);
       const int64_t need = m.bootstrap ? bootstrap_min_samples(metric->statistic) : 1;
       std::string untestable;
@@ -723,11 +723,8 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
             "below alpha {:g}",
             metric->name, m.n_baseline, m.n_candidate, floor_p, options.alpha);
       } else if (std::min(m.n_baseline, m.n_candidate) < need) {
-        untestable = fmt::format(
-            "{}: {} against {} samples; the bootstrap of a {} needs {} a side, two beyond it",
-            metric->name, m.n_baseline, m.n_candidate,
-            metric->statistic == ResampledStatistic::kP90 ? "90th percentile" : "99th percentile",
-            need);
+        untestable = fmt::format("{}: {} against {} samples; its bootstrap needs {} a side",
+                                 metric->name, m.n_baseline, m.n_candidate, need);
       }
       if (!untestable.empty()) {
         m.verdict = Verdict::kUnclear;
@@ -842,7 +839,8 @@ nlohmann::json compare_json(const CompareReport& report) {
            : "threshold 0, the test alone decides: significant (p < alpha): faster/slower; not "
              "significant: same; significant with no change in the figure: unclear") +
       "; a median whose rank test points the other way: unclear; whatever the test, unclear "
-      "where the sample counts cannot reach p < alpha in the rank test without ties";
+      "where the sample counts cannot reach p < alpha in the rank test without ties, or are below "
+      "the bootstrap's 30 a side (200 for tpot_p99)";
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

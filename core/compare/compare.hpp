@@ -31,7 +31,7 @@ struct MetricSpec {
   /// The mean, p90, p99 and tokens/s can move with a few tokens that the rank test barely sees:
   /// they are tested by resampling the figure itself (`statistic`).
   bool median = false;
-  /// For a metric that is not a median: the statistic bootstrap_change() resamples.
+  /// For a metric that is not a median: the statistic bootstrap_changes() resamples.
   ResampledStatistic statistic = ResampledStatistic::kMean;
 };
 
@@ -43,7 +43,7 @@ const std::vector<MetricSpec>& compare_metrics();
 /// The decision rule (documented in `compare --help` and docs/ci.md):
 ///   significant = p < alpha: for a median metric the two-sided Mann-Whitney U test on the
 ///   per-token samples, for the mean, p90, p99 and tokens/s the percentile bootstrap of the
-///   figure's change (bootstrap_change());
+///   figure's change (bootstrap_changes());
 ///   large = |change_pct| ≥ threshold_pct;
 ///   significant and large → faster or slower (by the sign of the change and the metric's
 ///   direction), except for a median metric (`check_direction`) whose test points the other

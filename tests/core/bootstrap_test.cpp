@@ -25,9 +25,9 @@ TEST(Bootstrap, ResamplesGrowAsAlphaShrinks) {
   }
   EXPECT_DOUBLE_EQ(bootstrap_smallest_p(0.05), 2.0 / 2001.0);
   EXPECT_DOUBLE_EQ(bootstrap_smallest_p(1e-6), 2.0 / 200001.0);
-  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kMean), 1);
-  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kTokensPerS), 1);
-  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kP90), 20);
+  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kMean), 30);
+  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kTokensPerS), 30);
+  EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kP90), 30);
   EXPECT_EQ(bootstrap_min_samples(ResampledStatistic::kP99), 200);
 }
 
@@ -178,13 +178,14 @@ TEST(Bootstrap, TheIntervalExcludesZeroExactlyWhenPIsBelowAlpha) {
 // Blocks of resamples carry their own seeds: the threads that run them change nothing.
 TEST(Bootstrap, TheThreadCountChangesNothing) {
   std::mt19937 rng(3);
+  // 1,000 a side: 2,000 resamples of 2,000 draws, so threads = 0 takes the machine's threads.
   std::vector<double> base, cand;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     base.push_back(1000.0 + rng() % 200);
     cand.push_back(1010.0 + rng() % 200);
   }
   const BootstrapTests one = bootstrap_changes(cand, base, 0.05, 1);
-  for (int threads : {2, 3, 7}) {
+  for (int threads : {2, 3, 7, 0}) {
     const BootstrapTests many = bootstrap_changes(cand, base, 0.05, threads);
     ASSERT_EQ(many.resamples, one.resamples);
     for (size_t s = 0; s < 4; ++s) {

@@ -555,9 +555,10 @@ TEST(Compare, InvalidOptionsAreExit2) {
   EXPECT_EQ(compare_docs(doc, doc, o).runs.at(0).metrics.size(), 2u);
 }
 
-// The bootstrap of a percentile needs two samples beyond it a side (p90: 20, p99: 200): with 100
-// steps a side, a tripled tail is unclear for p99, with a note, while p90 and the mean decide.
-TEST(Compare, APercentileNeedsTwoSamplesBeyondIt) {
+// The bootstrap needs 30 samples a side, p99 200 (n · (1 − 0.99) ≥ 2): with 100 steps a side, a
+// tripled tail is unclear for p99, with a note, while p90 and the mean decide; with 29 a side all
+// three are unclear, and with 30 the mean decides again.
+TEST(Compare, TheBootstrapNeedsThirtySamplesASideAndP99TwoHundred) {
   std::vector<double> base(100, 1000.0), cand(100, 1000.0);
   for (int i = 0; i < 20; ++i) cand[static_cast<size_t>(i) * 5] = 3000.0;
   for (int i = 0; i < 15; ++i) base[static_cast<size_t>(i) * 6] = 1100.0;
@@ -574,8 +575,29 @@ TEST(Compare, APercentileNeedsTwoSamplesBeyondIt) {
   EXPECT_EQ(m[2].verdict, Verdict::kSlower);
   expect_one_note(r, 1,
                   "too few samples for a test in 1 of 1 matched run(s) (tpot_p99: 100 against 100 "
-                  "samples; the bootstrap of a 99th percentile needs 200 a side, two beyond it): "
+                  "samples; its bootstrap needs 200 a side): "
                   "unclear whatever the change; time more tokens (--tokens, --min-time)");
+  // 29 a side: the same tail; the mean and p90 too are unclear now, one note each.
+  base.resize(29);
+  cand.resize(29);
+  const CompareReport few = compare_docs(make_doc({make_run(base)}), make_doc({make_run(cand)}), o);
+  ASSERT_EQ(few.runs.size(), 1u);
+  for (const MetricComparison& x : few.runs[0].metrics) {
+    EXPECT_EQ(x.verdict, Verdict::kUnclear) << x.metric;
+  }
+  EXPECT_LT(few.runs[0].metrics[2].p_value, 0.05);  // the mean's resamples alone: significant
+  ASSERT_EQ(few.notes.size(), 3u);
+  EXPECT_NE(few.notes[0].find("(tpot_mean: 29 against 29 samples; its bootstrap needs 30 a side)"),
+            std::string::npos)
+      << few.notes[0];
+  // 30 a side: the mean decides again (p90, whose resamples now and then hold fewer than 10%
+  // stalls, is not significant: unclear without a note).
+  base.push_back(1000.0);
+  cand.push_back(1000.0);
+  const CompareReport enough =
+      compare_docs(make_doc({make_run(base)}), make_doc({make_run(cand)}), o);
+  EXPECT_EQ(enough.runs.at(0).metrics.at(2).verdict, Verdict::kSlower);
+  EXPECT_EQ(enough.notes.size(), 1u);
 }
 
 TEST(Compare, RunsWhoseEnvironmentVariablesDifferGetOneNotePerDifference) {
