@@ -24,7 +24,8 @@ int64_t bootstrap_min_samples(ResampledStatistic statistic);
 /// The test of one statistic.
 struct BootstrapTest {
   /// The resampled changes' interval in percent, (s(new*) − s(base*)) / s(base*) · 100: the order
-  /// statistics k = ⌈alpha · (B + 1) / 2⌉ − 1 from each end (1-based; at least the first), about
+  /// statistics k from each end, k = ⌈alpha · (B + 1) / 2⌉ − 1 (1-based; at least 1; moved by one
+  /// where floating-point rounding of p would otherwise disagree), about
   /// the 100·alpha/2 and 100·(1 − alpha/2) percentiles (the percentile interval, Efron &
   /// Tibshirani, An Introduction to the Bootstrap, 1993, ch. 13), chosen so that it excludes 0
   /// exactly when p < alpha (for alpha above 2 / (B + 1), the smallest p)
