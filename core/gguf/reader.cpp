@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/gguf/printable.hpp"
 #include "core/text.hpp"
 
 namespace decodebench::gguf {
@@ -171,8 +172,13 @@ class Cursor {
   uint64_t pos_;
 };
 
+// A string from the file as messages show it: control bytes, quotes and invalid UTF-8 escaped (a
+// NUL would cut the message short, a newline add a line of the file's own), at most 200 bytes.
+std::string shown(std::string_view s) { return escape_text(s, 200); }
+
 // Reads (out != nullptr) or skips (out == nullptr) one value of type `type` at the cursor.
-// `key` only serves error messages; `array_elements` accumulates the element count of arrays.
+// `key` only serves error messages, escaped by the caller (shown()); `array_elements`
+// accumulates the element count of arrays.
 void read_value(Cursor& c, ValueType type, std::string_view key, Value* out,
                 uint64_t* array_elements) {
   const auto what = [&](std::string_view part) {
@@ -443,25 +449,26 @@ void Reader::parse() {
     const std::string_view key = c.string("metadata key");
     if (key.empty()) c.fail(kv.offset, fmt::format("metadata key #{} is empty", k));
     if (!keys.insert(key).second) {
-      c.fail(kv.offset, fmt::format("duplicate metadata key '{}'", key));
+      c.fail(kv.offset, fmt::format("duplicate metadata key '{}'", shown(key)));
     }
     kv.key.assign(key);
+    const std::string sk = shown(key);  // for messages: the file's bytes escaped
     const uint64_t type_at = c.pos();
-    const auto type_raw = c.read<uint32_t>(fmt::format("metadata key '{}' value type", key));
+    const auto type_raw = c.read<uint32_t>(fmt::format("metadata key '{}' value type", sk));
     if (type_raw >= kValueTypeCount) {
-      c.fail(type_at, fmt::format("metadata key '{}': unknown value type {}", key, type_raw));
+      c.fail(type_at, fmt::format("metadata key '{}': unknown value type {}", sk, type_raw));
     }
     const auto type = static_cast<ValueType>(type_raw);
     if (type == ValueType::kArray) {
       const uint64_t value_at = c.pos();
-      read_value(c, type, key, nullptr, &array_elements);
+      read_value(c, type, sk, nullptr, &array_elements);
       deferred.push_back({metadata_.size(), value_at});
       uint32_t elem_raw = 0;  // validated by read_value
       std::memcpy(&elem_raw, base_ + value_at, sizeof(elem_raw));
       kv.value.type = type;
       kv.value.elem_type = static_cast<ValueType>(elem_raw);
     } else {
-      read_value(c, type, key, &kv.value, nullptr);
+      read_value(c, type, sk, &kv.value, nullptr);
     }
     metadata_.push_back(std::move(kv));
   }
@@ -492,39 +499,40 @@ void Reader::parse() {
                                         name.size(), kMaxTensorName));
     }
     if (!names.insert(name).second) {
-      c.fail(t.info_offset, fmt::format("duplicate tensor name '{}'", name));
+      c.fail(t.info_offset, fmt::format("duplicate tensor name '{}'", shown(name)));
     }
     t.name.assign(name);
+    const std::string tn = shown(name);  // for messages: the file's bytes escaped
     const uint64_t n_dims_at = c.pos();
-    t.n_dims = c.read<uint32_t>(fmt::format("tensor '{}' n_dims", name));
+    t.n_dims = c.read<uint32_t>(fmt::format("tensor '{}' n_dims", tn));
     if (t.n_dims < 1 || t.n_dims > kMaxDims) {
       c.fail(n_dims_at,
-             fmt::format("tensor '{}': n_dims {} is outside 1..{}", name, t.n_dims, kMaxDims));
+             fmt::format("tensor '{}': n_dims {} is outside 1..{}", tn, t.n_dims, kMaxDims));
     }
     int64_t elements = 1;
     for (uint32_t d = 0; d < t.n_dims; ++d) {
       const uint64_t dim_at = c.pos();
-      const auto dim = c.read<uint64_t>(fmt::format("tensor '{}' dimension {}", name, d));
-      if (dim == 0) c.fail(dim_at, fmt::format("tensor '{}': dimension {} is 0", name, d));
+      const auto dim = c.read<uint64_t>(fmt::format("tensor '{}' dimension {}", tn, d));
+      if (dim == 0) c.fail(dim_at, fmt::format("tensor '{}': dimension {} is 0", tn, d));
       if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
           __builtin_mul_overflow(elements, static_cast<int64_t>(dim), &elements)) {
         c.fail(dim_at, fmt::format("tensor '{}': element count overflows int64 at dimension {} "
                                    "({})",
-                                   name, d, dim));
+                                   tn, d, dim));
       }
       t.dims[d] = static_cast<int64_t>(dim);
     }
     const uint64_t type_at = c.pos();
-    t.type_id = c.read<uint32_t>(fmt::format("tensor '{}' type", name));
+    t.type_id = c.read<uint32_t>(fmt::format("tensor '{}' type", tn));
     const GgmlTypeTraits* traits = ggml_type_traits(t.type_id);
     if (traits == nullptr) {
       c.fail(type_at,
-             fmt::format("tensor '{}': unknown or removed ggml type id {}", name, t.type_id));
+             fmt::format("tensor '{}': unknown or removed ggml type id {}", tn, t.type_id));
     }
     if (t.dims[0] % traits->block_elems != 0) {
       c.fail(type_at, fmt::format("tensor '{}': dimension 0 ({}) is not a multiple of the {} "
                                   "block size {}",
-                                  name, t.dims[0], traits->name, traits->block_elems));
+                                  tn, t.dims[0], traits->name, traits->block_elems));
     }
     // bytes = dims[0] / block_elems * block_bytes * dims[1] * dims[2] * dims[3]
     uint64_t bytes = static_cast<uint64_t>(t.dims[0]) / traits->block_elems;
@@ -534,15 +542,15 @@ void Reader::parse() {
           overflow || __builtin_mul_overflow(bytes, static_cast<uint64_t>(t.dims[d]), &bytes);
     }
     if (overflow) {
-      c.fail(type_at, fmt::format("tensor '{}': byte size overflows 64 bits", name));
+      c.fail(type_at, fmt::format("tensor '{}': byte size overflows 64 bits", tn));
     }
     t.bytes = bytes;
     const uint64_t offset_at = c.pos();
-    t.offset = c.read<uint64_t>(fmt::format("tensor '{}' offset", name));
+    t.offset = c.read<uint64_t>(fmt::format("tensor '{}' offset", tn));
     if (t.offset % alignment_ != 0) {
       c.fail(offset_at, fmt::format("tensor '{}': data offset {} is not a multiple of the "
                                     "alignment {}",
-                                    name, t.offset, alignment_));
+                                    tn, t.offset, alignment_));
     }
     tensors_.push_back(std::move(t));
   }
@@ -550,6 +558,19 @@ void Reader::parse() {
   // ---- Data section -------------------------------------------------------------------------
   const uint64_t infos_end = c.pos();
   data_offset_ = infos_end + (alignment_ - infos_end % alignment_) % alignment_;
+  // Writers pad with zeros up to the data section (gguf-facts §1.4). Other bytes there are most
+  // likely the next tensor's info: a header whose tensor count is too low would otherwise read
+  // every tensor's data from the wrong place, without a word.
+  if (!tensors_.empty()) {
+    for (uint64_t p = infos_end; p < std::min(data_offset_, size_); ++p) {
+      if (base_[p] != 0) {
+        c.fail(p, fmt::format("byte 0x{:02x} in the padding before the data section (at {}; "
+                              "GGUF pads with zeros): the header's tensor count ({}) is likely "
+                              "lower than the tensors the file describes",
+                              base_[p], data_offset_, tensors_.size()));
+      }
+    }
+  }
   for (TensorInfo& t : tensors_) {
     // Overflow-safe form of data_offset + offset + bytes <= size.
     if (data_offset_ > size_ || t.offset > size_ - data_offset_ ||
@@ -557,7 +578,7 @@ void Reader::parse() {
       c.fail(t.info_offset,
              fmt::format("tensor '{}': {} bytes at data section {} + tensor offset {} run past "
                          "end of file (size {})",
-                         t.name, t.bytes, data_offset_, t.offset, size_));
+                         shown(t.name), t.bytes, data_offset_, t.offset, size_));
     }
     t.file_offset = data_offset_ + t.offset;
   }
@@ -570,9 +591,9 @@ void Reader::parse() {
     const TensorInfo& cur = tensors_[order[k]];
     if (prev.offset + prev.bytes > cur.offset) {
       c.fail(cur.info_offset,
-             fmt::format("tensor '{}' data [{}, {}) overlaps tensor '{}' data [{}, {})", cur.name,
-                         cur.file_offset, cur.file_offset + cur.bytes, prev.name, prev.file_offset,
-                         prev.file_offset + prev.bytes));
+             fmt::format("tensor '{}' data [{}, {}) overlaps tensor '{}' data [{}, {})",
+                         shown(cur.name), cur.file_offset, cur.file_offset + cur.bytes,
+                         shown(prev.name), prev.file_offset, prev.file_offset + prev.bytes));
     }
   }
   for (size_t k = 0; k < tensors_.size(); ++k) tensor_index_.emplace(tensors_[k].name, k);
@@ -581,7 +602,7 @@ void Reader::parse() {
   for (const DeferredArray& d : deferred) {
     KeyValue& kv = metadata_[d.index];
     Cursor ac(path_, base_, size_, d.value_at);
-    read_value(ac, ValueType::kArray, kv.key, &kv.value, nullptr);
+    read_value(ac, ValueType::kArray, shown(kv.key), &kv.value, nullptr);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/gguf/printable.hpp"
 #include "core/gguf/reader.hpp"
 #include "core/quant/dequant.hpp"
 
@@ -305,12 +306,12 @@ Model load_gguf_model(const std::string& path) {
                             kSupportedArchitectures + ")");
   }
   if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
-    throw unsupported_error(path + ": unsupported architecture '" + *arch +
+    throw unsupported_error(path + ": unsupported architecture '" + gguf::escape_text(*arch, 64) +
                             "' (supported: " + kSupportedArchitectures + ")");
   }
   // LoRA adapters and other GGUF kinds carry an architecture but no model.
   if (const auto type = r.get_string("general.type"); type && *type != "model") {
-    throw unsupported_error(path + ": general.type is '" + *type +
+    throw unsupported_error(path + ": general.type is '" + gguf::escape_text(*type, 64) +
                             "', not 'model' (decodebench runs whole models)");
   }
   const std::string a = *arch + ".";
@@ -408,10 +409,20 @@ Model load_gguf_model(const std::string& path) {
   Binder b(r, *storage);
   ModelWeights& w = m.weights;
   w.token_embd = b.matrix("token_embd.weight", c.vocab, c.hidden);
-  if (const gguf::TensorInfo* freqs = r.find_tensor("rope_freqs.weight")) {
+  if (r.find_tensor("rope_freqs.weight") != nullptr) {
     const TensorView f = b.vector("rope_freqs.weight", c.rope_dim / 2);
     c.rope_freq_divisors.assign(f.f32(), f.f32() + f.cols);
-    (void)freqs;
+    // Each divides a RoPE frequency: 0, a negative, a subnormal or a non-finite value makes the
+    // angles infinite or NaN (NaN logits), where rope.freq_base is held to the same rule.
+    for (size_t i = 0; i < c.rope_freq_divisors.size(); ++i) {
+      const float v = c.rope_freq_divisors[i];
+      if (!std::isnormal(v) || v < 0) {
+        throw usage_error(
+            fmt::format("{}: rope_freqs.weight[{}] is {} (each divides a RoPE "
+                        "frequency: a positive, normal number)",
+                        path, i, v));
+      }
+    }
   }
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -443,9 +454,28 @@ Model load_gguf_model(const std::string& path) {
   w.output_norm = b.vector("output_norm.weight", c.hidden);
   w.output = c.tied_embeddings ? w.token_embd : b.matrix("output.weight", c.vocab, c.hidden);
 
+  // A layer past block_count is a model of more layers than the header says (a wrong count):
+  // running the first block_count layers would time another model.
+  int64_t past = 0, last_layer = -1;
+  std::string first_past;
+  for (const gguf::TensorInfo& t : r.tensors()) {
+    const int64_t layer = layer_of(t.name);
+    if (layer < c.n_layers) continue;
+    if (past++ == 0) first_past = t.name;
+    last_layer = std::max(last_layer, layer);
+  }
+  if (past > 0) {
+    throw usage_error(path + ": tensor '" + gguf::escape_text(first_past, 64) +
+                      "' belongs to layer " + std::to_string(layer_of(first_past)) + ", but " + a +
+                      "block_count is " + std::to_string(c.n_layers) + " (" + std::to_string(past) +
+                      " tensor(s) of layers up to " + std::to_string(last_layer) +
+                      " past it): block_count is likely wrong");
+  }
   if (const auto extra = unread_layer_tensors(r, c); !extra.empty()) {
     std::string names;
-    for (size_t i = 0; i < extra.size() && i < 4; ++i) names += (i ? ", " : "") + extra[i];
+    for (size_t i = 0; i < extra.size() && i < 4; ++i) {
+      names += (i ? ", " : "") + gguf::escape_text(extra[i], 64);
+    }
     throw unsupported_error(
         path + ": tensors decodebench does not compute: " + names +
         (extra.size() > 4 ? ", ... (" + std::to_string(extra.size()) + ")" : "") +

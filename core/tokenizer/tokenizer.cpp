@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/gguf/printable.hpp"
 #include "core/gguf/reader.hpp"
 #include "core/tokenizer/unicode.hpp"
 #include "core/tokenizer/vocab.hpp"
@@ -236,7 +237,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
   if (data.model == "gpt2") {
     const auto pre = tokenizer::pre_tokenizer_from_name(data.pre);
     if (!pre) {
-      throw unsupported_error("tokenizer.ggml.pre = \"" + data.pre +
+      throw unsupported_error("tokenizer.ggml.pre = \"" + gguf::escape_text(data.pre, 64) +
                               "\" is not supported; supported pre-tokenizers: " +
                               tokenizer::supported_pre_tokenizers());
     }
@@ -249,7 +250,7 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
     }
     return std::make_unique<tokenizer::SpmTokenizer>(data);
   }
-  throw unsupported_error("tokenizer.ggml.model = \"" + data.model +
+  throw unsupported_error("tokenizer.ggml.model = \"" + gguf::escape_text(data.model, 64) +
                           "\" is not supported; supported tokenizer models: gpt2, llama");
 }
 

@@ -181,6 +181,20 @@ TEST(InspectCli, ModelsARunRefusesAreInvalid) {
        "(decodebench runs llama, qwen2, qwen3)",
        true},
       {{"--block-count", "3"}, "missing tensor 'blk.2.attn_norm.weight'"},
+      // A RoPE frequency divided by 0 (or a negative, subnormal or non-finite value): NaN logits.
+      {{"--rope-freqs", "0"},
+       "rope_freqs.weight[0] is 0 (each divides a RoPE frequency: a positive, normal number)"},
+      {{"--rope-freqs", "-2"},
+       "rope_freqs.weight[0] is -2 (each divides a RoPE frequency: a positive, normal number)"},
+      {{"--rope-freqs", "inf"},
+       "rope_freqs.weight[0] is inf (each divides a RoPE frequency: a positive, normal number)"},
+      {{"--rope-freqs", "1e-40"},
+       "rope_freqs.weight[0] is 1e-40 (each divides a RoPE frequency: a positive, normal number)"},
+      {{"--rope-freqs", "8"}, ""},
+      // Too low: the second layer's tensors would be left out, a run timing another model.
+      {{"--block-count", "1"},
+       "tensor 'blk.1.attn_norm.weight' belongs to layer 1, but llama.block_count is 1 (9 "
+       "tensor(s) of layers up to 1 past it): block_count is likely wrong"},
       {{"--vocab-size", "300"},
        "llama.vocab_size (300) differs from the 32 rows of token_embd.weight"},
       {{"--general-type", "adapter"},
@@ -293,8 +307,8 @@ TEST(InspectCli, FloatKeysAreCheckedForTypeAndRange) {
   }
 }
 
-// A tensor no layer reads (blk.99 of a 2-layer model) is named, with its bytes, which the bytes
-// per decode token of the report count and a run does not.
+// A tensor no layer reads (unused.weight, outside every layer) is named, with its bytes, which the
+// bytes per decode token of the report count and a run does not.
 TEST(InspectCli, TensorsARunDoesNotReadAreNamed) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
@@ -304,11 +318,11 @@ TEST(InspectCli, TensorsARunDoesNotReadAreNamed) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out,
                        "note: a run reads none of 1 tensor(s), 4.4 kB: "
-                       "blk.99.attn_q.weight (the bytes per decode token above count them)"))
+                       "unused.weight (the bytes per decode token above count them)"))
       << r.out;
   const CommandResult j = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
   const auto doc = nlohmann::json::parse(j.out);
-  EXPECT_EQ(doc["model_check"]["unread_tensors"], nlohmann::json::array({"blk.99.attn_q.weight"}));
+  EXPECT_EQ(doc["model_check"]["unread_tensors"], nlohmann::json::array({"unused.weight"}));
   EXPECT_EQ(doc["model_check"]["unread_bytes"], 64 * 2 * 34);
 }
 
@@ -729,20 +743,20 @@ TEST(InspectCli, ScanValuesAgreesWithTheGgufPackage) {
   }
 }
 
-// NaN in a tensor a run does not read (blk.99 of a 2-layer model) still exits 2, said to be
-// unread; in a model a run refuses, the refusal comes first and names the NaN too.
+// NaN in a tensor a run does not read (unused.weight, outside every layer) still exits 2, said to
+// be unread; in a model a run refuses, the refusal comes first and names the NaN too.
 TEST(InspectCli, ScanValuesSaysWhetherARunReadsTheTensor) {
   DB_REQUIRE_PYTHON_GGUF();
   TempDir dir;
   const auto path = dir / "m.gguf";
   ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--extra-tensor"}));
-  // The first Q8_0 block of blk.99.attn_q.weight gets the f16 scale NaN (0x7E00): its 32 values.
+  // The first Q8_0 block of unused.weight gets the f16 scale NaN (0x7E00): its 32 values.
   const CommandResult listing = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
   ASSERT_EQ(listing.exit_code, 0) << listing.err;
   int64_t at = -1;
   const nlohmann::json doc = nlohmann::json::parse(listing.out);
   for (const auto& t : doc["tensors"]) {
-    if (t["name"] == "blk.99.attn_q.weight") at = t["file_offset"];
+    if (t["name"] == "unused.weight") at = t["file_offset"];
   }
   ASSERT_GE(at, 0);
   {
@@ -754,12 +768,12 @@ TEST(InspectCli, ScanValuesSaysWhetherARunReadsTheTensor) {
   const CommandResult r = run_decodebench({"inspect", path.string(), "--scan-values"}, 60);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(contains(r.out,
-                       "  blk.99.attn_q.weight: 32 NaN, 0 inf of 4096 values (first at "
+                       "  unused.weight: 32 NaN, 0 inf of 4096 values (first at "
                        "row 0, column 0)"))
       << r.out;
   EXPECT_TRUE(contains(r.err,
                        "1 tensor(s) hold NaN or inf weights, the first "
-                       "'blk.99.attn_q.weight' at row 0, column 0 (a tensor a run does "
+                       "'unused.weight' at row 0, column 0 (a tensor a run does "
                        "not read)"))
       << r.err;
 

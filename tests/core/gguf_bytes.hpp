@@ -251,6 +251,13 @@ inline std::vector<MalformedCase> malformed_cases() {
           [](GgufBytes& b) { b.put_u64(b.at("tensor_count"), uint64_t{1} << 62); });
   patched("tensor_count_plus_one", "offset",
           [](GgufBytes& b) { b.put_u64(b.at("tensor_count"), 4); });
+  // One short: the last tensor's info lies where the padding should be, and every tensor would be
+  // read from 32 bytes too early.
+  patched("tensor_count_minus_one",
+          "byte 0x01 in the padding before the data section (at 352; GGUF pads with zeros): the "
+          "header's "
+          "tensor count (2) is likely lower than the tensors the file describes",
+          [](GgufBytes& b) { b.put_u64(b.at("tensor_count"), 2); });
 
   // Metadata strings and arrays.
   patched("key_length_huge", "metadata key length 18446744073709551615 runs past end of file",
@@ -260,6 +267,12 @@ inline std::vector<MalformedCase> malformed_cases() {
   from_spec("key_empty", "is empty", [](FileSpec& s) { s.kvs[5].key = ""; });
   from_spec("key_duplicate", "duplicate metadata key 'test.flag'", [](FileSpec& s) {
     s.kvs.push_back({"test.flag", v_bool(false)});
+  });
+  // A file's bytes are escaped in messages: a NUL would cut the message short, a newline add a
+  // line of the file's own.
+  from_spec("key_duplicate_nul", "duplicate metadata key 'a\\x00b\\nc'", [](FileSpec& s) {
+    s.kvs.push_back({std::string("a\0b\nc", 5), v_bool(false)});
+    s.kvs.push_back({std::string("a\0b\nc", 5), v_bool(true)});
   });
   patched("string_length_huge", "string length",
           [&](GgufBytes& b) { b.put_u64(b.at("kv0.len"), kHuge); });
@@ -295,6 +308,10 @@ inline std::vector<MalformedCase> malformed_cases() {
   from_spec("name_empty", "empty name", [](FileSpec& s) { s.tensors[2].name = ""; });
   from_spec("name_duplicate", "duplicate tensor name 'a'",
             [](FileSpec& s) { s.tensors[2].name = "a"; });
+  from_spec("name_duplicate_nul", "duplicate tensor name 'b\\x00c'", [](FileSpec& s) {
+    s.tensors[1].name = std::string("b\0c", 3);
+    s.tensors[2].name = std::string("b\0c", 3);
+  });
   patched("name_length_huge", "tensor #1 name length",
           [&](GgufBytes& b) { b.put_u64(b.at("ti1"), kHuge); });
   patched("n_dims_5", "n_dims 5", [](GgufBytes& b) { b.put_u32(b.at("ti0.n_dims"), 5); });
