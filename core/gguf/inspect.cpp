@@ -195,6 +195,17 @@ ArchitectureSummary summarize_architecture(const Reader& r) {
     s.vocab = static_cast<uint64_t>(embd->dims[1]);
     s.vocab_source = "token_embd.weight";
   }
+  // A run computes logits over the embedding's rows; a shorter tokenizer (a padded vocabulary)
+  // leaves the last ids without text.
+  if (s.vocab_source == "tokenizer.ggml.tokens" && embd != nullptr &&
+      static_cast<uint64_t>(embd->dims[1]) > *s.vocab) {
+    s.notes.push_back(
+        fmt::format("the tokenizer holds {} tokens for the {} rows of "
+                    "token_embd.weight: ids {} to {} have no text",
+                    *s.vocab, embd->dims[1], *s.vocab, embd->dims[1] - 1));
+    s.vocab = static_cast<uint64_t>(embd->dims[1]);
+    s.vocab_source = "token_embd.weight";
+  }
   if (embd != nullptr) s.tied = r.find_tensor("output.weight") == nullptr;
   return s;
 }

@@ -512,6 +512,8 @@ GgufModelCheck check_gguf_model(const std::string& path) {
     check.status = GgufModelCheck::Status::kUnsupported;
     check.message = e.what();
   } catch (const Error& e) {
+    // Out of memory (or another resource) says nothing about the file: the command fails with it.
+    if (e.code() != ExitCode::kUsage) throw;
     check.status = GgufModelCheck::Status::kInvalid;
     check.message = e.what();
   }

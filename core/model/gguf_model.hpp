@@ -36,15 +36,16 @@ struct GgufModelCheck {
   };
   Status status = Status::kRuns;
   std::string message;  ///< why not ("" when it runs)
-  /// When it runs: tensors of the file the model does not read (e.g. blk.99.* of a 30-layer
-  /// model), in file order, and their bytes
+  /// When it runs: tensors of the file the model does not read (outside every layer, e.g. an
+  /// extra tensor of another tool), in file order, and their bytes
   std::vector<std::string> unread;
   uint64_t unread_bytes = 0;
 };
 
 /// Loads `path` as load_gguf_model does (binding views, no weight data read but F16/BF16 norms
 /// and biases) and reports the outcome instead of throwing. A malformed file (gguf::Reader's
-/// errors) still throws decodebench::Error (exit 2).
+/// errors) still throws decodebench::Error (exit 2), and a resource error (exit 3: out of memory)
+/// is thrown as it is, not reported as an invalid model.
 GgufModelCheck check_gguf_model(const std::string& path);
 
 /// "runs", "unsupported" or "invalid".

@@ -125,6 +125,20 @@ TEST(GgufInspect, HeadDimAndVocabFallbacks) {
   const Reader r2((dir / "v.gguf").string());
   EXPECT_EQ(gguf::summarize_architecture(r2).vocab, 2u);
   EXPECT_EQ(gguf::summarize_architecture(r2).vocab_source, "tokenizer.ggml.tokens");
+
+  // An embedding of more rows than the tokenizer has tokens (a padded vocabulary): a run computes
+  // logits over every row, so the vocabulary shown is the rows', with a note on the ids without
+  // text.
+  s.tensors = {{"token_embd.weight", {64, 5}, 0, 64 * 5 * 4, std::nullopt}};
+  build_gguf(s).write(dir / "v.gguf");
+  const Reader r3((dir / "v.gguf").string());
+  const gguf::ArchitectureSummary padded = gguf::summarize_architecture(r3);
+  EXPECT_EQ(padded.vocab, 5u);
+  EXPECT_EQ(padded.vocab_source, "token_embd.weight");
+  ASSERT_FALSE(padded.notes.empty());
+  EXPECT_EQ(padded.notes.back(),
+            "the tokenizer holds 2 tokens for the 5 rows of token_embd.weight: ids 2 to 4 have no "
+            "text");
 }
 
 TEST(GgufInspect, AwkwardStringsStayPrintableAndValidJson) {
