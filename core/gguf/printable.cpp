@@ -73,6 +73,10 @@ std::string escape_text(std::string_view s, size_t max_bytes) {
       out += static_cast<char>(c);
     } else if (n == 0 || c < 0x20 || c == 0x7F) {
       out += fmt::format("\\x{:02x}", c);
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));  // C1 control
+      i += 2;
+      continue;
     } else {
       out.append(s.substr(i, n));
       i += n;

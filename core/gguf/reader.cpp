@@ -173,8 +173,9 @@ class Cursor {
 };
 
 // A string from the file as messages show it: control bytes, quotes and invalid UTF-8 escaped (a
-// NUL would cut the message short, a newline add a line of the file's own), at most 200 bytes.
-std::string shown(std::string_view s) { return escape_text(s, 200); }
+// NUL would cut the message short, a newline add a line of the file's own), at most
+// kMessageStringBytes.
+std::string shown(std::string_view s) { return escape_text(s, kMessageStringBytes); }
 
 // Reads (out != nullptr) or skips (out == nullptr) one value of type `type` at the cursor.
 // `key` only serves error messages, escaped by the caller (shown()); `array_elements`
@@ -594,6 +595,21 @@ void Reader::parse() {
              fmt::format("tensor '{}' data [{}, {}) overlaps tensor '{}' data [{}, {})",
                          shown(cur.name), cur.file_offset, cur.file_offset + cur.bytes,
                          shown(prev.name), prev.file_offset, prev.file_offset + prev.bytes));
+    }
+  }
+  // Writers end the file with the last tensor's data and its zero padding. Non-zero bytes past
+  // that are most likely a tensor the header does not count (the padding check above misses a
+  // shortened info list that happens to end on the alignment); trailing zeros are let be.
+  if (!tensors_.empty()) {
+    uint64_t end = 0;
+    for (const TensorInfo& t : tensors_) end = std::max(end, t.offset + t.bytes);
+    for (uint64_t p = data_offset_ + end; p < size_; ++p) {
+      if (base_[p] != 0) {
+        c.fail(p, fmt::format("byte 0x{:02x} after the last tensor's data (which ends at {}): "
+                              "the header's tensor count ({}) is likely lower than the tensors "
+                              "the file holds",
+                              base_[p], data_offset_ + end, tensors_.size()));
+      }
     }
   }
   for (size_t k = 0; k < tensors_.size(); ++k) tensor_index_.emplace(tensors_[k].name, k);

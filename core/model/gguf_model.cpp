@@ -306,12 +306,14 @@ Model load_gguf_model(const std::string& path) {
                             kSupportedArchitectures + ")");
   }
   if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
-    throw unsupported_error(path + ": unsupported architecture '" + gguf::escape_text(*arch, 64) +
+    throw unsupported_error(path + ": unsupported architecture '" +
+                            gguf::escape_text(*arch, gguf::kMessageStringBytes) +
                             "' (supported: " + kSupportedArchitectures + ")");
   }
   // LoRA adapters and other GGUF kinds carry an architecture but no model.
   if (const auto type = r.get_string("general.type"); type && *type != "model") {
-    throw unsupported_error(path + ": general.type is '" + gguf::escape_text(*type, 64) +
+    throw unsupported_error(path + ": general.type is '" +
+                            gguf::escape_text(*type, gguf::kMessageStringBytes) +
                             "', not 'model' (decodebench runs whole models)");
   }
   const std::string a = *arch + ".";
@@ -358,8 +360,10 @@ Model load_gguf_model(const std::string& path) {
   if ((scaling && *scaling != "none" &&
        !(*scaling == "linear" && (factor == 0.0 || factor == 1.0))) ||
       (!scaling && factor != 0.0 && factor != 1.0)) {
-    throw unsupported_error(path + ": RoPE scaling '" + scaling.value_or("linear") +
-                            "' with factor " + std::to_string(factor) + " is not supported");
+    throw unsupported_error(
+        path + ": RoPE scaling '" +
+        gguf::escape_text(scaling.value_or("linear"), gguf::kMessageStringBytes) +
+        "' with factor " + std::to_string(factor) + " is not supported");
   }
   c.rope_style = *arch == "llama" ? RopeStyle::kAdjacent : RopeStyle::kHalfSplit;
   c.qkv_bias = *arch == "qwen2";
@@ -465,7 +469,8 @@ Model load_gguf_model(const std::string& path) {
     last_layer = std::max(last_layer, layer);
   }
   if (past > 0) {
-    throw usage_error(path + ": tensor '" + gguf::escape_text(first_past, 64) +
+    throw usage_error(path + ": tensor '" +
+                      gguf::escape_text(first_past, gguf::kMessageStringBytes) +
                       "' belongs to layer " + std::to_string(layer_of(first_past)) + ", but " + a +
                       "block_count is " + std::to_string(c.n_layers) + " (" + std::to_string(past) +
                       " tensor(s) of layers up to " + std::to_string(last_layer) +
@@ -474,7 +479,7 @@ Model load_gguf_model(const std::string& path) {
   if (const auto extra = unread_layer_tensors(r, c); !extra.empty()) {
     std::string names;
     for (size_t i = 0; i < extra.size() && i < 4; ++i) {
-      names += (i ? ", " : "") + gguf::escape_text(extra[i], 64);
+      names += (i ? ", " : "") + gguf::escape_text(extra[i], gguf::kMessageStringBytes);
     }
     throw unsupported_error(
         path + ": tensors decodebench does not compute: " + names +

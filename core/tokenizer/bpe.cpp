@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/gguf/printable.hpp"
 #include "core/tokenizer/unicode.hpp"
 #include "core/tokenizer/vocab_tokenizer.hpp"
 
@@ -35,7 +36,8 @@ BpeTokenizer::BpeTokenizer(VocabData& data, PreTokenizer pre)
     // Split at the first space after position 0: a token may itself start with a space.
     const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (space == std::string::npos) {
-      throw usage_error("tokenizer.ggml.merges[" + std::to_string(rank) + "] = \"" + m +
+      throw usage_error("tokenizer.ggml.merges[" + std::to_string(rank) + "] = \"" +
+                        gguf::escape_text(m, gguf::kMessageStringBytes) +
                         "\" is not of the form \"left right\"");
     }
     const std::string_view left(m.data(), space);

@@ -237,7 +237,8 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
   if (data.model == "gpt2") {
     const auto pre = tokenizer::pre_tokenizer_from_name(data.pre);
     if (!pre) {
-      throw unsupported_error("tokenizer.ggml.pre = \"" + gguf::escape_text(data.pre, 64) +
+      throw unsupported_error("tokenizer.ggml.pre = \"" +
+                              gguf::escape_text(data.pre, gguf::kMessageStringBytes) +
                               "\" is not supported; supported pre-tokenizers: " +
                               tokenizer::supported_pre_tokenizers());
     }
@@ -250,7 +251,8 @@ std::unique_ptr<Tokenizer> make_tokenizer(VocabData data) {
     }
     return std::make_unique<tokenizer::SpmTokenizer>(data);
   }
-  throw unsupported_error("tokenizer.ggml.model = \"" + gguf::escape_text(data.model, 64) +
+  throw unsupported_error("tokenizer.ggml.model = \"" +
+                          gguf::escape_text(data.model, gguf::kMessageStringBytes) +
                           "\" is not supported; supported tokenizer models: gpt2, llama");
 }
 

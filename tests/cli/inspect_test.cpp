@@ -326,6 +326,38 @@ TEST(InspectCli, TensorsARunDoesNotReadAreNamed) {
   EXPECT_EQ(doc["model_check"]["unread_bytes"], 64 * 2 * 34);
 }
 
+// Strings of the file reach messages escaped and cut: a newline in the architecture, the RoPE
+// scaling type or the tokenizer model would otherwise print a line of the file's own (one that can
+// pass for an error of decodebench's), a long one flood the terminal.
+TEST(InspectCli, FileStringsInMessagesAreEscapedAndCut) {
+  DB_REQUIRE_PYTHON_GGUF();
+  TempDir dir;
+  const std::string forged = "x\ndecodebench: error: forged";
+  const struct {
+    std::string set;
+    std::string shown;
+  } cases[] = {
+      {"general.architecture=str:" + forged,
+       "unsupported architecture 'x\\ndecodebench: error: forged'"},
+      {"llama.rope.scaling.type=str:" + forged,
+       "RoPE scaling 'x\\ndecodebench: error: forged' with factor"},
+      {"tokenizer.ggml.model=str:" + forged + std::string(300, 'p'),
+       "tokenizer.ggml.model = \"x\\ndecodebench: error: forged" + std::string(172, 'p') +
+           "... (328 bytes)\" is not supported"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.set);
+    const auto path = dir / "m.gguf";
+    ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", c.set}));
+    const CommandResult run = run_decodebench(
+        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
+        60);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_TRUE(contains(run.err, c.shown)) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
 // Weights whose f16 scales include NaN and inf (the fixture's random bytes) give NaN logits: the
 // run warns (token 0 at every step means nothing); finite weights do not.
 TEST(InspectCli, NonFiniteLogitsAreWarned) {

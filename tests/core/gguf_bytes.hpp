@@ -253,6 +253,18 @@ inline std::vector<MalformedCase> malformed_cases() {
           [](GgufBytes& b) { b.put_u64(b.at("tensor_count"), 4); });
   // One short: the last tensor's info lies where the padding should be, and every tensor would be
   // read from 32 bytes too early.
+  // With alignment 1 no padding shows it: the last tensor's data is left over at the end.
+  {
+    FileSpec s = base_spec();
+    s.alignment = 1;
+    s.kvs[1].value = v_u32(1);
+    GgufBytes b = build_gguf(s);
+    b.put_u64(b.at("tensor_count"), 2);
+    cases.push_back(
+        {"tensor_count_minus_one_packed", b.data, "after the last tensor's data (which ends at"});
+  }
+  patched("trailing_data", "byte 0x01 after the last tensor's data",
+          [](GgufBytes& b) { b.data += std::string(40, '\0') + "\x01"; });
   patched("tensor_count_minus_one",
           "byte 0x01 in the padding before the data section (at 352; GGUF pads with zeros): the "
           "header's "

@@ -150,7 +150,8 @@ TEST(GgufInspect, AwkwardStringsStayPrintableAndValidJson) {
            {"bad.value", v_string(bad_utf8)},
            {"ctl.value", v_string("line1\nline2\t\x01\x7f")},
            {"long.value", v_string(std::string(500, 'q'))},
-           {"long.array", v_array_str(std::vector<std::string>(40, "\xF0\x9F\x99\x82"))}};
+           {"long.array", v_array_str(std::vector<std::string>(40, "\xF0\x9F\x99\x82"))},
+           {"c1.value", v_string(std::string("a\xC2\x9B") + "31mb" + "\xC2\xA0" + "c")}};
   s.tensors = {{std::string("t\xFF", 2), {4}, 0, 16, std::nullopt}};
   build_gguf(s).write(dir / "s.gguf");
   const Reader r((dir / "s.gguf").string());
@@ -174,6 +175,11 @@ TEST(GgufInspect, AwkwardStringsStayPrintableAndValidJson) {
   EXPECT_NE(text.find("bad.\\xfekey"), std::string::npos) << text;
   EXPECT_NE(text.find("\"x\\xff\\xc0\\xafy\\xed\\xa0\\x80z\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"line1\\nline2\\t\\x01\\x7f\""), std::string::npos) << text;
+  // A C1 control (U+009B is a terminal's CSI) is escaped; U+00A0, printable, is not.
+  EXPECT_NE(text.find("\"a\\u009b31mb\xC2\xA0"
+                      "c\""),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("... (500 bytes)"), std::string::npos) << text;
   EXPECT_NE(text.find("count 40 ["), std::string::npos) << text;
   EXPECT_EQ(text.find('\x01'), std::string::npos);
