@@ -16,15 +16,14 @@ namespace decodebench::gguf {
 /// Fields are std::nullopt when the file does not say. Per-layer arrays (e.g. head_count in some
 /// files) are reported as their maximum, with a note.
 struct ArchitectureSummary {
-  std::string architecture;          ///< general.architecture, "" when absent
-  std::optional<uint64_t> layers;    ///< {arch}.block_count
-  std::optional<uint64_t> hidden;    ///< {arch}.embedding_length (D)
-  std::optional<uint64_t> heads;     ///< {arch}.attention.head_count (Hq)
-  std::optional<uint64_t> kv_heads;  ///< {arch}.attention.head_count_kv (Hkv)
-  std::optional<uint64_t> head_dim;  ///< {arch}.attention.key_length, else hidden / heads
-  std::optional<uint64_t> ffn;       ///< {arch}.feed_forward_length (F)
-  std::optional<uint64_t>
-      vocab;  ///< vocab_size, else token count (token_embd rows if more), else rows
+  std::string architecture;                ///< general.architecture, "" when absent
+  std::optional<uint64_t> layers;          ///< {arch}.block_count
+  std::optional<uint64_t> hidden;          ///< {arch}.embedding_length (D)
+  std::optional<uint64_t> heads;           ///< {arch}.attention.head_count (Hq)
+  std::optional<uint64_t> kv_heads;        ///< {arch}.attention.head_count_kv (Hkv)
+  std::optional<uint64_t> head_dim;        ///< {arch}.attention.key_length, else hidden / heads
+  std::optional<uint64_t> ffn;             ///< {arch}.feed_forward_length (F)
+  std::optional<uint64_t> vocab;           ///< vocab_size, else max(token count, token_embd rows)
   std::optional<uint64_t> context_length;  ///< {arch}.context_length (tokens)
   std::optional<double> rope_freq_base;    ///< {arch}.rope.freq_base
   std::optional<double> rms_eps;           ///< {arch}.attention.layer_norm_rms_epsilon
