@@ -145,6 +145,14 @@ TEST(InspectCli, ModelJsonOnStdout) {
   }
 }
 
+// Writes the model fixture with one `--set KEY=TYPE:VALUE` to `path` and runs it for two tokens
+// on the CPU backend.
+CommandResult run_model_with(const std::filesystem::path& path, const std::string& set) {
+  EXPECT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", set}));
+  return run_decodebench(
+      {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"}, 60);
+}
+
 // inspect refuses what a run refuses (exit 2, the same message after the report): as broken,
 // more layers in llama.block_count than the file has tensors for, a llama.vocab_size that is not
 // the embedding's row count; as a file decodebench does not run, an adapter, value_length other
@@ -284,10 +292,7 @@ TEST(InspectCli, FloatKeysAreCheckedForTypeAndRange) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.set);
     const auto path = dir / "m.gguf";
-    ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", c.set}));
-    const CommandResult run = run_decodebench(
-        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
-        60);
+    const CommandResult run = run_model_with(path, c.set);
     const CommandResult r = run_decodebench({"inspect", path.string(), "--json", "-"}, 60);
     if (c.error.empty()) {
       EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -348,10 +353,7 @@ TEST(InspectCli, FileStringsInMessagesAreEscapedAndCut) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.set);
     const auto path = dir / "m.gguf";
-    ASSERT_TRUE(write_fixture(path, {"--kind", "model", "--normal-weights", "--set", c.set}));
-    const CommandResult run = run_decodebench(
-        {"--model", path.string(), "--backend", "cpu", "--tokens", "2", "--prompt-tokens", "2"},
-        60);
+    const CommandResult run = run_model_with(path, c.set);
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_TRUE(contains(run.err, c.shown)) << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
