@@ -50,7 +50,9 @@ std::string help_footer() {
          "  (--threshold 0: the test alone decides, p >= alpha -> same)\n"
          "  too few samples for p < alpha in the rank test without ties (1 to 3 a side at 0.05) "
          "-> unclear\n"
-         "  a bootstrap figure with fewer than 30 samples a side (tpot_p99: 200) -> unclear\n"
+         "  a bootstrap figure with fewer samples than " +
+         bootstrap_minimum_text() +
+         " -> unclear\n"
          "Metrics:\n" +
          metrics +
          "Exit codes: 0 nothing slower · 1 at least one slower (a regression) · 2 usage or data "

@@ -213,7 +213,8 @@ std::string compare_markdown(const CompareReport& r) {
   out +=
       "; a median whose rank test points the other way is unclear; unclear whatever the test "
       "where the sample counts cannot reach p < alpha in the rank test without ties, or are "
-      "below the bootstrap's 30 a side (200 for tpot_p99).\n";
+      "below the bootstrap's " +
+      bootstrap_minimum_text() + ".\n";
   return out;
 }
 

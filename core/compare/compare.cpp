@@ -61,6 +61,12 @@ bool change_and_test_disagree(double change_pct, bool higher_is_better, double z
   return better ? z > 0 : z < 0;
 }
 
+std::string bootstrap_minimum_text() {
+  return fmt::format("{} a side ({} for tpot_p99)",
+                     bootstrap_min_samples(ResampledStatistic::kMean),
+                     bootstrap_min_samples(ResampledStatistic::kP99));
+}
+
 Verdict decide_verdict(double change_pct, bool higher_is_better, double p_value, double z,
                        bool check_direction, double alpha, double threshold_pct) {
   const bool significant = p_value < alpha;
@@ -840,7 +846,8 @@ nlohmann::json compare_json(const CompareReport& report) {
              "significant: same; significant with no change in the figure: unclear") +
       "; a median whose rank test points the other way: unclear; whatever the test, unclear "
       "where the sample counts cannot reach p < alpha in the rank test without ties, or are below "
-      "the bootstrap's 30 a side (200 for tpot_p99)";
+      "the bootstrap's " +
+      bootstrap_minimum_text();
   return {{"schema_version", kCompareSchemaVersion},
           {"baseline", report.baseline_name},
           {"new", report.candidate_name},

@@ -182,6 +182,10 @@ CompareReport compare_runs(const LoadedRuns& baseline, const LoadedRuns& candida
 /// The JSON form of a report (`compare --format json`; layout in docs/ci.md).
 nlohmann::json compare_json(const CompareReport& report);
 
+/// "30 a side (200 for tpot_p99)": the bootstrap's minimum samples (bootstrap_min_samples), as the
+/// help, the legend and the JSON method state it.
+std::string bootstrap_minimum_text();
+
 /// Version of the compare JSON layout.
 /// 1.1: each comparison names its test ("test"), u and z are null for the bootstrap's metrics,
 /// which add "resamples" and "ci_pct".
